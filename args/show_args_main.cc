@@ -1,0 +1,43 @@
+// show_args: parses any TrainingArguments command line and prints the resolved arguments as
+// JSON with the keys and value formats of HF's TrainingArguments.to_json_string().
+//
+//   bazel run //args:show_args -- --output_dir out --learning_rate 2e-5 \
+//       --fsdp "full_shard auto_wrap" --log_on_each_node 0
+//
+// Warnings (deprecations) go to stderr; errors exit with status 2 like argparse.
+#include <cstdlib>
+#include <iostream>
+
+#include <unistd.h>
+
+#include "args/parser.h"
+#include "args/serialize.h"
+#include "args/training_args.h"
+
+int main(int argc, char** argv) {
+  // `bazel run` starts us in the runfiles tree; relative paths are the user's.
+  if (const char* wd = std::getenv("BUILD_WORKING_DIRECTORY")) {
+    if (::chdir(wd) != 0) std::cerr << "show_args: cannot enter " << wd << "\n";
+  }
+  loom::args::TrainingArguments args;
+  loom::args::ArgParser parser({.program = "show_args",
+                                .description = "Prints the resolved TrainingArguments as JSON."});
+  parser.AddGroup("TrainingArguments", &args);
+  absl::Status status = parser.Parse(argc, argv);
+  if (!status.ok()) {
+    std::cerr << "show_args: error: " << status.message() << "\n";
+    return 2;
+  }
+  if (parser.help_requested()) {
+    std::cout << parser.Help();
+    return 0;
+  }
+  auto warnings = loom::args::PostInit(&args);
+  if (!warnings.ok()) {
+    std::cerr << "show_args: error: " << warnings.status().message() << "\n";
+    return 2;
+  }
+  for (const auto& w : *warnings) std::cerr << "warning: " << w << "\n";
+  std::cout << loom::args::ToJsonString(args) << "\n";
+  return 0;
+}

@@ -1,0 +1,515 @@
+// HF TrainingArguments.__post_init__ (transformers 4.41), step by step in HF's order. Step
+// comments cite spec/trainer.md sections; message texts follow HF's so users can search them.
+#include "args/training_args.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "args/field_value.h"
+#include "base/file_util.h"
+#include "base/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace loom::args {
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using json = nlohmann::ordered_json;
+
+absl::Status Invalid(absl::string_view msg) { return absl::InvalidArgumentError(msg); }
+
+std::string ExpandUser(const std::string& path) {
+  if (path == "~" || absl::StartsWith(path, "~/")) {
+    const char* home = std::getenv("HOME");
+    if (home != nullptr) return std::string(home) + path.substr(1);
+  }
+  return path;
+}
+
+std::string JoinPath(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  return absl::EndsWith(a, "/") ? a + b : a + "/" + b;
+}
+
+std::string Basename(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string Deprecated(absl::string_view old_flag, absl::string_view new_flag) {
+  return absl::StrCat("`--", old_flag,
+                      "` is deprecated and will be removed in version 5 of 🤗 Transformers. Use `",
+                      new_flag, "` instead");
+}
+
+// Every string/list field with choices holds one of them (HF converts them to enums).
+absl::Status CheckChoices(const TrainingArguments& args) {
+  const Descriptor* d = args.GetDescriptor();
+  const auto* r = args.GetReflection();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    const FieldSpec& spec = SpecOf(f);
+    if (spec.choices_size() == 0) continue;
+    std::vector<std::string> values;
+    if (f->is_repeated()) {
+      for (int k = 0; k < r->FieldSize(args, f); ++k) values.push_back(r->GetRepeatedString(args, f, k));
+    } else if (r->HasField(args, f) || f->has_default_value()) {
+      values.push_back(r->GetString(args, f));
+    }
+    for (const auto& v : values) {
+      if (std::find(spec.choices().begin(), spec.choices().end(), v) == spec.choices().end()) {
+        std::vector<std::string> q;
+        for (const auto& c : spec.choices()) q.push_back("'" + c + "'");
+        return Invalid(absl::StrCat("--", f->name(), ": '", v,
+                                    "' is not a valid value, please select one of [",
+                                    absl::StrJoin(q, ", "), "]"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Integer check of spec/trainer.md §2.1 rows 33/36/62: *_steps > 1 must be integers.
+absl::Status CheckIntegerSteps(double value, absl::string_view flag) {
+  if (value > 1 && value != std::floor(value)) {
+    return Invalid(absl::StrCat("--", flag, " must be an integer if bigger than 1: ",
+                                PythonFloat(value)));
+  }
+  return absl::OkStatus();
+}
+
+std::string StepsRepr(double v) {
+  return (v > 1 && v == std::floor(v)) ? std::to_string(static_cast<int64_t>(v)) : PythonFloat(v);
+}
+
+// load_best_model_at_end rules (spec §2.1 row 70, §11 item 20).
+absl::Status CheckLoadBest(const TrainingArguments& a) {
+  if (!a.load_best_model_at_end()) return absl::OkStatus();
+  if (a.eval_strategy() != a.save_strategy()) {
+    return Invalid(absl::StrCat(
+        "--load_best_model_at_end requires the save and eval strategy to match, but found\n- "
+        "Evaluation strategy: ",
+        a.eval_strategy(), "\n- Save strategy: ", a.save_strategy()));
+  }
+  if (a.eval_strategy() != "steps") return absl::OkStatus();
+  const double save = a.save_steps(), eval = a.eval_steps();
+  if (eval != 0 && std::fmod(save, eval) == 0) return absl::OkStatus();
+  if (eval < 1 || save < 1) {
+    if (!(eval < 1 && save < 1)) {
+      return Invalid(absl::StrCat(
+          "--load_best_model_at_end requires the saving steps to be a multiple of the evaluation "
+          "steps, which cannot get guaranteed when mixing ratio and absolute steps for save_steps ",
+          StepsRepr(save), " and eval_steps ", StepsRepr(eval), "."));
+    }
+    constexpr double kLarge = 1e6;
+    if (std::fmod(std::round(save * kLarge), std::round(eval * kLarge)) == 0) {
+      return absl::OkStatus();  // ratios that are exact multiples (loom: no fall-through bug)
+    }
+  }
+  return Invalid(absl::StrCat(
+      "--load_best_model_at_end requires the saving steps to be a round multiple of the "
+      "evaluation steps, but found --save_steps ",
+      StepsRepr(save), ", which is not a round multiple of --eval_steps ", StepsRepr(eval), "."));
+}
+
+// fsdp options (spec §8.2) and fsdp_config (§2.2, §8.3).
+absl::Status ResolveFsdp(TrainingArguments* a, std::vector<std::string>* warnings) {
+  std::set<std::string> opts(a->fsdp().begin(), a->fsdp().end());
+  if (opts == std::set<std::string>{"offload"}) {
+    return Invalid(
+        "`--fsdp offload` can't work on its own. It needs to be added to `--fsdp full_shard` or "
+        "`--fsdp shard_grad_op`. For example, `--fsdp \"full_shard offload\"`.");
+  }
+  if (opts.count("full_shard") && opts.count("shard_grad_op")) {
+    return Invalid("`--fsdp full_shard` is not compatible with `--fsdp shard_grad_op`.");
+  }
+  if (opts.count("offload") && !opts.count("full_shard") && !opts.count("shard_grad_op")) {
+    return Invalid(
+        "--fsdp offload is only compatible with full_shard and shard_grad_op, e.g. "
+        "`--fsdp \"full_shard offload\"`");
+  }
+  const int strategies = opts.count("full_shard") + opts.count("shard_grad_op") +
+                         opts.count("no_shard") + opts.count("hybrid_shard") +
+                         opts.count("hybrid_shard_zero2");
+  if (strategies > 1) {
+    return Invalid(absl::StrCat("--fsdp takes one sharding strategy, got \"",
+                                absl::StrJoin(a->fsdp(), " "), "\""));
+  }
+
+  json cfg = json::object();
+  if (a->has_fsdp_config()) {
+    const std::string& v = a->fsdp_config();
+    if (!v.empty() && v[0] == '{') {
+      cfg = json::parse(v, nullptr, false);
+      if (cfg.is_discarded() || !cfg.is_object()) {
+        return Invalid("--fsdp_config: not a JSON object: " + v);
+      }
+    } else {
+      if (a->fsdp_size() == 0) warnings->push_back("`--fsdp_config` is useful only when `--fsdp` is specified.");
+      ASSIGN_OR_RETURN(std::string text, base::ReadFile(v), "--fsdp_config");
+      json loaded = json::parse(text, nullptr, false);
+      if (loaded.is_discarded() || !loaded.is_object()) {
+        return Invalid(absl::StrCat("--fsdp_config: ", v, " is not a JSON object"));
+      }
+      cfg = json::object();
+      json prefixed = json::object();
+      for (auto& [k, val] : loaded.items()) {
+        if (absl::StartsWith(k, "fsdp_")) {
+          prefixed[k.substr(5)] = val;
+        } else {
+          cfg[k] = val;
+        }
+      }
+      for (auto& [k, val] : prefixed.items()) cfg[k] = val;  // HF re-inserts them at the end
+    }
+  }
+  if (a->fsdp_min_num_params() > 0) {
+    warnings->push_back("using `--fsdp_min_num_params` is deprecated. Use fsdp_config instead ");
+  }
+  int64_t min_params = cfg.value("min_num_params", int64_t{0});
+  cfg["min_num_params"] = std::max<int64_t>(min_params, a->fsdp_min_num_params());
+  if (cfg.contains("transformer_layer_cls_to_wrap") && cfg["transformer_layer_cls_to_wrap"].is_string()) {
+    cfg["transformer_layer_cls_to_wrap"] = json::array({cfg["transformer_layer_cls_to_wrap"]});
+  }
+  if (a->has_fsdp_transformer_layer_cls_to_wrap()) {
+    warnings->push_back(
+        "using `--fsdp_transformer_layer_cls_to_wrap` is deprecated. Use fsdp_config instead ");
+    json list = cfg.value("transformer_layer_cls_to_wrap", json::array());
+    list.push_back(a->fsdp_transformer_layer_cls_to_wrap());
+    cfg["transformer_layer_cls_to_wrap"] = list;
+  }
+  const bool has_cls = cfg.contains("transformer_layer_cls_to_wrap") &&
+                       !cfg["transformer_layer_cls_to_wrap"].is_null();
+  if (a->fsdp_size() == 0 && cfg["min_num_params"].get<int64_t>() > 0) {
+    warnings->push_back("`min_num_params` is useful only when `--fsdp` is specified.");
+  }
+  if (a->fsdp_size() == 0 && has_cls) {
+    warnings->push_back("`transformer_layer_cls_to_wrap` is useful only when `--fsdp` is specified.");
+  }
+  if (a->fsdp_size() > 0 && cfg["min_num_params"].get<int64_t>() > 0 && has_cls) {
+    return Invalid("`min_num_params` and `transformer_layer_cls_to_wrap` are mutually exclusive.");
+  }
+  for (const char* k : {"xla", "xla_fsdp_v2", "xla_fsdp_grad_ckpt"}) {
+    if (!cfg.contains(k)) cfg[k] = false;
+  }
+  if (cfg.contains("backward_prefetch") && cfg["backward_prefetch"].is_string()) {
+    std::string bp = cfg["backward_prefetch"];
+    if (bp != "backward_pre" && bp != "backward_post") {
+      return Invalid(absl::StrCat("--fsdp_config: backward_prefetch must be \"backward_pre\" or "
+                                  "\"backward_post\", got \"", bp, "\""));
+    }
+  }
+  auto flag = [&](const char* k, bool dflt) {
+    return cfg.contains(k) && cfg[k].is_boolean() ? cfg[k].get<bool>() : dflt;
+  };
+  if (flag("cpu_ram_efficient_loading", false) && !flag("sync_module_states", true)) {
+    return Invalid(
+        "--fsdp_config: `sync_module_states` must be `\"True\"` if `cpu_ram_efficient_loading` "
+        "is `\"True\"`");
+  }
+  a->set_fsdp_config(cfg.dump());
+  return absl::OkStatus();
+}
+
+// accelerator_config (spec §2.3) with the deprecated top-level dispatch/split_batches.
+absl::Status ResolveAcceleratorConfig(TrainingArguments* a, std::vector<std::string>* warnings) {
+  json given = json::object();
+  if (a->has_accelerator_config()) {
+    std::string text = a->accelerator_config();
+    if (text.empty() || text[0] != '{') {
+      ASSIGN_OR_RETURN(text, base::ReadFile(a->accelerator_config()), "--accelerator_config");
+    }
+    given = json::parse(text, nullptr, false);
+    if (given.is_discarded() || !given.is_object()) {
+      return Invalid("--accelerator_config: not a JSON object: " + a->accelerator_config());
+    }
+  }
+  json cfg = {{"split_batches", false},
+              {"dispatch_batches", nullptr},
+              {"even_batches", true},
+              {"use_seedable_sampler", true}};
+  for (auto& [k, v] : given.items()) {
+    if (!cfg.contains(k)) {
+      return Invalid(absl::StrCat("--accelerator_config: unknown key \"", k,
+                                  "\" (known: split_batches, dispatch_batches, even_batches, "
+                                  "use_seedable_sampler)"));
+    }
+    if (!v.is_boolean() && !(k == "dispatch_batches" && v.is_null())) {
+      return Invalid(absl::StrCat("--accelerator_config: \"", k, "\" must be true or false"));
+    }
+    cfg[k] = v;
+  }
+  for (auto [name, has, value] :
+       {std::tuple{"dispatch_batches", a->has_dispatch_batches(), a->dispatch_batches()},
+        std::tuple{"split_batches", a->has_split_batches(), a->split_batches()}}) {
+    if (!has) continue;
+    warnings->push_back(absl::StrCat(
+        "Using `--", name,
+        "` is deprecated and will be removed in version 4.41 of 🤗 Transformers. Use "
+        "`--accelerator_config {'", name, "':VALUE} instead"));
+    cfg[name] = value;
+  }
+  a->set_accelerator_config(cfg.dump());
+  return absl::OkStatus();
+}
+
+// Options loom cannot honour in C++ (spec §10.6): rejected only when not at their default.
+absl::Status CheckSupported(const TrainingArguments& a, bool compile_implied) {
+  const Descriptor* d = a.GetDescriptor();
+  const auto* r = a.GetReflection();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    const FieldSpec& spec = SpecOf(f);
+    if (spec.unsupported().empty()) continue;
+    if (f->is_repeated() ? r->FieldSize(a, f) == 0 : !r->HasField(a, f)) continue;
+    if (GetAsJson(a, f) == GetAsJson(TrainingArguments::default_instance(), f)) continue;
+    std::string why = f->name() == "torch_compile" && compile_implied
+                          ? " (implied by --torch_compile_backend / --torch_compile_mode)"
+                          : "";
+    return Invalid(absl::StrCat("--", f->name(), why, " is not supported by loom: ",
+                                spec.unsupported(), ". Remove the flag."));
+  }
+  static const std::set<std::string> kOptims = {"adamw_hf", "adamw_torch", "adamw_torch_fused",
+                                                "adafactor", "sgd", "adagrad", "rmsprop"};
+  if (!kOptims.count(a.optim())) {
+    return Invalid(absl::StrCat("--optim ", a.optim(),
+                                " is not supported by loom (it needs a Python-only library); use "
+                                "one of adamw_torch, adamw_hf, adamw_torch_fused, adafactor, sgd, "
+                                "adagrad, rmsprop"));
+  }
+  if (a.half_precision_backend() == "apex") {
+    return Invalid("--half_precision_backend apex is not supported by loom: NVIDIA Apex is "
+                   "Python-only; use auto or cpu_amp");
+  }
+  if (a.has_ddp_backend() && a.ddp_backend() != "nccl" && a.ddp_backend() != "gloo") {
+    return Invalid(absl::StrCat("--ddp_backend ", a.ddp_backend(),
+                                " is not supported by loom; use gloo (CPU) or nccl (CUDA)"));
+  }
+  for (const auto& opt : a.debug()) {
+    if (opt == "tpu_metrics_debug") {
+      return Invalid("--debug tpu_metrics_debug is not supported by loom: TPUs are not supported");
+    }
+  }
+  json fsdp_cfg = json::parse(a.fsdp_config(), nullptr, false);
+  if (fsdp_cfg.is_object() && fsdp_cfg.value("xla", false)) {
+    return Invalid("--fsdp_config: xla is not supported by loom: PyTorch/XLA FSDP is TPU-only");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
+                                                  const PostInitOptions& options) {
+  std::vector<std::string> warnings;
+  if (!a->has_output_dir() || a->output_dir().empty()) {
+    return Invalid("--output_dir is required: the directory where checkpoints and predictions "
+                   "are written");
+  }
+  // Paths: expanduser and the logging_dir default (spec §2.1 row 30, §5.5).
+  a->set_output_dir(ExpandUser(a->output_dir()));
+  if (!a->has_logging_dir()) {
+    absl::Time now = options.now ? options.now() : absl::Now();
+    std::string host = options.hostname;
+    if (host.empty()) {
+      char buf[256] = {0};
+      ::gethostname(buf, sizeof(buf) - 1);
+      host = buf;
+    }
+    a->set_logging_dir(JoinPath(
+        a->output_dir(),
+        "runs/" + absl::FormatTime("%b%d_%H-%M-%S", now, absl::LocalTimeZone()) + "_" + host));
+  }
+  a->set_logging_dir(ExpandUser(a->logging_dir()));
+  // disable_tqdm: the default library level is warning, and `warning > WARN` is false.
+  if (!a->has_disable_tqdm()) a->set_disable_tqdm(false);
+
+  if (a->has_evaluation_strategy()) {
+    warnings.push_back(
+        "`evaluation_strategy` is deprecated and will be removed in version 4.46 of 🤗 "
+        "Transformers. Use `eval_strategy` instead");
+    a->set_eval_strategy(a->evaluation_strategy());
+  }
+  if (a->no_cuda()) {
+    warnings.push_back(Deprecated("no_cuda", "use_cpu"));
+    a->set_use_cpu(true);
+  }
+  RETURN_IF_ERROR(CheckChoices(*a));
+  if (!a->do_eval() && a->eval_strategy() != "no") a->set_do_eval(true);
+
+  // eval_steps <- logging_steps (spec §11 item 12).
+  if (a->eval_strategy() == "steps" && (!a->has_eval_steps() || a->eval_steps() == 0)) {
+    if (a->logging_steps() > 0) {
+      a->set_eval_steps(a->logging_steps());
+    } else {
+      return Invalid("evaluation strategy steps requires either non-zero --eval_steps or "
+                     "--logging_steps");
+    }
+  }
+  if (a->logging_strategy() == "steps" && a->logging_steps() == 0) {
+    return Invalid("logging strategy steps requires non-zero --logging_steps");
+  }
+  if (a->logging_strategy() == "steps") RETURN_IF_ERROR(CheckIntegerSteps(a->logging_steps(), "logging_steps"));
+  if (a->eval_strategy() == "steps") RETURN_IF_ERROR(CheckIntegerSteps(a->eval_steps(), "eval_steps"));
+  if (a->save_strategy() == "steps") RETURN_IF_ERROR(CheckIntegerSteps(a->save_steps(), "save_steps"));
+  for (auto [v, flag] : {std::pair{a->logging_steps(), "logging_steps"},
+                         std::pair{a->save_steps(), "save_steps"},
+                         std::pair{a->has_eval_steps() ? a->eval_steps() : 0.0, "eval_steps"}}) {
+    if (v < 0) return Invalid(absl::StrCat("--", flag, " must be >= 0, got ", PythonFloat(v)));
+  }
+  RETURN_IF_ERROR(CheckLoadBest(*a));
+
+  // metric_for_best_model / greater_is_better (spec §11 items 17-18).
+  if ((a->load_best_model_at_end() || a->lr_scheduler_type() == "reduce_lr_on_plateau") &&
+      !a->has_metric_for_best_model()) {
+    a->set_metric_for_best_model("loss");
+  }
+  if (!a->has_greater_is_better() && a->has_metric_for_best_model()) {
+    a->set_greater_is_better(a->metric_for_best_model() != "loss" &&
+                             a->metric_for_best_model() != "eval_loss");
+  }
+  if (!a->has_run_name()) a->set_run_name(a->output_dir());
+
+  if (!a->fp16_backend().empty() && a->fp16_backend() != "auto") {
+    warnings.push_back(Deprecated("fp16_backend", "half_precision_backend"));
+    a->set_half_precision_backend(a->fp16_backend());
+  }
+  if (a->fp16() && a->bf16()) return Invalid("At most one of --fp16 and --bf16 can be True, but not both");
+  if (a->fp16_full_eval() && a->bf16_full_eval()) {
+    return Invalid("At most one of --fp16_full_eval and --bf16_full_eval can be True, but not both");
+  }
+  if (a->bf16() && a->half_precision_backend() == "apex") {
+    return Invalid("--bf16 with `--half_precision_backend apex`: GPU bf16 is not supported by apex.");
+  }
+  if (a->lr_scheduler_type() == "reduce_lr_on_plateau" && a->eval_strategy() == "no") {
+    return Invalid("--lr_scheduler_type reduce_lr_on_plateau requires an eval strategy (--eval_strategy steps or epoch)");
+  }
+  if (a->adafactor()) {
+    warnings.push_back(Deprecated("adafactor", "--optim adafactor"));
+    a->set_optim("adafactor");
+  }
+
+  // torch.compile implications (spec §11 item 11).
+  if (a->has_torchdynamo()) {
+    warnings.push_back(Deprecated("torchdynamo", "torch_compile_backend"));
+    a->set_torch_compile_backend(a->torchdynamo());
+  }
+  bool compile_implied = false;
+  if ((a->has_torch_compile_mode() || a->has_torch_compile_backend()) && !a->torch_compile()) {
+    a->set_torch_compile(true);
+    compile_implied = true;
+  }
+  if (a->torch_compile() && !a->has_torch_compile_backend()) a->set_torch_compile_backend("inductor");
+
+  // report_to (spec §2.1 row 86): None and "all" mean every integration loom has. An explicit
+  // "none" is kept as ["none"] (an empty repeated field would read back as None); ToDict()
+  // prints it as [] like HF.
+  std::vector<std::string> report(a->report_to().begin(), a->report_to().end());
+  if (report.empty() || report == std::vector<std::string>{"all"}) {
+    report = options.available_integrations;
+    if (report.empty()) report = {"none"};
+  }
+  static const std::set<std::string> kIntegrations = {
+      "azure_ml", "clearml", "codecarbon", "comet_ml", "dagshub", "dvclive", "flyte",
+      "mlflow", "neptune", "tensorboard", "wandb", "none"};
+  for (const auto& r : report) {
+    if (!kIntegrations.count(r)) {
+      return Invalid(absl::StrCat("--report_to: unknown integration '", r,
+                                  "'; choose from tensorboard, wandb, mlflow, ... or all/none"));
+    }
+  }
+  a->clear_report_to();
+  for (const auto& r : report) a->add_report_to(r);
+
+  if (a->warmup_ratio() < 0 || a->warmup_ratio() > 1) {
+    return Invalid("--warmup_ratio must lie in range [0,1]");
+  }
+  if (a->warmup_ratio() > 0 && a->warmup_steps() > 0) {
+    warnings.push_back("Both warmup_ratio and warmup_steps given, warmup_steps will override any "
+                       "effect of warmup_ratio during training");
+  }
+  if (a->warmup_steps() < 0) return Invalid("--warmup_steps must be 0 or a positive integer");
+
+  RETURN_IF_ERROR(ResolveFsdp(a, &warnings));
+  RETURN_IF_ERROR(ResolveAcceleratorConfig(a, &warnings));
+
+  if (a->tpu_metrics_debug()) {
+    warnings.push_back(Deprecated("tpu_metrics_debug", "--debug tpu_metrics_debug"));
+    a->add_debug("tpu_metrics_debug");
+    a->set_tpu_metrics_debug(false);
+  }
+  if (a->use_cpu()) a->set_dataloader_pin_memory(false);
+  if (a->dataloader_num_workers() == 0 && a->has_dataloader_prefetch_factor()) {
+    return Invalid("--dataloader_prefetch_factor can only be set when data is loaded in a "
+                   "different process, i.e. when --dataloader_num_workers > 1.");
+  }
+  for (auto [v, flag] : {std::pair{a->per_device_train_batch_size(), "per_device_train_batch_size"},
+                         std::pair{a->per_device_eval_batch_size(), "per_device_eval_batch_size"},
+                         std::pair{a->gradient_accumulation_steps(), "gradient_accumulation_steps"}}) {
+    if (v < 1) return Invalid(absl::StrCat("--", flag, " must be >= 1, got ", v));
+  }
+
+  // Hub aliases.
+  if (a->has_push_to_hub_token()) {
+    warnings.push_back(Deprecated("push_to_hub_token", "--hub_token") + ".");
+    a->set_hub_token(a->push_to_hub_token());
+  }
+  if (a->has_push_to_hub_model_id()) {
+    a->set_hub_model_id(a->has_push_to_hub_organization()
+                            ? a->push_to_hub_organization() + "/" + a->push_to_hub_model_id()
+                            : a->push_to_hub_model_id());
+    warnings.push_back(absl::StrCat(
+        a->has_push_to_hub_organization() ? "`--push_to_hub_model_id` and `--push_to_hub_organization` are"
+                                          : "`--push_to_hub_model_id` is",
+        " deprecated and will be removed in version 5 of 🤗 Transformers. Use `--hub_model_id` "
+        "instead and pass the full repo name to this argument (in this case ",
+        a->hub_model_id(), ")."));
+  } else if (a->has_push_to_hub_organization()) {
+    a->set_hub_model_id(a->push_to_hub_organization() + "/" + Basename(a->output_dir()));
+    warnings.push_back(absl::StrCat(
+        "`--push_to_hub_organization` is deprecated and will be removed in version 5 of 🤗 "
+        "Transformers. Use `--hub_model_id` instead and pass the full repo name to this argument "
+        "(in this case ",
+        a->hub_model_id(), ")."));
+  }
+  if (options.reject_unsupported) RETURN_IF_ERROR(CheckSupported(*a, compile_implied));
+  return warnings;
+}
+
+int64_t GetWarmupSteps(const TrainingArguments& a, int64_t num_training_steps) {
+  if (a.warmup_steps() > 0) return a.warmup_steps();
+  return static_cast<int64_t>(std::ceil(static_cast<double>(num_training_steps) * a.warmup_ratio()));
+}
+
+int64_t TrainBatchSizePerDevice(const TrainingArguments& a, std::string* warning) {
+  if (a.has_per_gpu_train_batch_size()) {
+    if (warning) {
+      *warning = "Using deprecated `--per_gpu_train_batch_size` argument which will be removed in "
+                 "a future version. Using `--per_device_train_batch_size` is preferred.";
+    }
+    return a.per_gpu_train_batch_size();
+  }
+  return a.per_device_train_batch_size();
+}
+
+int64_t EvalBatchSizePerDevice(const TrainingArguments& a, std::string* warning) {
+  if (a.has_per_gpu_eval_batch_size()) {
+    if (warning) {
+      *warning = "Using deprecated `--per_gpu_eval_batch_size` argument which will be removed in "
+                 "a future version. Using `--per_device_eval_batch_size` is preferred.";
+    }
+    return a.per_gpu_eval_batch_size();
+  }
+  return a.per_device_eval_batch_size();
+}
+
+}  // namespace loom::args

@@ -1,0 +1,67 @@
+// TrainingArguments resolution: HF's TrainingArguments.__post_init__ (transformers 4.41) over
+// the proto schema in training_args.proto — derived defaults, deprecated aliases, and every
+// validation rule of spec/trainer.md §2 — plus loom's own rejection of options that cannot
+// apply in C++ (TPU, torch.compile, IPEX, Apex, ...: fields whose spec has `unsupported`).
+//
+// Derived defaults (spec/trainer.md §2.1, §11 items 10-25):
+//   do_eval <- true when eval_strategy != "no"; eval_steps <- logging_steps; logging_dir <-
+//   output_dir/runs/<Mon><DD>_<HH>-<MM>-<SS>_<host>; run_name <- output_dir;
+//   metric_for_best_model <- "loss" (load_best_model_at_end or reduce_lr_on_plateau);
+//   greater_is_better <- metric not in {"loss", "eval_loss"}; *_steps > 1 must be integers;
+//   torch_compile <- true when torch_compile_backend/mode are set; report_to None/"all" ->
+//   the integrations loom has ("tensorboard"), "none" -> []; fsdp "a b" -> [a, b];
+//   fsdp_config loaded (path or JSON) with "fsdp_" prefixes stripped and defaults filled;
+//   accelerator_config filled with its defaults; dataloader_pin_memory <- false with use_cpu;
+//   deprecated aliases (evaluation_strategy, no_cuda, adafactor, fp16_backend, torchdynamo,
+//   push_to_hub_token/model_id/organization, tpu_metrics_debug, dispatch_batches,
+//   split_batches, fsdp_min_num_params, fsdp_transformer_layer_cls_to_wrap) mapped with a
+//   warning.
+// Errors are InvalidArgument and name the flag (e.g. "--save_steps").
+//
+// Example:
+//   TrainingArguments args;
+//   ArgParser parser({.program = "train"});
+//   parser.AddGroup("TrainingArguments", &args);
+//   RETURN_IF_ERROR(parser.Parse(argc, argv));
+//   ASSIGN_OR_RETURN(std::vector<std::string> warnings, PostInit(&args));
+#ifndef LOOM_ARGS_TRAINING_ARGS_H_
+#define LOOM_ARGS_TRAINING_ARGS_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "args/training_args.pb.h"
+
+namespace loom::args {
+
+struct PostInitOptions {
+  // Clock and host name for the default logging_dir; defaults: now and gethostname().
+  std::function<absl::Time()> now;
+  std::string hostname;
+  // What report_to "all" (and the None default) expands to: the integrations loom has.
+  std::vector<std::string> available_integrations = {"tensorboard"};
+  // Reject non-default values of fields loom cannot support (spec `unsupported`). Tests of
+  // HF's own derivations may turn it off.
+  bool reject_unsupported = true;
+};
+
+// Resolves `args` in place exactly as HF's __post_init__ does; returns the warnings HF
+// would emit (deprecations, ignored options). Running it twice is harmless.
+absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* args,
+                                                  const PostInitOptions& options = {});
+
+// HF's get_warmup_steps: warmup_steps if > 0, else ceil(num_training_steps * warmup_ratio).
+int64_t GetWarmupSteps(const TrainingArguments& args, int64_t num_training_steps);
+
+// HF's train_batch_size / eval_batch_size per device: the deprecated per_gpu_* value when set
+// (with `warning` filled), else per_device_*. (n_gpu scaling is the caller's: loom runs one
+// device per process.)
+int64_t TrainBatchSizePerDevice(const TrainingArguments& args, std::string* warning = nullptr);
+int64_t EvalBatchSizePerDevice(const TrainingArguments& args, std::string* warning = nullptr);
+
+}  // namespace loom::args
+
+#endif  // LOOM_ARGS_TRAINING_ARGS_H_

@@ -1,0 +1,112 @@
+#include "args/training_args_file.h"
+
+#include <ATen/core/Dict.h>
+#include <ATen/core/List.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include "absl/strings/str_cat.h"
+#include "base/file_util.h"
+#include "base/status_macros.h"
+
+namespace loom::args {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+c10::IValue ToIValue(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null:
+      return c10::IValue();
+    case json::value_t::boolean:
+      return j.get<bool>();
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return j.get<int64_t>();
+    case json::value_t::number_float:
+      return j.get<double>();
+    case json::value_t::string:
+      return j.get<std::string>();
+    case json::value_t::array: {
+      c10::impl::GenericList list(c10::AnyType::get());
+      for (const auto& e : j) list.push_back(ToIValue(e));
+      return list;
+    }
+    case json::value_t::object: {
+      c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+      for (const auto& [k, v] : j.items()) dict.insert(k, ToIValue(v));
+      return dict;
+    }
+    default:
+      return c10::IValue();
+  }
+}
+
+absl::StatusOr<json> ToJson(const c10::IValue& v, const std::string& where) {
+  if (v.isNone()) return json(nullptr);
+  if (v.isBool()) return json(v.toBool());
+  if (v.isInt()) return json(v.toInt());
+  if (v.isDouble()) return json(v.toDouble());
+  if (v.isString()) return json(v.toStringRef());
+  if (v.isList()) {
+    json arr = json::array();
+    for (const c10::IValue& e : v.toListRef()) {
+      ASSIGN_OR_RETURN(json item, ToJson(e, where));
+      arr.push_back(std::move(item));
+    }
+    return arr;
+  }
+  if (v.isGenericDict()) {
+    json obj = json::object();
+    for (const auto& entry : v.toGenericDict()) {
+      if (!entry.key().isString()) {
+        return absl::DataLossError(absl::StrCat(where, ": dict key is not a string"));
+      }
+      ASSIGN_OR_RETURN(obj[entry.key().toStringRef()], ToJson(entry.value(), where));
+    }
+    return obj;
+  }
+  return absl::DataLossError(absl::StrCat(where, ": unexpected value of type ", v.tagKind()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> TrainingArgsToPickle(const google::protobuf::Message& args,
+                                                 const SerializeOptions& options) {
+  try {
+    std::vector<char> bytes = torch::jit::pickle_save(ToIValue(ToDict(args, options)));
+    return std::string(bytes.begin(), bytes.end());
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("pickling training arguments: ", e.what_without_backtrace()));
+  }
+}
+
+absl::Status TrainingArgsFromPickle(const std::string& bytes, const std::string& source,
+                                    google::protobuf::Message* args,
+                                    const SerializeOptions& options) {
+  c10::IValue value;
+  try {
+    value = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  } catch (const std::exception& e) {
+    return absl::DataLossError(
+        absl::StrCat(source, ": not a torch pickle written by loom (", e.what(), ")"));
+  }
+  if (!value.isGenericDict()) {
+    return absl::DataLossError(absl::StrCat(source, ": expected a dict of training arguments"));
+  }
+  ASSIGN_OR_RETURN(json dict, ToJson(value, source));
+  return FromDict(dict, source, args, options);
+}
+
+absl::Status SaveTrainingArgs(const google::protobuf::Message& args, const std::string& path,
+                              const SerializeOptions& options) {
+  ASSIGN_OR_RETURN(std::string bytes, TrainingArgsToPickle(args, options));
+  return base::WriteFileAtomically(path, bytes);
+}
+
+absl::Status LoadTrainingArgs(const std::string& path, google::protobuf::Message* args,
+                              const SerializeOptions& options) {
+  ASSIGN_OR_RETURN(std::string bytes, base::ReadFile(path));
+  return TrainingArgsFromPickle(bytes, path, args, options);
+}
+
+}  // namespace loom::args
