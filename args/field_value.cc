@@ -257,7 +257,9 @@ nlohmann::ordered_json GetAsJson(const Message& m, const FieldDescriptor* f) {
       bool integral = std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15;
       if (spec.kind() == KIND_STEPS && integral && d > 1) return static_cast<int64_t>(d);
       // Python keeps an int default of a float field (eval_delay=0) as an int.
-      if (!r->HasField(m, f) && integral && spec.py_default().find('.') == std::string::npos &&
+      // (Compared by value, so a round trip through JSON keeps the int form.)
+      if (f->has_default_value() && d == f->default_value_double() && integral &&
+          spec.py_default().find('.') == std::string::npos &&
           spec.py_default().find('e') == std::string::npos) {
         return static_cast<int64_t>(d);
       }

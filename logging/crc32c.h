@@ -31,9 +31,7 @@ uint32_t Crc32cExtend(uint32_t crc, absl::string_view data);
 inline uint32_t Crc32c(absl::string_view data) { return Crc32cExtend(0, data); }
 
 // TFRecord's masking of a stored CRC, and its inverse.
-inline uint32_t MaskCrc32c(uint32_t crc) {
-  return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
-}
+inline uint32_t MaskCrc32c(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
 inline uint32_t UnmaskCrc32c(uint32_t masked) {
   uint32_t rot = masked - 0xa282ead8u;
   return (rot >> 17) | (rot << 15);

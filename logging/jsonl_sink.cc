@@ -1,13 +1,13 @@
 #include "logging/jsonl_sink.h"
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include <nlohmann/json.hpp>
 
 namespace loom::logging {
 namespace {

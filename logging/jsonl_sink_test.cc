@@ -53,14 +53,14 @@ TEST(FormatJsonlRecordTest, TagsAreEscaped) {
 }
 
 TEST(FormatJsonlRecordTest, ReservedAndRepeatedTags) {
-  EXPECT_THAT(FormatJsonlRecord(1, {{"step", 1.0}}, 0),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("metric tag 'step' is reserved")));
+  EXPECT_THAT(
+      FormatJsonlRecord(1, {{"step", 1.0}}, 0),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("metric tag 'step' is reserved")));
   EXPECT_THAT(FormatJsonlRecord(1, {{"wall_time", 1.0}}, 0),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'wall_time' is reserved")));
-  EXPECT_THAT(FormatJsonlRecord(1, {{"loss", 1.0}, {"loss", 2.0}}, 0),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("metric tag 'loss' is repeated")));
+  EXPECT_THAT(
+      FormatJsonlRecord(1, {{"loss", 1.0}, {"loss", 2.0}}, 0),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("metric tag 'loss' is repeated")));
 }
 
 TEST(JsonlSinkTest, AppendsOneLinePerCallAndResumes) {
@@ -96,8 +96,8 @@ TEST(JsonlSinkTest, BadTagNamesTheFileAndWritesNothing) {
 
 TEST(JsonlSinkTest, CreateFailureNamesThePath) {
   const std::string dir = TempDir();
-  EXPECT_THAT(JsonlSink::Create(dir), StatusIs(absl::StatusCode::kFailedPrecondition,
-                                               HasSubstr("'" + dir + "'")));
+  EXPECT_THAT(JsonlSink::Create(dir),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("'" + dir + "'")));
 }
 
 // Python's json module, the reader HF tooling uses, accepts every line, non-finite included.

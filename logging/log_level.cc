@@ -49,12 +49,10 @@ bool ShouldLog(const ProcessLogPolicy& policy, const ProcessPlacement& placement
 }
 
 absl::StatusOr<int> ProcessLogLevel(const ProcessLogPolicy& policy,
-                                    const ProcessPlacement& placement,
-                                    int current_library_level) {
+                                    const ProcessPlacement& placement, int current_library_level) {
   absl::StatusOr<int> main_level = ParseLogLevel(policy.log_level);
   if (!main_level.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--log_level: ", main_level.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("--log_level: ", main_level.status().message()));
   }
   absl::StatusOr<int> replica_level = ParseLogLevel(policy.log_level_replica);
   if (!replica_level.ok()) {

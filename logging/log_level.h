@@ -77,8 +77,7 @@ bool ShouldLog(const ProcessLogPolicy& policy, const ProcessPlacement& placement
 // TrainingArguments.get_process_log_level(); `current_library_level` stands in for a passive
 // level. Both policy levels are validated whichever one applies.
 absl::StatusOr<int> ProcessLogLevel(const ProcessLogPolicy& policy,
-                                    const ProcessPlacement& placement,
-                                    int current_library_level);
+                                    const ProcessPlacement& placement, int current_library_level);
 
 // Sets glog's FLAGS_minloglevel and FLAGS_v for `level`; see the header comment.
 absl::Status ApplyLogLevel(int level);

@@ -164,10 +164,10 @@ TEST(ProcessLogLevelTest, PassiveReplicaKeepsCurrentLevel) {
 }
 
 TEST(ProcessLogLevelTest, InvalidLevelNamesTheFlag) {
-  EXPECT_THAT(ProcessLogLevel(Policy("loud", "warning", true), Place(0, 0, 0, 1), 30),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("--log_level: "), HasSubstr("'loud'"),
-                             HasSubstr("valid choices"))));
+  EXPECT_THAT(
+      ProcessLogLevel(Policy("loud", "warning", true), Place(0, 0, 0, 1), 30),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("--log_level: "), HasSubstr("'loud'"), HasSubstr("valid choices"))));
   // Checked even on a main process, which does not use the replica level.
   EXPECT_THAT(ProcessLogLevel(Policy("info", "quiet", true), Place(0, 0, 0, 1), 30),
               StatusIs(absl::StatusCode::kInvalidArgument,

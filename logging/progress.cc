@@ -47,8 +47,7 @@ ProgressBar::~ProgressBar() { Close(); }
 
 double ProgressBar::Now() const {
   if (options_.clock) return options_.clock();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::string ProgressBar::Line(double now) const {
@@ -57,7 +56,8 @@ std::string ProgressBar::Line(double now) const {
   const double rate = rate_known ? count_ / elapsed : 0;
   std::string rate_text = "?it/s";
   if (rate_known) {
-    rate_text = rate >= 1 ? absl::StrFormat("%.2fit/s", rate) : absl::StrFormat("%.2fs/it", 1 / rate);
+    rate_text =
+        rate >= 1 ? absl::StrFormat("%.2fit/s", rate) : absl::StrFormat("%.2fs/it", 1 / rate);
   }
   std::string line = options_.description.empty() ? "" : absl::StrCat(options_.description, ": ");
   const int64_t total = options_.total;

@@ -44,14 +44,14 @@ namespace loom::logging {
 bool StderrIsTty();
 
 struct ProgressOptions {
-  int64_t total = 0;                  // <= 0: unknown
+  int64_t total = 0;  // <= 0: unknown
   std::string description;
-  std::ostream* out = nullptr;        // nullptr: std::cerr
+  std::ostream* out = nullptr;  // nullptr: std::cerr
   bool is_tty = StderrIsTty();
   bool disable = false;
-  std::function<double()> clock;      // seconds from any origin; empty: a steady clock
-  double tty_min_interval_s = 0.1;    // at most ~10 redraws a second
-  double plain_min_interval_s = 30.0; // non-TTY lines between tenths
+  std::function<double()> clock;       // seconds from any origin; empty: a steady clock
+  double tty_min_interval_s = 0.1;     // at most ~10 redraws a second
+  double plain_min_interval_s = 30.0;  // non-TTY lines between tenths
 };
 
 class ProgressBar {
@@ -77,7 +77,7 @@ class ProgressBar {
 
  private:
   double Now() const;
-  void Draw(double now);  // TTY: redraw in place
+  void Draw(double now);       // TTY: redraw in place
   void PrintLine(double now);  // plain: one newline-terminated line
 
   ProgressOptions options_;

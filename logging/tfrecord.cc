@@ -24,8 +24,8 @@ uint64_t ReadLittleEndian(absl::string_view bytes) {
 absl::Status Corrupt(absl::string_view source, size_t index, size_t offset,
                      absl::string_view what) {
   return absl::DataLossError(absl::StrCat("TFRecord ", source.empty() ? "" : source,
-                                          source.empty() ? "" : " ", "record ", index,
-                                          " at byte ", offset, ": ", what));
+                                          source.empty() ? "" : " ", "record ", index, " at byte ",
+                                          offset, ": ", what));
 }
 
 }  // namespace
@@ -54,8 +54,7 @@ absl::StatusOr<std::vector<std::string>> DecodeTFRecords(absl::string_view bytes
     }
     const uint64_t length = ReadLittleEndian(length_bytes);
     if (length > rest.size() - 12 || rest.size() - 12 - length < 4) {
-      return Corrupt(source, index, offset,
-                     absl::StrCat("truncated data (length ", length, ")"));
+      return Corrupt(source, index, offset, absl::StrCat("truncated data (length ", length, ")"));
     }
     absl::string_view data = rest.substr(12, length);
     if (ReadLittleEndian(rest.substr(12 + length, 4)) != MaskCrc32c(Crc32c(data))) {

@@ -27,8 +27,8 @@ TEST(TFRecordTest, EncodesExactBytes) {
 }
 
 TEST(TFRecordTest, RoundTripsSeveralRecords) {
-  const std::string bytes = EncodeTFRecord("first") + EncodeTFRecord("") +
-                            EncodeTFRecord(std::string("\0\xff", 2));
+  const std::string bytes =
+      EncodeTFRecord("first") + EncodeTFRecord("") + EncodeTFRecord(std::string("\0\xff", 2));
   EXPECT_THAT(DecodeTFRecords(bytes),
               IsOkAndHolds(ElementsAre("first", "", std::string("\0\xff", 2))));
 }

@@ -12,8 +12,7 @@
 
 namespace loom::logging::internal {
 
-absl::StatusOr<std::unique_ptr<AppendFile>> AppendFile::Open(const std::string& path,
-                                                             int flags) {
+absl::StatusOr<std::unique_ptr<AppendFile>> AppendFile::Open(const std::string& path, int flags) {
   RETURN_IF_ERROR(base::MakeDirs(base::Dirname(path)));
   int fd;
   do {

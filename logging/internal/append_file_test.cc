@@ -49,16 +49,14 @@ TEST(AppendFileTest, CreateNewRefusesAnExistingFile) {
 
 TEST(AppendFileTest, DirectoryIsNotAFileAndTheErrorNamesIt) {
   const std::string dir = TempDir();
-  EXPECT_THAT(AppendFile::OpenForAppend(dir),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("cannot open '" + dir + "'")));
+  EXPECT_THAT(AppendFile::OpenForAppend(dir), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                       HasSubstr("cannot open '" + dir + "'")));
 }
 
 TEST(AppendFileTest, ParentThatIsAFileFails) {
   const std::string dir = TempDir();
   ASSERT_THAT(base::WriteFileAtomically(dir + "/plain", "x"), IsOk());
-  EXPECT_THAT(AppendFile::OpenForAppend(dir + "/plain/x.jsonl").status(),
-              ::testing::Not(IsOk()));
+  EXPECT_THAT(AppendFile::OpenForAppend(dir + "/plain/x.jsonl").status(), ::testing::Not(IsOk()));
 }
 
 }  // namespace

@@ -1,0 +1,23 @@
+// Test helper: resolves the given command line and writes training_args.bin to $1.
+#include <iostream>
+#include <vector>
+
+#include "args/parser.h"
+#include "args/training_args.h"
+#include "args/training_args_file.h"
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  loom::args::TrainingArguments a;
+  loom::args::ArgParser p({.program = "write_training_args_bin"});
+  p.AddGroup("TrainingArguments", &a);
+  std::vector<std::string> args(argv + 2, argv + argc);
+  absl::Status s = p.Parse(args);
+  if (s.ok()) s = loom::args::PostInit(&a).status();
+  if (s.ok()) s = loom::args::SaveTrainingArgs(a, argv[1]);
+  if (!s.ok()) {
+    std::cerr << s << "\n";
+    return 1;
+  }
+  return 0;
+}

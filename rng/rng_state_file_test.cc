@@ -1,0 +1,229 @@
+#include "rng/rng_state_file.h"
+
+#include <stdlib.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Dict.h>
+#include <ATen/core/List.h>
+#include <torch/serialize.h>
+#include <torch/types.h>
+
+#include "base/file_util.h"
+#include "base/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rng/rng_state.h"
+#include "rng/seed.h"
+
+namespace loom::rng {
+namespace {
+
+using ::loom::base::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
+
+std::string TempDir() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  std::string d = std::string(t ? t : "/tmp") + "/rng_state_file_test_XXXXXX";
+  return ::mkdtemp(d.data());
+}
+
+torch::Tensor DrawTorch() {
+  return torch::cat({torch::rand({5}), torch::randn({3}), torch::randperm(8).to(torch::kFloat),
+                     torch::dropout(torch::ones({16}), 0.5, /*train=*/true)});
+}
+
+void WritePickle(const std::string& path, const c10::IValue& value) {
+  const std::vector<char> bytes = torch::pickle_save(value);
+  ASSERT_OK(base::WriteFileAtomically(path, std::string(bytes.begin(), bytes.end())));
+}
+
+// A well-formed file's dict, to be broken one key at a time.
+c10::impl::GenericDict GoodDict() {
+  c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+  d.insert("format", std::string(kRngStateFormat));
+  d.insert("version", kRngStateVersion);
+  d.insert("cpu", at::detail::getDefaultCPUGenerator().get_state());
+  d.insert("loom_host", c10::Dict<std::string, std::string>());
+  return d;
+}
+
+TEST(RngStateFileNameTest, FollowsHfNaming) {
+  EXPECT_EQ(RngStateFileName(0, 1), "rng_state.pth");
+  EXPECT_EQ(RngStateFileName(0, 0), "rng_state.pth");
+  EXPECT_EQ(RngStateFileName(0, 2), "rng_state_0.pth");
+  EXPECT_EQ(RngStateFileName(3, 8), "rng_state_3.pth");
+}
+
+TEST(RngStateFileTest, SaveLoadRestoreReplaysEveryGenerator) {
+  GeneratorSet host;
+  ASSERT_OK(SetSeed(17, &host));
+  HostGenerator* sampler = host.Get("sampler");
+  HostGenerator* augment = host.Get("augment");
+  DrawTorch();
+  (*sampler)();
+  ASSERT_OK_AND_ASSIGN(RngState saved, CaptureRngState(host));
+  const std::string path = TempDir() + "/" + RngStateFileName(0, 1);
+  ASSERT_OK(SaveRngState(saved, path));
+
+  const torch::Tensor first = DrawTorch();
+  const uint64_t first_sampler = (*sampler)(), first_augment = (*augment)();
+  EXPECT_FALSE(torch::equal(DrawTorch(), first));  // no restore: different numbers
+  EXPECT_NE((*sampler)(), first_sampler);
+
+  ASSERT_OK_AND_ASSIGN(RngState loaded, LoadRngState(path));
+  EXPECT_TRUE(torch::equal(loaded.cpu, saved.cpu));
+  EXPECT_EQ(loaded.host, saved.host);
+  EXPECT_EQ(loaded.cuda.size(), saved.cuda.size());
+  ASSERT_OK(RestoreRngState(loaded, &host));
+  EXPECT_TRUE(torch::equal(DrawTorch(), first));
+  EXPECT_EQ((*sampler)(), first_sampler);
+  EXPECT_EQ((*augment)(), first_augment);
+
+  // A second process (here: a fresh set) resumes the same way.
+  GeneratorSet resumed;
+  ASSERT_OK(RestoreRngState(loaded, &resumed));
+  EXPECT_TRUE(torch::equal(DrawTorch(), first));
+  EXPECT_EQ((*resumed.Get("sampler"))(), first_sampler);
+}
+
+TEST(RngStateFileTest, AcceptsHfSingleTensorCudaAndIgnoresUnknownKeys) {
+  const std::string path = TempDir() + "/rng_state.pth";
+  c10::impl::GenericDict d = GoodDict();
+  d.insert("cuda", torch::zeros({16}, torch::kByte));
+  d.insert("python", std::string("not used by loom"));
+  WritePickle(path, d);
+  ASSERT_OK_AND_ASSIGN(RngState loaded, LoadRngState(path));
+  ASSERT_EQ(loaded.cuda.size(), 1u);
+  EXPECT_EQ(loaded.cuda[0].numel(), 16);
+  EXPECT_TRUE(loaded.host.empty());
+}
+
+TEST(RngStateFileTest, SaveRejectsAnIncompleteState) {
+  const std::string path = TempDir() + "/rng_state.pth";
+  EXPECT_THAT(SaveRngState(RngState(), path),
+              StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr(path),
+                                                                 HasSubstr("\"cpu\""))));
+  EXPECT_THAT(base::ReadFile(path), StatusIs(absl::StatusCode::kNotFound, HasSubstr(path)));
+}
+
+TEST(RngStateFileTest, MissingFileIsNotFound) {
+  const std::string path = TempDir() + "/nope.pth";
+  EXPECT_THAT(LoadRngState(path), StatusIs(absl::StatusCode::kNotFound, HasSubstr(path)));
+}
+
+TEST(RngStateFileTest, GarbageBytesAreDataLossNotACrash) {
+  const std::string dir = TempDir();
+  GeneratorSet host;
+  host.Get("sampler");
+  ASSERT_OK_AND_ASSIGN(RngState state, CaptureRngState(host));
+  const std::string good_path = dir + "/good.pth";
+  ASSERT_OK(SaveRngState(state, good_path));
+  ASSERT_OK_AND_ASSIGN(const std::string good, base::ReadFile(good_path));
+  ASSERT_GT(good.size(), 1000u);
+
+  std::vector<std::string> bad = {""};
+  // Truncations: every 1/32 of the file and the last few bytes.
+  for (size_t n = 0; n < good.size(); n += good.size() / 32) bad.push_back(good.substr(0, n));
+  for (size_t cut = 4; cut <= 24; ++cut) bad.push_back(good.substr(0, good.size() - cut));
+  std::mt19937_64 rng(1);
+  for (size_t size : {1, 7, 64, 1000, 5000, 100000}) {
+    std::string random(size, '\0');
+    for (char& c : random) c = static_cast<char>(rng());
+    bad.push_back(random);
+    bad.push_back("PK\x03\x04" + random);  // zip magic, then garbage
+  }
+  const std::string path = dir + "/bad.pth";
+  for (size_t i = 0; i < bad.size(); ++i) {
+    ASSERT_OK(base::WriteFileAtomically(path, bad[i]));
+    EXPECT_THAT(LoadRngState(path),
+                StatusIs(absl::StatusCode::kDataLoss,
+                         AllOf(HasSubstr(path), HasSubstr("not a readable torch pickle"))))
+        << "case " << i << " (" << bad[i].size() << " bytes)";
+  }
+
+  // The zip reader tolerates losing the last 1-3 bytes (the end record's zero comment
+  // length); then nothing is lost and the state must come back intact.
+  for (size_t cut = 1; cut <= 3; ++cut) {
+    ASSERT_OK(base::WriteFileAtomically(path, good.substr(0, good.size() - cut)));
+    absl::StatusOr<RngState> loaded = LoadRngState(path);
+    if (!loaded.ok()) {
+      EXPECT_THAT(loaded, StatusIs(absl::StatusCode::kDataLoss, HasSubstr(path)));
+      continue;
+    }
+    EXPECT_TRUE(torch::equal(loaded->cpu, state.cpu)) << "cut " << cut;
+    EXPECT_EQ(loaded->host, state.host) << "cut " << cut;
+  }
+
+  // Flipped bytes anywhere: an error (the zip CRCs catch the payload), never a crash.
+  for (int i = 0; i < 200; ++i) {
+    std::string corrupt = good;
+    corrupt[rng() % corrupt.size()] ^= static_cast<char>(1 + rng() % 255);
+    ASSERT_OK(base::WriteFileAtomically(path, corrupt));
+    absl::StatusOr<RngState> loaded = LoadRngState(path);
+    if (loaded.ok()) continue;  // a flip in a byte nothing reads (e.g. zip comment padding)
+    EXPECT_THAT(loaded.status().code(),
+                AnyOf(absl::StatusCode::kDataLoss, absl::StatusCode::kInvalidArgument))
+        << loaded.status();
+    EXPECT_THAT(std::string(loaded.status().message()), HasSubstr(path));
+  }
+}
+
+struct BadShape {
+  std::string name;
+  c10::IValue value;
+  std::string expected;  // substring of the error
+};
+
+TEST(RngStateFileTest, WrongShapesAreInvalidArgumentNamingTheKey) {
+  const std::string path = TempDir() + "/rng_state.pth";
+  auto with = [](const std::string& key, c10::IValue v) {
+    c10::impl::GenericDict d = GoodDict();
+    d.insert_or_assign(key, std::move(v));
+    return c10::IValue(d);
+  };
+  auto without = [](const std::string& key) {
+    c10::impl::GenericDict d = GoodDict();
+    (void)d.erase(key);
+    return c10::IValue(d);
+  };
+  c10::List<at::Tensor> float_list;
+  float_list.push_back(torch::zeros({4}));
+  c10::Dict<std::string, int64_t> int_host;
+  int_host.insert("sampler", 3);
+  c10::impl::GenericDict int_keys(c10::IntType::get(), c10::AnyType::get());
+  int_keys.insert(int64_t{1}, std::string("x"));
+
+  const std::vector<BadShape> cases = {
+      {"top-level int", c10::IValue(int64_t{3}), "the top level must be a dict"},
+      {"int keys", c10::IValue(int_keys), "non-string key"},
+      {"no format", without("format"), "key \"format\" is missing"},
+      {"other format", with("format", std::string("hf")), "key \"format\" must be the string"},
+      {"no version", without("version"), "key \"version\" is missing"},
+      {"string version", with("version", std::string("1")), "key \"version\" must be an int"},
+      {"future version", with("version", int64_t{2}), "key \"version\" is 2"},
+      {"no cpu", without("cpu"), "key \"cpu\" is missing"},
+      {"string cpu", with("cpu", std::string("x")), "key \"cpu\" must be a uint8 tensor"},
+      {"float cpu", with("cpu", torch::zeros({8})), "key \"cpu\" must be a 1-D uint8"},
+      {"2-D cpu", with("cpu", torch::zeros({2, 2}, torch::kByte)), "key \"cpu\" must be a 1-D"},
+      {"int cuda", with("cuda", int64_t{0}), "key \"cuda\" must be a list"},
+      {"float cuda", with("cuda", float_list), "key \"cuda[0]\" must be a 1-D uint8"},
+      {"list host", with("loom_host", float_list), "key \"loom_host\" must be a dict"},
+      {"int host", with("loom_host", int_host), "key \"loom_host[\"sampler\"]\" must be a string"},
+  };
+  for (const BadShape& c : cases) {
+    WritePickle(path, c.value);
+    EXPECT_THAT(LoadRngState(path), StatusIs(absl::StatusCode::kInvalidArgument,
+                                             AllOf(HasSubstr(path), HasSubstr(c.expected))))
+        << c.name;
+  }
+  WritePickle(path, GoodDict());
+  EXPECT_OK(LoadRngState(path));
+}
+
+}  // namespace
+}  // namespace loom::rng
