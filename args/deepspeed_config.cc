@@ -1,15 +1,15 @@
 // DeepSpeed config loading: a key table per section, each handler type-checking one value at its
-// dotted path. Resolution ("auto" filling) lives in deepspeed_config_resolve.cc.
+// dotted path. Resolution ("auto" filling), DecideDtype, HiddenSizeOf and the Python helpers live
+// in deepspeed_config_resolve.cc.
 #include "args/deepspeed_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "args/field_value.h"
 #include "args/parser.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
@@ -27,12 +27,12 @@ absl::Status TypeError(const std::string& path, absl::string_view expected, cons
                        bool auto_allowed) {
   std::string hint;
   if (v == "auto" && !auto_allowed) {
-    hint = " (\"auto\" is accepted only for the keys HF fills from TrainingArguments or the model, "
-           "spec/deepspeed.md §2.2; give a value)";
+    hint =
+        " (\"auto\" is accepted only for the keys HF fills from TrainingArguments or the model, "
+        "spec/deepspeed.md §2.2; give a value)";
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(path, ": expected ", expected, auto_allowed ? " or \"auto\"" : "", ", got ",
-                   v.dump(), hint));
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": expected ", expected, auto_allowed ? " or \"auto\"" : "", ", got ", v.dump(), hint));
 }
 
 absl::Status ReadInt(const json& v, const std::string& path, int64_t* out, bool auto_ok = false) {
@@ -176,11 +176,11 @@ Handler Device(OffloadDevice* out) {
       *out = OffloadDevice::kNvme;
     } else {
       const std::string lower = absl::AsciiStrToLower(s);
-      return absl::InvalidArgumentError(absl::StrCat(
-          p, ": expected one of \"cpu\", \"nvme\", \"none\", got ", v.dump(),
-          lower != s && (lower == "cpu" || lower == "nvme" || lower == "none")
-              ? absl::StrCat(" (device names are lower-case: \"", lower, "\")")
-              : ""));
+      return absl::InvalidArgumentError(
+          absl::StrCat(p, ": expected one of \"cpu\", \"nvme\", \"none\", got ", v.dump(),
+                       lower != s && (lower == "cpu" || lower == "nvme" || lower == "none")
+                           ? absl::StrCat(" (device names are lower-case: \"", lower, "\")")
+                           : ""));
     }
     return absl::OkStatus();
   };
@@ -215,8 +215,9 @@ absl::Status Walk(const json& obj, const std::string& path, const std::vector<Ke
       continue;
     }
     if (passthrough) {
-      warnings->push_back(absl::StrCat("DeepSpeed config key \"", key_path,
-                                       "\" is not interpreted by loom; it is passed through as given"));
+      warnings->push_back(
+          absl::StrCat("DeepSpeed config key \"", key_path,
+                       "\" is not interpreted by loom; it is passed through as given"));
       continue;
     }
     std::string hint = ClosestKey(name, keys);
@@ -229,9 +230,10 @@ absl::Status Walk(const json& obj, const std::string& path, const std::vector<Ke
 }
 
 std::vector<Key> AioKeys(AioConfig* a) {
-  return {{"block_size", Int(&a->block_size)},         {"queue_depth", Int(&a->queue_depth)},
-          {"thread_count", Int(&a->thread_count)},     {"intra_op_parallelism", Int(&a->thread_count)},
-          {"single_submit", Bool(&a->single_submit)}, {"overlap_events", Bool(&a->overlap_events)}};
+  return {
+      {"block_size", Int(&a->block_size)},        {"queue_depth", Int(&a->queue_depth)},
+      {"thread_count", Int(&a->thread_count)},    {"intra_op_parallelism", Int(&a->thread_count)},
+      {"single_submit", Bool(&a->single_submit)}, {"overlap_events", Bool(&a->overlap_events)}};
 }
 
 absl::Status ParseZero(const json& obj, DeepSpeedConfig* c, const json** nested_aio,
@@ -304,24 +306,23 @@ absl::Status ParseZero(const json& obj, DeepSpeedConfig* c, const json** nested_
 absl::Status ParseOptimizer(const json& obj, DeepSpeedConfig* c, std::vector<std::string>* w) {
   OptimizerConfig o;
   auto betas = [&o](const json& v, const std::string& p) {
-    return ReadAuto(v, p, &o.betas, [](const json& x, const std::string& q,
-                                       std::array<double, 2>* out, bool a) {
-      return ReadBetas(x, q, out, a);
-    });
+    return ReadAuto(v, p, &o.betas,
+                    [](const json& x, const std::string& q, std::array<double, 2>* out, bool a) {
+                      return ReadBetas(x, q, out, a);
+                    });
   };
-  RETURN_IF_ERROR(Walk(
-      obj, "optimizer",
-      {{"type", Str(&o.type)},
-       {"params",
-        [&](const json& v, const std::string& p) {
-          return Walk(v, p,
-                      {{"lr", AutoDbl(&o.lr)},
-                       {"betas", betas},
-                       {"eps", AutoDbl(&o.eps)},
-                       {"weight_decay", AutoDbl(&o.weight_decay)}},
-                      w, /*passthrough=*/true);
-        }}},
-      w));
+  RETURN_IF_ERROR(Walk(obj, "optimizer",
+                       {{"type", Str(&o.type)},
+                        {"params",
+                         [&](const json& v, const std::string& p) {
+                           return Walk(v, p,
+                                       {{"lr", AutoDbl(&o.lr)},
+                                        {"betas", betas},
+                                        {"eps", AutoDbl(&o.eps)},
+                                        {"weight_decay", AutoDbl(&o.weight_decay)}},
+                                       w, /*passthrough=*/true);
+                         }}},
+                       w));
   c->optimizer = o;
   return absl::OkStatus();
 }
@@ -342,23 +343,22 @@ absl::Status ParseScheduler(const json& obj, DeepSpeedConfig* c, std::vector<std
     }
     return absl::OkStatus();
   };
-  RETURN_IF_ERROR(Walk(
-      obj, "scheduler",
-      {{"type", Str(&s.type)},
-       {"params",
-        [&](const json& v, const std::string& p) {
-          return Walk(v, p,
-                      {{"warmup_min_lr", AutoDbl(&s.warmup_min_lr)},
-                       {"warmup_max_lr", AutoDbl(&s.warmup_max_lr)},
-                       {"warmup_num_steps", AutoInt(&s.warmup_num_steps)},
-                       {"total_num_steps", total},
-                       {"last_batch_iteration", Int(&s.last_batch_iteration)},
-                       {"warmup_type", warmup_type},
-                       {"warmup_min_ratio", Dbl(&s.warmup_min_ratio)},
-                       {"cos_min_ratio", Dbl(&s.cos_min_ratio)}},
-                      w, /*passthrough=*/true);
-        }}},
-      w));
+  RETURN_IF_ERROR(Walk(obj, "scheduler",
+                       {{"type", Str(&s.type)},
+                        {"params",
+                         [&](const json& v, const std::string& p) {
+                           return Walk(v, p,
+                                       {{"warmup_min_lr", AutoDbl(&s.warmup_min_lr)},
+                                        {"warmup_max_lr", AutoDbl(&s.warmup_max_lr)},
+                                        {"warmup_num_steps", AutoInt(&s.warmup_num_steps)},
+                                        {"total_num_steps", total},
+                                        {"last_batch_iteration", Int(&s.last_batch_iteration)},
+                                        {"warmup_type", warmup_type},
+                                        {"warmup_min_ratio", Dbl(&s.warmup_min_ratio)},
+                                        {"cos_min_ratio", Dbl(&s.cos_min_ratio)}},
+                                       w, /*passthrough=*/true);
+                         }}},
+                       w));
   c->scheduler = s;
   return absl::OkStatus();
 }
@@ -383,65 +383,28 @@ Handler CommType(std::optional<CommDataType>* out) {
   };
 }
 
-bool Truthy(const json& v) {
-  if (v.is_null()) return false;
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number()) return v.get<double>() != 0;
-  if (v.is_string() || v.is_array() || v.is_object()) return !v.empty();
-  return false;
-}
-
-std::string PythonRepr(const json& v);
-
-std::string PythonStrRepr(const std::string& s) {
-  const bool dq = s.find('\'') != std::string::npos && s.find('"') == std::string::npos;
-  const char q = dq ? '"' : '\'';
-  std::string out(1, q);
-  for (char ch : s) {
-    switch (ch) {
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (ch == q) out += '\\';
-        out += ch;
-    }
-  }
-  return out + q;
-}
-
-std::string PythonRepr(const json& v) {
-  if (v.is_string()) return PythonStrRepr(v.get<std::string>());
-  if (v.is_array()) {
-    std::vector<std::string> parts;
-    for (const auto& e : v) parts.push_back(PythonRepr(e));
-    return "[" + absl::StrJoin(parts, ", ") + "]";
-  }
-  if (v.is_object()) {
-    std::vector<std::string> parts;
-    for (const auto& [k, e] : v.items()) parts.push_back(PythonStrRepr(k) + ": " + PythonRepr(e));
-    return "{" + absl::StrJoin(parts, ", ") + "}";
-  }
-  return PythonStr(v);
-}
-
 }  // namespace
 
 const char* OffloadDeviceName(OffloadDevice device) {
   switch (device) {
-    case OffloadDevice::kCpu: return "cpu";
-    case OffloadDevice::kNvme: return "nvme";
-    case OffloadDevice::kNone: break;
+    case OffloadDevice::kCpu:
+      return "cpu";
+    case OffloadDevice::kNvme:
+      return "nvme";
+    case OffloadDevice::kNone:
+      break;
   }
   return "none";
 }
 
 const char* DeepSpeedDtypeName(DeepSpeedDtype dtype) {
   switch (dtype) {
-    case DeepSpeedDtype::kBfloat16: return "bfloat16";
-    case DeepSpeedDtype::kFloat16: return "float16";
-    case DeepSpeedDtype::kFloat32: break;
+    case DeepSpeedDtype::kBfloat16:
+      return "bfloat16";
+    case DeepSpeedDtype::kFloat16:
+      return "float16";
+    case DeepSpeedDtype::kFloat32:
+      break;
   }
   return "float32";
 }
@@ -496,11 +459,10 @@ absl::StatusOr<DeepSpeedConfig> ParseDeepSpeedConfig(const json& doc, const std:
                        {"opt_level",
                         [&](const json& v, const std::string& p) {
                           AutoOr<std::string> level;
-                          RETURN_IF_ERROR(ReadAuto(
-                              v, p, &level,
-                              [](const json& x, const std::string& q, std::string* o, bool a) {
-                                return ReadString(x, q, o, a);
-                              }));
+                          RETURN_IF_ERROR(
+                              ReadAuto(v, p, &level,
+                                       [](const json& x, const std::string& q, std::string* o,
+                                          bool a) { return ReadString(x, q, o, a); }));
                           c.amp.opt_level = level;
                           return absl::OkStatus();
                         }}},
@@ -537,7 +499,7 @@ absl::StatusOr<DeepSpeedConfig> ParseDeepSpeedConfig(const json& doc, const std:
 }
 
 absl::StatusOr<DeepSpeedConfig> LoadDeepSpeedConfig(const std::string& path_or_json,
-                                                     std::vector<std::string>* warnings) {
+                                                    std::vector<std::string>* warnings) {
   const size_t first = path_or_json.find_first_not_of(" \t\r\n");
   const bool inline_json = first != std::string::npos && path_or_json[first] == '{';
   std::string source = inline_json ? "<inline JSON>" : path_or_json;
@@ -553,103 +515,11 @@ absl::StatusOr<DeepSpeedConfig> LoadDeepSpeedConfig(const std::string& path_or_j
   try {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "DeepSpeed config ", source, ": not valid JSON: ", e.what(),
-        " (DeepSpeed configs are strict JSON: no trailing commas, no comments)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("DeepSpeed config ", source, ": not valid JSON: ", e.what(),
+                     " (DeepSpeed configs are strict JSON: no trailing commas, no comments)"));
   }
   return ParseDeepSpeedConfig(doc, source, warnings);
-}
-
-DeepSpeedDtype DecideDtype(const json& raw) {
-  auto get = [&raw](const char* section) -> const json* {
-    if (!raw.is_object()) return nullptr;
-    auto s = raw.find(section);
-    if (s == raw.end() || !s->is_object()) return nullptr;
-    auto e = s->find("enabled");
-    return e == s->end() ? nullptr : &*e;
-  };
-  const json* bf16 = get("bf16");
-  if (bf16 != nullptr && Truthy(*bf16)) return DeepSpeedDtype::kBfloat16;
-  const json* fp16 = get("fp16");
-  if (fp16 != nullptr && !fp16->is_null() && !Truthy(*fp16)) return DeepSpeedDtype::kFloat32;
-  return DeepSpeedDtype::kFloat16;
-}
-
-std::optional<int64_t> HiddenSizeOf(const json& model_config) {
-  auto from = [](const json& cfg, std::optional<int64_t>* out) -> bool {
-    if (!cfg.is_object()) return false;
-    if (cfg.contains("hidden_size")) {
-      if (cfg["hidden_size"].is_number_integer()) *out = cfg["hidden_size"].get<int64_t>();
-      return true;
-    }
-    if (cfg.contains("hidden_sizes")) {
-      for (const auto& h : cfg["hidden_sizes"]) {
-        if (h.is_number_integer()) *out = std::max(out->value_or(h.get<int64_t>()), h.get<int64_t>());
-      }
-      return true;
-    }
-    return false;
-  };
-  std::optional<int64_t> size;
-  if (from(model_config, &size)) return size;
-  if (model_config.is_object() && model_config.contains("text_config")) {
-    from(model_config["text_config"], &size);
-  }
-  return size;
-}
-
-std::string PythonStr(const json& v) {
-  if (v.is_null()) return "None";
-  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
-  if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
-  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_number_float()) return PythonFloat(v.get<double>());
-  if (v.is_string()) return v.get<std::string>();
-  return PythonRepr(v);
-}
-
-bool PythonEqual(const json& a, const json& b) {
-  auto numeric = [](const json& v) { return v.is_number() || v.is_boolean(); };
-  if (numeric(a) && numeric(b)) {
-    auto integral = [](const json& v) { return v.is_number_integer() || v.is_boolean(); };
-    auto as_int = [](const json& v) -> int64_t {
-      return v.is_boolean() ? (v.get<bool>() ? 1 : 0) : v.get<int64_t>();
-    };
-    if (integral(a) && integral(b)) {
-      if (a.is_number_unsigned() || b.is_number_unsigned()) {
-        if ((a.is_number_unsigned() ? 0 : as_int(a)) < 0 ||
-            (b.is_number_unsigned() ? 0 : as_int(b)) < 0) {
-          return false;
-        }
-        auto as_u = [&](const json& v) {
-          return v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(as_int(v));
-        };
-        return as_u(a) == as_u(b);
-      }
-      return as_int(a) == as_int(b);
-    }
-    auto as_d = [&](const json& v) {
-      return v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : v.get<double>();
-    };
-    return as_d(a) == as_d(b);
-  }
-  if (a.is_array() && b.is_array()) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (!PythonEqual(a[i], b[i])) return false;
-    }
-    return true;
-  }
-  if (a.is_object() && b.is_object()) {
-    if (a.size() != b.size()) return false;
-    for (const auto& [k, v] : a.items()) {
-      auto it = b.find(k);
-      if (it == b.end() || !PythonEqual(v, *it)) return false;
-    }
-    return true;
-  }
-  if (a.is_string() && b.is_string()) return a.get<std::string>() == b.get<std::string>();
-  return a.is_null() && b.is_null();
 }
 
 }  // namespace loom::args

@@ -8,8 +8,9 @@
 //     Absent keys keep DeepSpeed's defaults (spec §1.2 tables; [SUPP-DS] for the others).
 //   * "auto" is accepted only where HF fills it (spec §2.2): batch sizes, gradient_accumulation,
 //     gradient_clipping, optimizer.params.{lr,betas,eps,weight_decay}, scheduler.params.{warmup_*,
-//     total_num_steps}, fp16/bf16/amp.enabled, amp.opt_level, zero_optimization.{reduce_bucket_size,
-//     stage3_prefetch_bucket_size, stage3_param_persistence_threshold}. It is held as AutoOr<T>.
+//     total_num_steps}, fp16/bf16/amp.enabled, amp.opt_level,
+//     zero_optimization.{reduce_bucket_size, stage3_prefetch_bucket_size,
+//     stage3_param_persistence_threshold}. It is held as AutoOr<T>.
 //   * Integer keys accept integral floats (5e8, 0.94e6), as DeepSpeed's pydantic config does.
 //   * Wrong types, "auto" where not allowed and bad enum values (stage not 0-3, offload device not
 //     cpu/nvme/none, communication_data_type not fp16/bfp16/bf16/fp32) are InvalidArgument naming
@@ -90,7 +91,7 @@ enum class OffloadDevice { kNone, kCpu, kNvme };
 enum class CommDataType { kFp16, kBf16, kFp32 };  // JSON "fp16", "bfp16" (or "bf16"), "fp32"
 enum class DeepSpeedDtype { kFloat32, kFloat16, kBfloat16 };
 
-const char* OffloadDeviceName(OffloadDevice device);  // "none", "cpu", "nvme"
+const char* OffloadDeviceName(OffloadDevice device);   // "none", "cpu", "nvme"
 const char* DeepSpeedDtypeName(DeepSpeedDtype dtype);  // "float32", "float16", "bfloat16"
 
 struct OffloadOptimizerConfig {
@@ -217,7 +218,7 @@ struct DeepSpeedConfig {
 // Loads a DeepSpeed config from a file path or inline JSON text (see the header comment).
 // `warnings` (may be null) receives unknown-key and aio-placement warnings.
 absl::StatusOr<DeepSpeedConfig> LoadDeepSpeedConfig(const std::string& path_or_json,
-                                                     std::vector<std::string>* warnings = nullptr);
+                                                    std::vector<std::string>* warnings = nullptr);
 
 // Reads an already-parsed JSON object. `source` names it in error messages.
 absl::StatusOr<DeepSpeedConfig> ParseDeepSpeedConfig(const nlohmann::ordered_json& json,
