@@ -37,8 +37,8 @@ uint64_t DeriveHostSeed(uint64_t seed, absl::string_view name) {
 uint64_t HostGenerator::UniformInt(uint64_t n) {
   if (n == 0) return 0;
   // Reject the top partial block so every residue is equally likely.
-  const uint64_t limit = std::numeric_limits<uint64_t>::max() - 
-                         std::numeric_limits<uint64_t>::max() % n;
+  const uint64_t limit =
+      std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % n;
   uint64_t x;
   do {
     x = engine_();

@@ -71,7 +71,7 @@ TEST(HostGeneratorTest, RestoreRejectsGarbageAndKeepsState) {
   HostGenerator g(11);
   const std::string good = g.SerializeState();
   const HostGenerator before = g;
-  for (const std::string bad :
+  for (const std::string& bad :
        {std::string(""), std::string("hello"), std::string("mt19937_64 "),
         std::string("mt19937_64 1 2 3"), good.substr(0, good.size() / 2), good + " extra",
         std::string("mt19937_64 ") + std::string(400, 'x'), "mt19937 " + good.substr(11)}) {

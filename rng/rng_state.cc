@@ -1,12 +1,12 @@
 #include "rng/rng_state.h"
 
-#include <exception>
-#include <mutex>
-#include <utility>
-
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <ATen/core/Generator.h>
+
+#include <exception>
+#include <mutex>
+#include <utility>
 #ifdef LOOM_HAS_CUDA
 #include <torch/cuda.h>
 #endif
@@ -102,9 +102,9 @@ absl::Status RestoreRngState(const RngState& state, GeneratorSet* host) {
   if (host != nullptr) {
     for (const std::string& name : host->Names()) {
       if (state.host.count(name) == 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            kFile, ": the RNG state has no entry for host generator '", name,
-            "' (it holds ", state.host.size(), " host generator states)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(kFile, ": the RNG state has no entry for host generator '", name,
+                         "' (it holds ", state.host.size(), " host generator states)"));
       }
     }
     for (const auto& [name, text] : state.host) {

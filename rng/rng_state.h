@@ -31,11 +31,11 @@
 #ifndef LOOM_RNG_RNG_STATE_H_
 #define LOOM_RNG_RNG_STATE_H_
 
+#include <ATen/core/Tensor.h>
+
 #include <map>
 #include <string>
 #include <vector>
-
-#include <ATen/core/Tensor.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

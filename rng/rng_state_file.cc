@@ -1,14 +1,14 @@
 #include "rng/rng_state_file.h"
 
-#include <exception>
-#include <map>
-#include <utility>
-#include <vector>
-
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
 #include <torch/serialize.h>
+
+#include <exception>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
@@ -30,14 +30,13 @@ absl::Status BadKey(const std::string& path, absl::string_view key, absl::string
 }
 
 // A generator state must be a defined 1-D uint8 CPU tensor (torch.get_rng_state() format).
-absl::Status CheckStateTensor(const at::Tensor& t, const std::string& path,
-                              absl::string_view key) {
+absl::Status CheckStateTensor(const at::Tensor& t, const std::string& path, absl::string_view key) {
   if (!t.defined()) return BadKey(path, key, "holds an undefined tensor");
   if (t.scalar_type() != at::kByte || t.dim() != 1 || !t.device().is_cpu()) {
-    return BadKey(path, key,
-                  absl::StrCat("must be a 1-D uint8 CPU tensor, got ",
-                               c10::toString(t.scalar_type()), " with ", t.dim(), " dims on ",
-                               t.device().str()));
+    return BadKey(
+        path, key,
+        absl::StrCat("must be a 1-D uint8 CPU tensor, got ", c10::toString(t.scalar_type()),
+                     " with ", t.dim(), " dims on ", t.device().str()));
   }
   return absl::OkStatus();
 }
@@ -56,15 +55,15 @@ absl::StatusOr<std::map<std::string, c10::IValue>> StringKeyedDict(const c10::IV
                                                                    const std::string& path,
                                                                    absl::string_view what) {
   if (!v.isGenericDict()) {
-    return absl::InvalidArgumentError(absl::StrCat("rng state file ", path, ": ", what,
-                                                   " must be a dict, got ", v.tagKind()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rng state file ", path, ": ", what, " must be a dict, got ", v.tagKind()));
   }
   std::map<std::string, c10::IValue> out;
   for (const auto& entry : v.toGenericDict()) {
     if (!entry.key().isString()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("rng state file ", path, ": ", what, " has a non-string key of type ",
-                       entry.key().tagKind()));
+      return absl::InvalidArgumentError(absl::StrCat("rng state file ", path, ": ", what,
+                                                     " has a non-string key of type ",
+                                                     entry.key().tagKind()));
     }
     out.emplace(entry.key().toStringRef(), entry.value());
   }
@@ -92,9 +91,9 @@ absl::StatusOr<RngState> Decode(const c10::IValue& root, const std::string& path
     return BadKey(path, kVersionKey, absl::StrCat("must be an int, got ", version->tagKind()));
   }
   if (version->toInt() != kRngStateVersion) {
-    return BadKey(path, kVersionKey,
-                  absl::StrCat("is ", version->toInt(), " but this build reads version ",
-                               kRngStateVersion));
+    return BadKey(
+        path, kVersionKey,
+        absl::StrCat("is ", version->toInt(), " but this build reads version ", kRngStateVersion));
   }
 
   RngState state;

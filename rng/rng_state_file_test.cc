@@ -1,15 +1,14 @@
 #include "rng/rng_state_file.h"
 
+#include <ATen/core/Dict.h>
+#include <ATen/core/List.h>
 #include <stdlib.h>
+#include <torch/serialize.h>
+#include <torch/types.h>
 
 #include <random>
 #include <string>
 #include <vector>
-
-#include <ATen/core/Dict.h>
-#include <ATen/core/List.h>
-#include <torch/serialize.h>
-#include <torch/types.h>
 
 #include "base/file_util.h"
 #include "base/status_matchers.h"
@@ -105,9 +104,9 @@ TEST(RngStateFileTest, AcceptsHfSingleTensorCudaAndIgnoresUnknownKeys) {
 
 TEST(RngStateFileTest, SaveRejectsAnIncompleteState) {
   const std::string path = TempDir() + "/rng_state.pth";
-  EXPECT_THAT(SaveRngState(RngState(), path),
-              StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr(path),
-                                                                 HasSubstr("\"cpu\""))));
+  EXPECT_THAT(
+      SaveRngState(RngState(), path),
+      StatusIs(absl::StatusCode::kInvalidArgument, AllOf(HasSubstr(path), HasSubstr("\"cpu\""))));
   EXPECT_THAT(base::ReadFile(path), StatusIs(absl::StatusCode::kNotFound, HasSubstr(path)));
 }
 

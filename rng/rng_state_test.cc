@@ -1,10 +1,10 @@
 #include "rng/rng_state.h"
 
+#include <torch/types.h>
+
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <torch/types.h>
 
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
@@ -24,7 +24,7 @@ using Draws = std::vector<std::pair<std::string, torch::Tensor>>;
 Draws DrawTorch() {
   return {
       {"rand", torch::rand({7})},
-      {"randn_small", torch::randn({5})},  // scalar Box-Muller path (caches a sample)
+      {"randn_small", torch::randn({5})},   // scalar Box-Muller path (caches a sample)
       {"randn_large", torch::randn({33})},  // vectorised path
       {"randint", torch::randint(0, 1000, {9})},
       {"randperm", torch::randperm(20)},
@@ -137,9 +137,9 @@ TEST_F(RngStateTest, BadStatesAreRejectedAndChangeNothing) {
 
   RngState missing_cpu = good;
   missing_cpu.cpu = torch::Tensor();
-  EXPECT_THAT(RestoreRngState(missing_cpu, &host_),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("CPU generator state is missing")));
+  EXPECT_THAT(
+      RestoreRngState(missing_cpu, &host_),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("CPU generator state is missing")));
 
   RngState float_cpu = good;
   float_cpu.cpu = good.cpu.to(torch::kFloat);

@@ -1,11 +1,10 @@
 #include "rng/seed.h"
 
+#include <ATen/Context.h>
 #include <stdlib.h>
+#include <torch/cuda.h>
 
 #include <exception>
-
-#include <ATen/Context.h>
-#include <torch/cuda.h>
 
 #include "base/status_macros.h"
 #include "rng/torch_status.h"

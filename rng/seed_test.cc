@@ -1,9 +1,9 @@
 #include "rng/seed.h"
 
+#include <ATen/ATen.h>
+
 #include <cstdlib>
 #include <string>
-
-#include <ATen/ATen.h>
 
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"

@@ -13,10 +13,10 @@
 #ifndef LOOM_RNG_TORCH_STATUS_H_
 #define LOOM_RNG_TORCH_STATUS_H_
 
+#include <c10/util/Exception.h>
+
 #include <exception>
 #include <string>
-
-#include <c10/util/Exception.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"

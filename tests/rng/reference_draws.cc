@@ -1,9 +1,9 @@
 #include "tests/rng/reference_draws.h"
 
+#include <torch/types.h>
+
 #include <cstdio>
 #include <cstdlib>
-
-#include <torch/types.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -20,7 +20,7 @@ std::vector<double> ToDoubles(const torch::Tensor& t) {
 // Keep in step with RECIPE in reference_draws.py.
 torch::Tensor Draw(absl::string_view name) {
   if (name == "rand5") return torch::rand({5});
-  if (name == "randn5") return torch::randn({5});  // scalar Box-Muller path (caches a sample)
+  if (name == "randn5") return torch::randn({5});    // scalar Box-Muller path (caches a sample)
   if (name == "randn20") return torch::randn({20});  // vectorised path (>= 16 elements)
   if (name == "randint6") return torch::randint(0, 1000, {6}, torch::kLong);
   if (name == "randperm10") return torch::randperm(10);
@@ -43,7 +43,8 @@ absl::StatusOr<std::vector<double>> DrawReference(absl::string_view name) {
 
 DrawList DrawAllReference() {
   DrawList out;
-  for (const std::string& name : ReferenceDrawNames()) out.emplace_back(name, ToDoubles(Draw(name)));
+  for (const std::string& name : ReferenceDrawNames())
+    out.emplace_back(name, ToDoubles(Draw(name)));
   return out;
 }
 
@@ -85,8 +86,8 @@ std::string CompareDraws(const DrawList& expected, const DrawList& actual) {
   }
   for (size_t i = 0; i < expected.size(); ++i) {
     if (expected[i] != actual[i]) {
-      return absl::StrCat("draw ", i, " differs: expected ", FormatDraws({expected[i]}),
-                          "got ", FormatDraws({actual[i]}));
+      return absl::StrCat("draw ", i, " differs: expected ", FormatDraws({expected[i]}), "got ",
+                          FormatDraws({actual[i]}));
     }
   }
   return "";

@@ -8,10 +8,10 @@
 //                               Python's torch.get_rng_state()), restores it and checks the
 //                               draws against DIR/py_draws.txt.
 // Exit status 0 on success; otherwise a message on stderr.
+#include <torch/types.h>
+
 #include <cstdio>
 #include <string>
-
-#include <torch/types.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -34,11 +34,10 @@ absl::Status Write(const std::string& dir) {
   torch::randn({1});  // Leave a cached normal sample in the generator state.
   ASSIGN_OR_RETURN(const RngState state, CaptureRngState(host));
   RETURN_IF_ERROR(SaveRngState(state, dir + "/" + RngStateFileName(0, 1)));
-  RETURN_IF_ERROR(base::WriteFileAtomically(dir + "/cpp_draws.txt",
-                                            FormatDraws(DrawAllReference())));
+  RETURN_IF_ERROR(
+      base::WriteFileAtomically(dir + "/cpp_draws.txt", FormatDraws(DrawAllReference())));
   RETURN_IF_ERROR(SetSeed(42, &host));
-  return base::WriteFileAtomically(dir + "/cpp_seed42_draws.txt",
-                                   FormatDraws(DrawAllReference()));
+  return base::WriteFileAtomically(dir + "/cpp_seed42_draws.txt", FormatDraws(DrawAllReference()));
 }
 
 absl::Status Read(const std::string& dir) {
