@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
+#include "base/torch_status.h"
 #include "base/status_macros.h"
 
 namespace loom::args {
@@ -75,8 +76,8 @@ absl::StatusOr<std::string> TrainingArgsToPickle(const google::protobuf::Message
   try {
     std::vector<char> bytes = torch::jit::pickle_save(ToIValue(ToDict(args, options)));
     return std::string(bytes.begin(), bytes.end());
-  } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat("pickling training arguments: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "pickling training arguments");
   }
 }
 
@@ -87,8 +88,8 @@ absl::Status TrainingArgsFromPickle(const std::string& bytes, const std::string&
   try {
     value = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
   } catch (const std::exception& e) {
-    return absl::DataLossError(
-        absl::StrCat(source, ": not a torch pickle written by loom (", e.what(), ")"));
+    return base::TorchErrorToStatus(e, absl::StatusCode::kDataLoss,
+                                    source + ": not a torch pickle written by loom");
   }
   if (!value.isGenericDict()) {
     return absl::DataLossError(absl::StrCat(source, ": expected a dict of training arguments"));

@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "rng/torch_status.h"
+#include "base/torch_status.h"
 
 namespace loom::rng {
 namespace {
@@ -83,7 +83,7 @@ absl::StatusOr<RngState> CaptureRngState(const GeneratorSet& host) {
     state.cpu = std::move(torch_states.cpu);
     state.cuda = std::move(torch_states.cuda);
   } catch (const std::exception& e) {
-    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
                               absl::StrCat(kFile, ": reading LibTorch generator state"));
   }
   for (const std::string& name : host.Names()) {
@@ -127,7 +127,7 @@ absl::Status RestoreRngState(const RngState& state, GeneratorSet* host) {
   try {
     before = CaptureTorch(restore_cuda ? num_cuda : 0);
   } catch (const std::exception& e) {
-    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
                               absl::StrCat(kFile, ": reading LibTorch generator state"));
   }
   try {
@@ -138,7 +138,7 @@ absl::Status RestoreRngState(const RngState& state, GeneratorSet* host) {
     } catch (const std::exception&) {
       // Best effort: the states were just read from these generators.
     }
-    return TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument,
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument,
                               absl::StrCat(kFile, ": LibTorch rejected a saved generator state"));
   }
 

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
-#include "rng/torch_status.h"
+#include "base/torch_status.h"
 
 namespace loom::rng {
 namespace {
@@ -155,7 +155,7 @@ absl::Status SaveRngState(const RngState& state, const std::string& path) {
     dict.insert(kHostKey, std::move(host));
     bytes = torch::pickle_save(c10::IValue(std::move(dict)));
   } catch (const std::exception& e) {
-    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
                               absl::StrCat("rng state file ", path, ": pickling failed"));
   }
   return base::WriteFileAtomically(path, absl::string_view(bytes.data(), bytes.size()));
@@ -167,7 +167,7 @@ absl::StatusOr<RngState> LoadRngState(const std::string& path) {
   try {
     root = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
   } catch (const std::exception& e) {
-    return TorchErrorToStatus(
+    return base::TorchErrorToStatus(
         e, absl::StatusCode::kDataLoss,
         absl::StrCat("rng state file ", path, ": not a readable torch pickle"));
   }

@@ -7,7 +7,7 @@
 #include <exception>
 
 #include "base/status_macros.h"
-#include "rng/torch_status.h"
+#include "base/torch_status.h"
 
 namespace loom::rng {
 
@@ -16,7 +16,7 @@ absl::Status SetSeed(uint64_t seed, GeneratorSet* host) {
     at::manual_seed(seed);
     torch::cuda::manual_seed_all(seed);
   } catch (const std::exception& e) {
-    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
                               "rng/seed.cc: seeding LibTorch failed");
   }
   if (host != nullptr) host->Seed(seed);
@@ -36,7 +36,7 @@ absl::Status EnableFullDeterminism(uint64_t seed, GeneratorSet* host, bool warn_
     ctx.setDeterministicCuDNN(true);
     ctx.setBenchmarkCuDNN(false);
   } catch (const std::exception& e) {
-    return TorchErrorToStatus(e, absl::StatusCode::kInternal,
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
                               "rng/seed.cc: enabling deterministic algorithms failed");
   }
   return absl::OkStatus();

@@ -1,5 +1,5 @@
 // Converting exceptions thrown by LibTorch (c10::Error and other std::exceptions) into
-// absl::Status at loom's boundary (internal to rng/).
+// absl::Status at loom's boundary (any loom library that calls LibTorch).
 //
 // Contract: the message is "<context>: <what>", where <what> is c10::Error's message without
 // its C++ backtrace (or std::exception::what()).
@@ -10,8 +10,8 @@
 //   } catch (const std::exception& e) {
 //     return TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, "rng/rng_state.cc");
 //   }
-#ifndef LOOM_RNG_TORCH_STATUS_H_
-#define LOOM_RNG_TORCH_STATUS_H_
+#ifndef LOOM_BASE_TORCH_STATUS_H_
+#define LOOM_BASE_TORCH_STATUS_H_
 
 #include <c10/util/Exception.h>
 
@@ -22,7 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
-namespace loom::rng {
+namespace loom::base {
 
 // The exception's message, without c10::Error's backtrace.
 inline std::string TorchErrorMessage(const std::exception& e) {
@@ -37,6 +37,6 @@ inline absl::Status TorchErrorToStatus(const std::exception& e, absl::StatusCode
   return absl::Status(code, absl::StrCat(context, ": ", TorchErrorMessage(e)));
 }
 
-}  // namespace loom::rng
+}  // namespace loom::base
 
-#endif  // LOOM_RNG_TORCH_STATUS_H_
+#endif  // LOOM_BASE_TORCH_STATUS_H_
