@@ -105,8 +105,12 @@ class GeneratorSet {
 
   // Seeds every generator (present and future) with DeriveHostSeed(seed, name).
   void Seed(uint64_t seed);
-  // The base seed generators are derived from: the last Seed() argument, else kDefaultHostSeed.
+  // The base seed generators are derived from: the last Seed() or SetBaseSeed() argument, else
+  // kDefaultHostSeed.
   uint64_t base_seed() const { return base_seed_; }
+  // Sets the base seed for generators created later by Get(), leaving the existing ones as they
+  // are (RestoreRngState uses it to bring back a captured set whole).
+  void SetBaseSeed(uint64_t seed) { base_seed_ = seed; }
 
   // Names in sorted order.
   std::vector<std::string> Names() const;

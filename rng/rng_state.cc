@@ -84,11 +84,12 @@ absl::StatusOr<RngState> CaptureRngState(const GeneratorSet& host) {
     state.cuda = std::move(torch_states.cuda);
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
-                              absl::StrCat(kFile, ": reading LibTorch generator state"));
+                                    absl::StrCat(kFile, ": reading LibTorch generator state"));
   }
   for (const std::string& name : host.Names()) {
     state.host.emplace(name, host.Find(name)->SerializeState());
   }
+  state.host_base_seed = host.base_seed();
   return state;
 }
 
@@ -128,7 +129,7 @@ absl::Status RestoreRngState(const RngState& state, GeneratorSet* host) {
     before = CaptureTorch(restore_cuda ? num_cuda : 0);
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
-                              absl::StrCat(kFile, ": reading LibTorch generator state"));
+                                    absl::StrCat(kFile, ": reading LibTorch generator state"));
   }
   try {
     ApplyTorch(state.cpu, restore_cuda ? state.cuda : std::vector<at::Tensor>());
@@ -138,11 +139,15 @@ absl::Status RestoreRngState(const RngState& state, GeneratorSet* host) {
     } catch (const std::exception&) {
       // Best effort: the states were just read from these generators.
     }
-    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument,
-                              absl::StrCat(kFile, ": LibTorch rejected a saved generator state"));
+    return base::TorchErrorToStatus(
+        e, absl::StatusCode::kInvalidArgument,
+        absl::StrCat(kFile, ": LibTorch rejected a saved generator state"));
   }
 
   // 3. Host generators (cannot fail any more).
+  if (host != nullptr && state.host_base_seed.has_value()) {
+    host->SetBaseSeed(*state.host_base_seed);  // before Get(), which seeds new generators
+  }
   for (auto& [name, gen] : parsed_host) *host->Get(name) = std::move(gen);
   return absl::OkStatus();
 }

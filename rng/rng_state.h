@@ -8,13 +8,16 @@
 //     can be handed to torch.set_rng_state() and vice versa.
 //   - `cuda[i]` is CUDA device i's default generator state (torch.cuda.get_rng_state_all()
 //     format); empty when there are no CUDA devices or LibTorch is CPU-only.
-//   - `host` maps a GeneratorSet name to that HostGenerator's SerializeState().
+//   - `host` maps a GeneratorSet name to that HostGenerator's SerializeState(), and
+//     `host_base_seed` is the set's base_seed(): the seed of generators created later, so a
+//     resumed set also gives later-created generators the numbers the original run would have.
 //   - CaptureRngState reads every generator under its mutex; the tensors are fresh copies.
 //   - RestoreRngState(state, host) validates everything first and then sets every generator:
 //       * each generator already in `*host` must have an entry in `state.host`, otherwise
 //         InvalidArgument naming the missing generator (nothing is changed);
 //       * entries for generators `*host` lacks are created in it (GeneratorSet::Get), so a
 //         component that asks for its generator after the restore gets the restored one;
+//       * `host_base_seed`, when set, becomes the set's base seed (GeneratorSet::SetBaseSeed);
 //       * `state.cuda` is ignored when this process sees no CUDA device (as HF does); when it
 //         sees some, a non-empty `state.cuda` must have one entry per visible device
 //         (FailedPrecondition otherwise); an empty one leaves the CUDA generators alone;
@@ -33,7 +36,9 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +52,7 @@ struct RngState {
   at::Tensor cpu;                           // torch.get_rng_state()
   std::vector<at::Tensor> cuda;             // per CUDA device, index = device
   std::map<std::string, std::string> host;  // HostGenerator::SerializeState() by name
+  std::optional<uint64_t> host_base_seed;   // GeneratorSet::base_seed(); unset: not recorded
 };
 
 // Number of CUDA devices whose generators Capture/Restore handle (0 on CPU-only builds).

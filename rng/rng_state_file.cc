@@ -7,6 +7,7 @@
 
 #include <exception>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
+#include "rng/python_rng.h"
 
 namespace loom::rng {
 namespace {
@@ -23,6 +25,31 @@ constexpr char kVersionKey[] = "version";
 constexpr char kCpuKey[] = "cpu";
 constexpr char kCudaKey[] = "cuda";
 constexpr char kHostKey[] = "loom_host";
+constexpr char kBaseSeedKey[] = "loom_host_base_seed";
+constexpr char kPythonKey[] = "python";
+constexpr char kNumpyKey[] = "numpy";
+
+// The 624 words of an MT19937 state as Python ints.
+std::vector<int64_t> Words(const Mt19937State& s) { return {s.key.begin(), s.key.end()}; }
+
+// random.getstate() after random.seed(seed): (3, (w0, ..., w623, pos), None).
+c10::IValue PythonEntry(uint64_t seed) {
+  const Mt19937State s = PythonRandomStateAfterSeed(seed);
+  std::vector<c10::IValue> internal;
+  internal.reserve(kMt19937Words + 1);
+  for (int64_t w : Words(s)) internal.emplace_back(w);
+  internal.emplace_back(int64_t{s.pos});
+  return c10::ivalue::Tuple::create(
+      {c10::IValue(int64_t{3}), c10::ivalue::Tuple::create(std::move(internal)), c10::IValue()});
+}
+
+// np.random.get_state() after np.random.seed(seed), with the key as a list instead of an
+// ndarray (np.random.set_state accepts both): ('MT19937', [w0, ..., w623], pos, 0, 0.0).
+c10::IValue NumpyEntry(const Mt19937State& s) {
+  return c10::ivalue::Tuple::create(
+      {c10::IValue(std::string("MT19937")), c10::IValue(c10::List<int64_t>(Words(s))),
+       c10::IValue(int64_t{s.pos}), c10::IValue(int64_t{0}), c10::IValue(0.0)});
+}
 
 absl::Status BadKey(const std::string& path, absl::string_view key, absl::string_view problem) {
   return absl::InvalidArgumentError(
@@ -129,6 +156,13 @@ absl::StatusOr<RngState> Decode(const c10::IValue& root, const std::string& path
       state.host.emplace(name, value.toStringRef());
     }
   }
+
+  if (const c10::IValue* seed = find(kBaseSeedKey)) {
+    if (!seed->isInt()) {
+      return BadKey(path, kBaseSeedKey, absl::StrCat("must be an int, got ", seed->tagKind()));
+    }
+    state.host_base_seed = static_cast<uint64_t>(seed->toInt());
+  }
   return state;
 }
 
@@ -153,10 +187,18 @@ absl::Status SaveRngState(const RngState& state, const std::string& path) {
     c10::Dict<std::string, std::string> host;
     for (const auto& [name, text] : state.host) host.insert(name, text);
     dict.insert(kHostKey, std::move(host));
+    if (state.host_base_seed.has_value()) {
+      const uint64_t seed = *state.host_base_seed;
+      dict.insert(kBaseSeedKey, static_cast<int64_t>(seed));
+      dict.insert(kPythonKey, PythonEntry(seed));
+      if (std::optional<Mt19937State> numpy = NumpyStateAfterSeed(seed)) {
+        dict.insert(kNumpyKey, NumpyEntry(*numpy));
+      }
+    }
     bytes = torch::pickle_save(c10::IValue(std::move(dict)));
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
-                              absl::StrCat("rng state file ", path, ": pickling failed"));
+                                    absl::StrCat("rng state file ", path, ": pickling failed"));
   }
   return base::WriteFileAtomically(path, absl::string_view(bytes.data(), bytes.size()));
 }

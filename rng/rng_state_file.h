@@ -2,18 +2,36 @@
 // rng_state.pth, so Python can torch.load it and C++ can resume from it.
 //
 // Contract:
-//   - The file is torch::pickle_save of a dict with string keys:
+//   - The file is torch::pickle_save of a dict with string keys: HF Trainer's entries
+//     ("python", "numpy", "cpu", "cuda"; spec/trainer.md §6) plus loom's own ones:
 //       "format":    "loom.rng_state"          (required)
 //       "version":   1                          (required int; newer versions are rejected)
 //       "cpu":       1-D uint8 tensor           (required; torch.get_rng_state() format, so
 //                                                Python can torch.set_rng_state(state["cpu"]))
-//       "cuda":      list of 1-D uint8 tensors  (written only when there are CUDA states; on
-//                                                load a single tensor is also accepted, as HF's
-//                                                non-distributed files hold, meaning device 0)
+//       "cuda":      list of 1-D uint8 tensors  (written only when there are CUDA states, as
+//                                                HF's distributed layout get_rng_state_all(); on
+//                                                load a single tensor, HF's non-distributed
+//                                                layout, is also accepted and means device 0;
+//                                                HF's non-distributed loader cannot take the
+//                                                list and only logs that)
 //       "loom_host": dict str -> str            (host generator states by name; written even
 //                                                when empty; optional on load)
-//     HF's "python" and "numpy" entries have no C++ counterpart and are not written, so HF's
-//     Python Trainer cannot resume from this file as is. Unknown keys are ignored on load.
+//       "loom_host_base_seed": int              (RngState::host_base_seed, the uint64 bits as a
+//                                                signed int; optional)
+//       "python":    (3, (625 ints), None)      (random.getstate() right after
+//                                                random.seed(host_base_seed))
+//       "numpy":     ('MT19937', [624 ints], 624, 0, 0.0)
+//                                               (np.random.get_state() right after
+//                                                np.random.seed(host_base_seed); the key is a
+//                                                list, which np.random.set_state accepts)
+//     "python" and "numpy" are written when host_base_seed is set ("numpy" only for seeds
+//     below 2^32, numpy's range): loom draws nothing from Python's generators, so it records
+//     them as a Python process that ran HF's set_seed(seed) and never drew from them would
+//     hold them (rng/python_rng.h). With them, HF's Trainer._load_rng_state can read the file.
+//     LoadRngState ignores "python", "numpy" and unknown keys. It cannot read files Python's
+//     torch.save wrote with those entries (HF's own rng_state.pth, or a loom file re-saved by
+//     Python): LibTorch's unpickler rejects numpy arrays and Python's short encoding of ints
+//     >= 2^31 (DataLoss).
 //   - SaveRngState writes with base::WriteFileAtomically (all or nothing).
 //   - LoadRngState never crashes on bad input; errors name the file, and the key when one is
 //     at fault: NotFound (no such file), DataLoss (not a readable torch pickle: truncated,

@@ -6,6 +6,8 @@
 #include <torch/serialize.h>
 #include <torch/types.h>
 
+#include <algorithm>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rng/python_rng.h"
 #include "rng/rng_state.h"
 #include "rng/seed.h"
 
@@ -88,6 +91,94 @@ TEST(RngStateFileTest, SaveLoadRestoreReplaysEveryGenerator) {
   ASSERT_OK(RestoreRngState(loaded, &resumed));
   EXPECT_TRUE(torch::equal(DrawTorch(), first));
   EXPECT_EQ((*resumed.Get("sampler"))(), first_sampler);
+}
+
+// The top-level keys of a saved file, sorted.
+std::vector<std::string> Keys(const c10::IValue& root) {
+  std::vector<std::string> keys;
+  for (const auto& entry : root.toGenericDict()) keys.push_back(entry.key().toStringRef());
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+std::vector<int64_t> Ints(c10::ArrayRef<c10::IValue> values) {
+  std::vector<int64_t> out;
+  for (const c10::IValue& v : values) out.push_back(v.toInt());
+  return out;
+}
+
+std::vector<int64_t> Words(const Mt19937State& s) { return {s.key.begin(), s.key.end()}; }
+
+TEST(RngStateFileTest, WritesHfPythonAndNumpyEntriesForTheBaseSeed) {
+  GeneratorSet host;
+  ASSERT_OK(SetSeed(1234, &host));
+  host.Get("sampler");
+  ASSERT_OK_AND_ASSIGN(RngState state, CaptureRngState(host));
+  const std::string path = TempDir() + "/rng_state.pth";
+  ASSERT_OK(SaveRngState(state, path));
+  ASSERT_OK_AND_ASSIGN(const std::string bytes, base::ReadFile(path));
+  const c10::IValue root = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  std::vector<std::string> expected_keys = {"cpu",   "format", "loom_host", "loom_host_base_seed",
+                                            "numpy", "python", "version"};
+  if (!state.cuda.empty()) expected_keys.insert(expected_keys.begin() + 1, "cuda");
+  EXPECT_EQ(Keys(root), expected_keys);
+  const c10::impl::GenericDict dict = root.toGenericDict();
+  EXPECT_EQ(dict.at("loom_host_base_seed").toInt(), 1234);
+
+  // "python": random.getstate() after random.seed(1234) = (3, (624 words..., 624), None).
+  const auto python = dict.at("python").toTupleRef().elements();
+  ASSERT_EQ(python.size(), 3u);
+  EXPECT_EQ(python[0].toInt(), 3);
+  std::vector<int64_t> internal = Ints(python[1].toTupleRef().elements());
+  std::vector<int64_t> expected_internal = Words(PythonRandomStateAfterSeed(1234));
+  expected_internal.push_back(624);
+  EXPECT_EQ(internal, expected_internal);
+  EXPECT_EQ(internal[0], 2147483648);  // CPython's random.seed(1234): 0x80000000, 681931688, ...
+  EXPECT_EQ(internal[1], 681931688);
+  EXPECT_TRUE(python[2].isNone());
+
+  // "numpy": np.random.get_state() after np.random.seed(1234), key as a list.
+  const auto numpy = dict.at("numpy").toTupleRef().elements();
+  ASSERT_EQ(numpy.size(), 5u);
+  EXPECT_EQ(numpy[0].toStringRef(), "MT19937");
+  const std::vector<int64_t> key = Ints(numpy[1].toListRef());
+  EXPECT_EQ(key, Words(*NumpyStateAfterSeed(1234)));
+  EXPECT_EQ(key[0], 1234);  // numpy: 1234, 3159640283, ...
+  EXPECT_EQ(key[1], 3159640283);
+  EXPECT_EQ(numpy[2].toInt(), 624);
+  EXPECT_EQ(numpy[3].toInt(), 0);
+  EXPECT_EQ(numpy[4].toDouble(), 0.0);
+
+  ASSERT_OK_AND_ASSIGN(RngState loaded, LoadRngState(path));
+  EXPECT_EQ(loaded.host_base_seed, std::optional<uint64_t>(1234));
+}
+
+TEST(RngStateFileTest, BaseSeedsOutsideNumpysRange) {
+  const std::string path = TempDir() + "/rng_state.pth";
+  for (uint64_t seed : {uint64_t{1} << 32, ~uint64_t{0}}) {
+    GeneratorSet host;
+    host.Seed(seed);
+    ASSERT_OK_AND_ASSIGN(RngState state, CaptureRngState(host));
+    ASSERT_OK(SaveRngState(state, path));
+    ASSERT_OK_AND_ASSIGN(const std::string bytes, base::ReadFile(path));
+    const c10::IValue root = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+    const std::vector<std::string> keys = Keys(root);
+    EXPECT_EQ(std::count(keys.begin(), keys.end(), "numpy"), 0) << seed;  // numpy would raise
+    EXPECT_EQ(std::count(keys.begin(), keys.end(), "python"), 1) << seed;
+    ASSERT_OK_AND_ASSIGN(RngState loaded, LoadRngState(path));
+    EXPECT_EQ(loaded.host_base_seed, std::optional<uint64_t>(seed));  // all 64 bits survive
+  }
+  // Without a base seed there is nothing to derive the Python entries from.
+  GeneratorSet host;
+  ASSERT_OK_AND_ASSIGN(RngState state, CaptureRngState(host));
+  state.host_base_seed.reset();
+  ASSERT_OK(SaveRngState(state, path));
+  ASSERT_OK_AND_ASSIGN(const std::string bytes, base::ReadFile(path));
+  const std::vector<std::string> keys =
+      Keys(torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())));
+  EXPECT_EQ(std::count(keys.begin(), keys.end(), "python"), 0);
+  ASSERT_OK_AND_ASSIGN(RngState loaded, LoadRngState(path));
+  EXPECT_FALSE(loaded.host_base_seed.has_value());
 }
 
 TEST(RngStateFileTest, AcceptsHfSingleTensorCudaAndIgnoresUnknownKeys) {
@@ -213,6 +304,8 @@ TEST(RngStateFileTest, WrongShapesAreInvalidArgumentNamingTheKey) {
       {"float cuda", with("cuda", float_list), "key \"cuda[0]\" must be a 1-D uint8"},
       {"list host", with("loom_host", float_list), "key \"loom_host\" must be a dict"},
       {"int host", with("loom_host", int_host), "key \"loom_host[\"sampler\"]\" must be a string"},
+      {"string base seed", with("loom_host_base_seed", std::string("42")),
+       "key \"loom_host_base_seed\" must be an int"},
   };
   for (const BadShape& c : cases) {
     WritePickle(path, c.value);

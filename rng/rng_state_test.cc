@@ -2,6 +2,7 @@
 
 #include <torch/types.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -105,6 +106,25 @@ TEST_F(RngStateTest, RestoreCreatesGeneratorsTheSetLacks) {
   ASSERT_OK(RestoreRngState(saved, &fresh));
   EXPECT_EQ(fresh.Names(), host_.Names());
   EXPECT_EQ((*fresh.Get("sampler"))(), expected);
+}
+
+TEST_F(RngStateTest, RestoreBringsBackTheBaseSeedOfLaterGenerators) {
+  ASSERT_OK_AND_ASSIGN(RngState saved, CaptureRngState(host_));
+  EXPECT_EQ(saved.host_base_seed, std::optional<uint64_t>(3));  // SetSeed(3) in SetUp
+  GeneratorSet fresh;                                           // base seed 42
+  ASSERT_OK(RestoreRngState(saved, &fresh));
+  EXPECT_EQ(fresh.base_seed(), 3u);
+  // A generator first asked for after the restore starts where the original run's would.
+  const uint64_t expected = HostGenerator(DeriveHostSeed(3, "created_later"))();
+  EXPECT_EQ((*fresh.Get("created_later"))(), expected);
+  EXPECT_EQ((*host_.Get("created_later"))(), expected);
+
+  // A record without a base seed (e.g. written by Python) leaves the set's base seed alone.
+  saved.host_base_seed.reset();
+  GeneratorSet other;
+  other.Seed(9);
+  ASSERT_OK(RestoreRngState(saved, &other));
+  EXPECT_EQ(other.base_seed(), 9u);
 }
 
 TEST_F(RngStateTest, MissingHostGeneratorIsAnErrorAndChangesNothing) {

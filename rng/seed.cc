@@ -17,7 +17,7 @@ absl::Status SetSeed(uint64_t seed, GeneratorSet* host) {
     torch::cuda::manual_seed_all(seed);
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
-                              "rng/seed.cc: seeding LibTorch failed");
+                                    "rng/seed.cc: seeding LibTorch failed");
   }
   if (host != nullptr) host->Seed(seed);
   return absl::OkStatus();
@@ -37,7 +37,7 @@ absl::Status EnableFullDeterminism(uint64_t seed, GeneratorSet* host, bool warn_
     ctx.setBenchmarkCuDNN(false);
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
-                              "rng/seed.cc: enabling deterministic algorithms failed");
+                                    "rng/seed.cc: enabling deterministic algorithms failed");
   }
   return absl::OkStatus();
 }

@@ -73,5 +73,35 @@ TEST(EnableFullDeterminismTest, SetsSeedFlagsAndEnvironmentLikeHf) {
   ctx.setDeterministicAlgorithms(false, false);
 }
 
+// torch.use_deterministic_algorithms(True) makes ops without a deterministic kernel throw; on the
+// CPU, Tensor.put_ with accumulate=False is one (PyTorch's documented list), so it shows the
+// flag really reaches LibTorch's dispatch checks, and warn_only lets it run.
+TEST(EnableFullDeterminismTest, NondeterministicOpsThrowOrOnlyWarn) {
+  const at::Tensor index = at::arange(2, at::kLong);
+  const at::Tensor source = at::ones({2});
+  at::Tensor t = at::zeros({4});
+  ASSERT_OK(EnableFullDeterminism(5, nullptr));
+  EXPECT_THROW(t.put_(index, source, /*accumulate=*/false), c10::Error);
+
+  ASSERT_OK(EnableFullDeterminism(5, nullptr, /*warn_only=*/true));
+  t.put_(index, source, /*accumulate=*/false);
+  EXPECT_TRUE(at::equal(t, at::tensor({1.0f, 1.0f, 0.0f, 0.0f})));
+
+  at::globalContext().setDeterministicAlgorithms(false, false);
+  at::zeros({4}).put_(index, source, /*accumulate=*/false);  // allowed again
+}
+
+// Same seed under full determinism: the same numbers, as SetSeed gives.
+TEST(EnableFullDeterminismTest, SeedsLikeSetSeed) {
+  GeneratorSet a, b;
+  ASSERT_OK(EnableFullDeterminism(11, &a));
+  const at::Tensor first = at::randn({6});
+  const uint64_t first_host = (*a.Get("sampler"))();
+  ASSERT_OK(SetSeed(11, &b));
+  EXPECT_TRUE(at::equal(at::randn({6}), first));
+  EXPECT_EQ((*b.Get("sampler"))(), first_host);
+  at::globalContext().setDeterministicAlgorithms(false, false);
+}
+
 }  // namespace
 }  // namespace loom::rng

@@ -2,15 +2,19 @@
 
     /usr/bin/python3 check_rng_state.py DIR
 
-Reads DIR/rng_state.pth written by loom's C++ SaveRngState (rng_interop_tool write), checks its
-keys and types, restores its "cpu" state with torch.set_rng_state and checks that the draws match
-DIR/cpp_draws.txt (what C++ drew after the capture). Checks that torch.manual_seed(42) gives
-DIR/cpp_seed42_draws.txt. Then writes DIR/py_rng_state.pth (torch.get_rng_state() in loom's
+Reads DIR/rng_state.pth written by loom's C++ SaveRngState (rng_interop_tool write: SetSeed(1234),
+one draw from host generators "sampler" and "augment") and checks every key and value against an
+independent computation: "python" / "numpy" against random.seed(1234) / np.random.seed(1234),
+"loom_host" against an MT19937-64 written here from its definition, "cpu" by restoring it with
+torch.set_rng_state and comparing the draws with DIR/cpp_draws.txt (what C++ drew after the
+capture). Replays HF Trainer's _load_rng_state calls on the file. Checks that torch.manual_seed(42)
+gives DIR/cpp_seed42_draws.txt. Then writes DIR/py_rng_state.pth (torch.get_rng_state() in loom's
 layout, via torch.save) and DIR/py_draws.txt for rng_interop_tool read.
 Exits 0 when every check passes, 1 otherwise, printing each failure.
 """
 
 import os
+import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -21,11 +25,49 @@ except ImportError as e:
     sys.exit("FAIL: %s cannot import torch (%s); install Debian's python3-torch" %
              (sys.executable, e))
 
+import numpy as np  # noqa: E402  (a dependency of python3-torch)
+
 import reference_draws  # noqa: E402
 
 FORMAT = "loom.rng_state"
 VERSION = 1
+SEED = 1234  # rng_interop_tool write: SetSeed(1234)
+HOST_DRAWS = {"augment": 1, "sampler": 1}  # draws made from each host generator before capture
 failures = []
+
+M64 = (1 << 64) - 1
+
+
+def splitmix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def fnv1a64(name):
+    h = 0xCBF29CE484222325
+    for byte in name.encode():
+        h = ((h ^ byte) * 0x100000001B3) & M64
+    return h
+
+
+def mt19937_64_text(seed, draws):
+    """loom's HostGenerator::SerializeState() of std::mt19937_64(seed) after `draws` outputs:
+    "mt19937_64 " + the 312 state words + the position (libstdc++'s operator<< layout)."""
+    n, m = 312, 156
+    x = [seed & M64]
+    for i in range(1, n):
+        x.append((6364136223846793005 * (x[-1] ^ (x[-1] >> 62)) + i) & M64)
+    pos = n
+    for _ in range(draws):
+        if pos >= n:  # regenerate the whole block in place
+            for i in range(n):
+                y = (x[i] & ~0x7FFFFFFF & M64) | (x[(i + 1) % n] & 0x7FFFFFFF)
+                x[i] = x[(i + m) % n] ^ (y >> 1) ^ (0xB5026F5AA96619E9 if y & 1 else 0)
+            pos = 0
+        pos += 1
+    return "mt19937_64 " + " ".join(str(v) for v in x) + " " + str(pos)
 
 
 def check(ok, message):
@@ -45,17 +87,45 @@ def check_layout(state):
         check(cpu.dtype == torch.uint8 and cpu.dim() == 1 and cpu.shape == reference.shape,
               "cpu is %s %s, torch.get_rng_state() is %s %s" %
               (cpu.dtype, tuple(cpu.shape), reference.dtype, tuple(reference.shape)))
+    expected_keys = {"format", "version", "cpu", "loom_host", "loom_host_base_seed", "python",
+                     "numpy"}
     if "cuda" in state:
+        expected_keys.add("cuda")
         cuda = state["cuda"]
         check(isinstance(cuda, list) and all(
             isinstance(t, torch.Tensor) and t.dtype == torch.uint8 for t in cuda),
             "cuda is not a list of uint8 tensors: %r" % (cuda,))
+    check(set(state) == expected_keys, "keys are %s, expected %s" %
+          (sorted(state), sorted(expected_keys)))
+    check(state.get("loom_host_base_seed") == SEED,
+          "loom_host_base_seed is %r" % (state.get("loom_host_base_seed"),))
+
+    # "python" / "numpy": the states right after HF's set_seed(SEED), in HF's layout.
+    random.seed(SEED)
+    check(state.get("python") == random.getstate(),
+          "python is not random.getstate() after random.seed(%d)" % SEED)
+    np.random.seed(SEED)
+    ref = np.random.get_state()
+    got = state.get("numpy")
+    if check(isinstance(got, tuple) and len(got) == 5, "numpy is %r" % (type(got),)):
+        check(got[0] == ref[0] and list(got[1]) == ref[1].tolist() and got[2:] == ref[2:],
+              "numpy is not np.random.get_state() after np.random.seed(%d)" % SEED)
+
     host = state.get("loom_host")
     if check(isinstance(host, dict), "loom_host is %s, not dict" % type(host).__name__):
-        check(sorted(host) == ["augment", "sampler"], "loom_host keys are %s" % sorted(host))
-        for name, value in host.items():
-            check(isinstance(value, str) and value.startswith("mt19937_64 "),
-                  "loom_host[%r] is not a serialized mt19937_64 state" % name)
+        check(sorted(host) == sorted(HOST_DRAWS), "loom_host keys are %s" % sorted(host))
+        for name, draws in HOST_DRAWS.items():
+            expected = mt19937_64_text(splitmix64(SEED ^ fnv1a64(name)), draws)
+            check(host.get(name) == expected,
+                  "loom_host[%r] differs from mt19937_64(DeriveHostSeed(%d, %r)) after %d draw(s)"
+                  % (name, SEED, name, draws))
+
+
+def hf_load_rng_state(state):
+    """The calls HF Trainer._load_rng_state makes on a CPU-only machine."""
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.random.set_rng_state(state["cpu"])
 
 
 def read_draws(path):
@@ -70,9 +140,16 @@ def main():
     state = torch.load(os.path.join(d, "rng_state.pth"))
     check_layout(state)
 
-    # Resume from the C++ capture: the same numbers C++ drew after it.
+    # Resume from the C++ capture as HF's Trainer would: the same numbers C++ drew after it.
     cpp_draws = read_draws(os.path.join(d, "cpp_draws.txt"))
-    torch.set_rng_state(state["cpu"])
+    random.seed(0)
+    np.random.seed(0)
+    hf_load_rng_state(state)
+    py_random, np_random = random.random(), np.random.rand(3).tolist()
+    random.seed(SEED)
+    np.random.seed(SEED)
+    check(py_random == random.random() and np_random == np.random.rand(3).tolist(),
+          "after random.setstate / np.random.set_state the draws are not those of seed %d" % SEED)
     diff = reference_draws.compare(cpp_draws, reference_draws.draw_all())
     check(not diff, "after torch.set_rng_state(state['cpu']): " + diff)
     # Without the restore the numbers move on (the comparison can fail).
