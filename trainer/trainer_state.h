@@ -1,0 +1,74 @@
+// TrainerState and TrainerControl: HF's split of what the loop knows (state, saved in
+// trainer_state.json) from what callbacks ask it to do next (control). spec/trainer.md §1.6,
+// §4.2; field names, defaults and the JSON layout follow transformers 4.41's dataclasses.
+//
+// trainer_state.json is json.dumps(asdict(state), indent=2, sort_keys=True) + "\n": ToJson()
+// writes exactly that text and FromJson() reads it back (also files written by Python HF).
+//
+// Example:
+//   TrainerState state;
+//   state.global_step = 10;
+//   state.log_history.push_back({{"loss", 0.69}, {"step", 10}});
+//   RETURN_IF_ERROR(state.SaveToJson(dir + "/trainer_state.json"));
+//   ASSIGN_OR_RETURN(TrainerState back, TrainerState::LoadFromJson(dir + "/trainer_state.json"));
+#ifndef LOOM_TRAINER_TRAINER_STATE_H_
+#define LOOM_TRAINER_TRAINER_STATE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "trainer/metrics.h"
+
+namespace loom::trainer {
+
+struct TrainerState {
+  std::optional<double> epoch;
+  int64_t global_step = 0;
+  int64_t max_steps = 0;
+  int64_t logging_steps = 500;
+  int64_t eval_steps = 500;
+  int64_t save_steps = 500;
+  std::optional<int64_t> train_batch_size;
+  int64_t num_train_epochs = 0;
+  int64_t num_input_tokens_seen = 0;
+  double total_flos = 0;
+  std::vector<Metrics> log_history;
+  std::optional<double> best_metric;
+  std::optional<std::string> best_model_checkpoint;
+  bool is_local_process_zero = true;
+  bool is_world_process_zero = true;
+  bool is_hyper_param_search = false;
+  std::optional<std::string> trial_name;
+  // Saved callback states by callback class name (restore_callback_states_from_checkpoint).
+  Metrics stateful_callbacks = Metrics::object();
+
+  // The trainer_state.json text.
+  std::string ToJson() const;
+  static absl::StatusOr<TrainerState> FromJson(const std::string& text);
+
+  // Atomic write / read of a trainer_state.json file; errors name the file.
+  absl::Status SaveToJson(const std::string& path) const;
+  static absl::StatusOr<TrainerState> LoadFromJson(const std::string& path);
+};
+
+// What callbacks ask the loop to do next. The loop resets the per-step flags as HF's
+// CallbackHandler does (callback.h).
+struct TrainerControl {
+  bool should_training_stop = false;
+  bool should_epoch_stop = false;
+  bool should_save = false;
+  bool should_evaluate = false;
+  bool should_log = false;
+
+  void NewTraining() { should_training_stop = false; }
+  void NewEpoch() { should_epoch_stop = false; }
+  void NewStep() { should_save = should_evaluate = should_log = false; }
+};
+
+}  // namespace loom::trainer
+
+#endif  // LOOM_TRAINER_TRAINER_STATE_H_
