@@ -35,6 +35,9 @@
 //       as "amp", only "apex" as apex — HF's `"apex" if backend == "apex" else "amp"`.
 //     - the adafactor check fires for --adafactor and for --optim adafactor (PostInit maps the
 //       former to the latter); HF checks only args.adafactor.
+//     - Phase B follows spec §2.2 ([SUPP-HF], newer than HF 4.38-4.41): the ZeRO-3 prefetch
+//       bucket is int(0.9 * h * h) (4.41 writes the float, e.g. 943718.4, which DeepSpeed's
+//       integer field must then coerce), and the hidden size is also looked up in text_config.
 //
 // Example:
 //   std::vector<std::string> warnings;

@@ -123,6 +123,96 @@ TEST(DeepSpeedResolveTest, SaveOnEachNodeSetsNodeLocalStorage) {
   EXPECT_EQ(ds.config().raw["checkpoint"], json::parse(R"({"use_node_local_storage": true})"));
 }
 
+// Each Phase A key from non-default TrainingArguments, checked in the resolved document (what
+// DeepSpeed receives) with the exact JSON value HF writes.
+TEST(DeepSpeedResolveTest, PhaseAFillsEveryKeyFromNonDefaultArguments) {
+  ASSERT_OK_AND_ASSIGN(
+      TrainingArguments args,
+      Args({"--learning_rate", "2e-4", "--adam_beta1", "0.85", "--adam_beta2", "0.98",
+            "--adam_epsilon", "1e-6", "--weight_decay", "0.01", "--max_grad_norm", "0.5",
+            "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "3", "--bf16",
+            "--save_on_each_node"}));
+  ASSERT_OK_AND_ASSIGN(TrainerDeepSpeedConfig ds, Load(R"({
+      "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+      "train_batch_size": "auto", "gradient_clipping": "auto",
+      "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto",
+                                                "weight_decay": "auto"}},
+      "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": "auto",
+                                                   "warmup_max_lr": "auto"}},
+      "fp16": {"enabled": "auto"}, "amp": {"enabled": "auto", "opt_level": "auto"},
+      "bf16": {"enabled": "auto"}})"));
+  ASSERT_OK(ds.TrainerConfigProcess(args, /*world_size=*/2));
+  EXPECT_EQ(ds.config().raw, json::parse(R"({
+      "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 3,
+      "train_batch_size": 24, "gradient_clipping": 0.5,
+      "optimizer": {"type": "AdamW", "params": {"lr": 0.0002, "betas": [0.85, 0.98],
+                                                "eps": 1e-6, "weight_decay": 0.01}},
+      "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 0.0002}},
+      "fp16": {"enabled": false}, "amp": {"enabled": false, "opt_level": "O1"},
+      "bf16": {"enabled": true}, "checkpoint": {"use_node_local_storage": true}})"));
+  EXPECT_THAT(ds.mismatches(), IsEmpty());
+  EXPECT_EQ(*ds.dtype(), DeepSpeedDtype::kBfloat16);
+  // The typed view follows the resolved document.
+  EXPECT_EQ(ds.config().train_batch_size->value(), 24);
+  EXPECT_EQ(ds.config().optimizer->betas.value(), (std::array<double, 2>{0.85, 0.98}));
+}
+
+// The numeric examples of spec/deepspeed.md §11 (items 2, 7, 9, 10, 11).
+TEST(DeepSpeedResolveTest, SpecExampleVectors) {
+  ASSERT_OK_AND_ASSIGN(TrainingArguments args,
+                       Args({"--per_device_train_batch_size", "4", "--gradient_accumulation_steps",
+                             "3", "--warmup_ratio", "0.1"}));
+  ASSERT_OK_AND_ASSIGN(TrainerDeepSpeedConfig ds, Load(R"({
+      "train_batch_size": "auto",
+      "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_num_steps": "auto",
+                                                        "total_num_steps": "auto"}},
+      "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto",
+                            "stage3_prefetch_bucket_size": "auto",
+                            "stage3_param_persistence_threshold": "auto"}})"));
+  ASSERT_OK(ds.TrainerConfigProcess(args, /*world_size=*/2));
+  EXPECT_EQ(ds.config().raw["train_batch_size"], 24);  // 2 * 4 * 3
+  ASSERT_OK(ds.TrainerConfigFinalize(args, /*hidden_size=*/1024, /*num_training_steps=*/1005));
+  const json& raw = ds.config().raw;
+  EXPECT_EQ(raw["scheduler"]["params"]["warmup_num_steps"], 101);  // ceil(0.1 * 1005)
+  EXPECT_EQ(raw["scheduler"]["params"]["total_num_steps"], 1005);
+  EXPECT_EQ(raw["zero_optimization"]["reduce_bucket_size"], 1048576);          // 1024 * 1024
+  EXPECT_EQ(raw["zero_optimization"]["stage3_prefetch_bucket_size"], 943718);  // int(943718.4)
+  EXPECT_EQ(raw["zero_optimization"]["stage3_param_persistence_threshold"], 10240);  // 10 * 1024
+}
+
+// HiddenSizeOf's max(hidden_sizes) feeds Phase B; ZeRO-2 fills only reduce_bucket_size.
+TEST(DeepSpeedResolveTest, HiddenSizesAndZero2ReduceBucket) {
+  ASSERT_OK_AND_ASSIGN(TrainingArguments args, Args({}));
+  const std::optional<int64_t> hidden =
+      HiddenSizeOf(json::parse(R"({"hidden_sizes": [64, 512, 256]})"));
+  ASSERT_OK_AND_ASSIGN(TrainerDeepSpeedConfig z3, Load("ds_config_zero3.json"));
+  ASSERT_OK(z3.TrainerConfigProcess(args, 1));
+  ASSERT_OK(z3.TrainerConfigFinalize(args, hidden, 100));
+  EXPECT_EQ(z3.config().zero_optimization.reduce_bucket_size.value(), 262144);           // 512^2
+  EXPECT_EQ(z3.config().zero_optimization.stage3_prefetch_bucket_size.value(), 235929);  // 0.9*
+  EXPECT_EQ(z3.config().zero_optimization.stage3_param_persistence_threshold.value(), 5120);
+
+  ASSERT_OK_AND_ASSIGN(
+      TrainerDeepSpeedConfig z2,
+      Load(R"({"zero_optimization": {"stage": 2, "reduce_bucket_size": "auto"}})"));
+  ASSERT_OK(z2.TrainerConfigProcess(args, 1));
+  ASSERT_OK(z2.TrainerConfigFinalize(args, 768, 100));
+  EXPECT_EQ(z2.config().raw["zero_optimization"], json::parse(R"({"stage": 2,
+                                                                 "reduce_bucket_size": 589824})"));
+}
+
+// HF compares only explicit values: a JSON null is neither filled nor a mismatch.
+TEST(DeepSpeedResolveTest, NullValuesAreNeitherFilledNorCompared) {
+  ASSERT_OK_AND_ASSIGN(TrainingArguments args, Args({}));
+  ASSERT_OK_AND_ASSIGN(TrainerDeepSpeedConfig ds, Load(R"({"gradient_clipping": null,
+      "optimizer": {"params": {"lr": null, "eps": "auto"}}})"));
+  ASSERT_OK(ds.TrainerConfigProcess(args, 1));
+  ASSERT_OK(ds.TrainerConfigFinalize(args, std::nullopt, 10));
+  EXPECT_TRUE(ds.config().raw["gradient_clipping"].is_null());
+  EXPECT_TRUE(ds.config().raw["optimizer"]["params"]["lr"].is_null());
+  EXPECT_EQ(ds.config().raw["optimizer"]["params"]["eps"], 1e-8);
+}
+
 // ---- Phase B ----
 
 TEST(DeepSpeedResolveTest, PhaseBFillsHiddenSizeAndStepKeys) {
@@ -203,6 +293,50 @@ TEST(DeepSpeedResolveTest, ManualConfigConflictsListEveryKey) {
                "The easiest method is to set these DeepSpeed config values to 'auto'."));
   EXPECT_THAT(ds.CheckMismatches(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("warmup_num_steps=500")));
+}
+
+// Every key HF checks (spec §2.2 "Mismatch checked? yes"), each explicit and different from
+// TrainingArguments: one line per key, in HF's order, Python-formatted values. The keys HF only
+// fills (warmup_min_lr, the hidden-size keys) are not listed even when they differ.
+TEST(DeepSpeedResolveTest, EveryConflictIsListed) {
+  ASSERT_OK_AND_ASSIGN(TrainingArguments args, Args({"--per_device_train_batch_size", "8"}));
+  ASSERT_OK_AND_ASSIGN(TrainerDeepSpeedConfig ds, Load(R"({
+      "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4,
+      "train_batch_size": 64, "gradient_clipping": 0.5,
+      "optimizer": {"type": "AdamW", "params": {"lr": 0.001, "betas": [0.8, 0.99], "eps": 1e-6,
+                                                "weight_decay": 0.01}},
+      "scheduler": {"type": "WarmupDecayLR",
+                    "params": {"warmup_min_lr": 1e-6, "warmup_max_lr": 0.001,
+                               "warmup_num_steps": 500, "total_num_steps": 10}},
+      "fp16": {"enabled": true}, "amp": {"enabled": true, "opt_level": "O2"},
+      "bf16": {"enabled": true},
+      "zero_optimization": {"stage": 3, "reduce_bucket_size": 7,
+                            "stage3_prefetch_bucket_size": 7,
+                            "stage3_param_persistence_threshold": 7}})"));
+  ASSERT_OK(ds.TrainerConfigProcess(args, 1));
+  EXPECT_EQ(ds.mismatches().size(), 13u);  // Phase A's share
+  EXPECT_THAT(
+      ds.TrainerConfigFinalize(args, 1024, 1000),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "Please correct the following DeepSpeed config values that mismatch "
+          "TrainingArguments values:\n"
+          "- ds train_micro_batch_size_per_gpu=2 vs hf per_device_train_batch_size=8\n"
+          "- ds gradient_accumulation_steps=4 vs hf gradient_accumulation_steps=1\n"
+          "- ds train_batch_size=64 vs hf train_batch_size (calculated)=8\n"
+          "- ds gradient_clipping=0.5 vs hf max_grad_norm=1.0\n"
+          "- ds optimizer.params.lr=0.001 vs hf learning_rate=5e-05\n"
+          "- ds optimizer.params.betas=[0.8, 0.99] vs hf adam_beta1+adam_beta2=[0.9, 0.999]\n"
+          "- ds optimizer.params.eps=1e-06 vs hf adam_epsilon=1e-08\n"
+          "- ds optimizer.params.weight_decay=0.01 vs hf weight_decay=0.0\n"
+          "- ds scheduler.params.warmup_max_lr=0.001 vs hf learning_rate=5e-05\n"
+          "- ds fp16.enabled=True vs hf fp16|fp16_full_eval+fp16_backend(amp)=False\n"
+          "- ds amp.enabled=True vs hf fp16+fp16_backend(apex)=False\n"
+          "- ds amp.opt_level=O2 vs hf fp16_opt_level=O1\n"
+          "- ds bf16.enabled=True vs hf bf16|bf16_full_eval=False\n"
+          "- ds scheduler.params.total_num_steps=10 vs hf num_training_steps (calculated)=1000\n"
+          "- ds scheduler.params.warmup_num_steps=500 vs hf warmup_steps=0\n"
+          "The easiest method is to set these DeepSpeed config values to 'auto'."));
 }
 
 TEST(DeepSpeedResolveTest, MatchingManualConfigPasses) {

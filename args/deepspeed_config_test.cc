@@ -13,6 +13,7 @@ namespace loom::args {
 namespace {
 
 using ::loom::base::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -144,6 +145,164 @@ TEST(DeepSpeedConfigLoadTest, NvmeWithNestedAio) {
   EXPECT_EQ(c.aio.thread_count, 1);
   EXPECT_FALSE(c.aio.single_submit);
   EXPECT_TRUE(c.aio.overlap_events);
+}
+
+// The first config of the doc's "Configuration" section: ZeRO-2 auto without steps_per_print /
+// wall_clock_breakdown. The doc prints it with a trailing comma, which strict JSON (Python's
+// json, so HF and DeepSpeed) rejects; the testdata copy drops it, the _doc.txt copy keeps it.
+TEST(DeepSpeedConfigLoadTest, ConfigurationSectionExample) {
+  ASSERT_OK_AND_ASSIGN(DeepSpeedConfig c, LoadNoWarnings("ds_configuration_section.json"));
+  EXPECT_TRUE(c.fp16.enabled.is_auto());
+  EXPECT_EQ(c.optimizer->type, "AdamW");
+  EXPECT_EQ(c.scheduler->type, "WarmupLR");
+  EXPECT_EQ(c.zero_optimization.stage, 2);
+  EXPECT_EQ(c.zero_optimization.offload_optimizer->device, OffloadDevice::kCpu);
+  EXPECT_EQ(c.zero_optimization.allgather_bucket_size, 200000000);
+  EXPECT_TRUE(c.gradient_accumulation_steps->is_auto());
+  EXPECT_TRUE(c.gradient_clipping.is_auto());
+  EXPECT_TRUE(c.train_batch_size->is_auto());
+  EXPECT_TRUE(c.train_micro_batch_size_per_gpu->is_auto());
+  EXPECT_EQ(c.steps_per_print, 10);  // absent: DeepSpeed's default
+  EXPECT_FALSE(c.wall_clock_breakdown);
+
+  EXPECT_THAT(LoadDeepSpeedConfig(TestData("ds_configuration_section_doc.txt")).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("ds_configuration_section_doc.txt: not valid JSON"),
+                             HasSubstr("no trailing commas"))));
+}
+
+TEST(DeepSpeedConfigLoadTest, Fp32AndStage0And1Examples) {
+  ASSERT_OK_AND_ASSIGN(DeepSpeedConfig fp32, LoadNoWarnings("ds_fp32.json"));
+  EXPECT_TRUE(fp32.fp16.present);
+  EXPECT_EQ(fp32.fp16.enabled, AutoOr<bool>(false));
+  EXPECT_EQ(DecideDtype(fp32.raw), DeepSpeedDtype::kFloat32);  // spec §4.1: full fp32
+  ASSERT_OK_AND_ASSIGN(DeepSpeedConfig zero0, LoadNoWarnings("ds_zero0.json"));
+  EXPECT_EQ(zero0.zero_optimization.stage, 0);
+  ASSERT_OK_AND_ASSIGN(DeepSpeedConfig zero1, LoadNoWarnings("ds_zero1.json"));
+  EXPECT_EQ(zero1.zero_optimization.stage, 1);
+  EXPECT_FALSE(zero1.zero_optimization.OverlapComm());  // unset: true only for stage 3
+}
+
+// Every key of spec/deepspeed.md §1.2 (zero_optimization, offload_*, aio) and the other keys of
+// §1.2 / §3-§5, each set to a value other than its default, lands in its typed field.
+TEST(DeepSpeedConfigLoadTest, EveryKeyIsReadWithItsType) {
+  std::vector<std::string> warnings;
+  ASSERT_OK_AND_ASSIGN(DeepSpeedConfig c, LoadDeepSpeedConfig(R"({
+      "zero_optimization": {
+        "stage": 1,
+        "offload_optimizer": {"device": "cpu", "nvme_path": "/nvme/o", "pin_memory": true,
+                              "buffer_count": 6, "fast_init": true},
+        "offload_param": {"device": "nvme", "nvme_path": "/nvme/p", "pin_memory": true,
+                          "buffer_count": 7, "buffer_size": 3e7, "max_in_cpu": 2e9},
+        "allgather_partitions": false, "allgather_bucket_size": 3e8, "reduce_scatter": false,
+        "reduce_bucket_size": 4e8, "overlap_comm": false, "contiguous_gradients": false,
+        "round_robin_gradients": true, "sub_group_size": 2e9,
+        "stage3_prefetch_bucket_size": 0.94e6, "stage3_param_persistence_threshold": 1e4,
+        "stage3_max_live_parameters": 3e9, "stage3_max_reuse_distance": 4e9,
+        "stage3_gather_16bit_weights_on_model_save": true},
+      "aio": {"block_size": 262144, "queue_depth": 32, "thread_count": 2, "single_submit": true,
+              "overlap_events": false},
+      "fp16": {"enabled": true, "loss_scale": 128, "loss_scale_window": 500,
+               "initial_scale_power": 12, "hysteresis": 3, "consecutive_hysteresis": true,
+               "min_loss_scale": 0.5},
+      "bf16": {"enabled": true},
+      "amp": {"enabled": true, "opt_level": "O2"},
+      "optimizer": {"type": "Lamb", "params": {"lr": 0.001, "betas": [0.8, 0.99], "eps": 1e-6,
+                                               "weight_decay": 0.01}},
+      "scheduler": {"type": "WarmupDecayLR",
+                    "params": {"warmup_min_lr": 1e-6, "warmup_max_lr": 0.002,
+                               "warmup_num_steps": 100, "total_num_steps": 1000,
+                               "last_batch_iteration": 5, "warmup_type": "linear",
+                               "warmup_min_ratio": 0.1, "cos_min_ratio": 0.01}},
+      "gradient_accumulation_steps": 3, "gradient_clipping": 1.0, "train_batch_size": 12,
+      "train_micro_batch_size_per_gpu": 4, "steps_per_print": 2000,
+      "wall_clock_breakdown": true, "zero_allow_untested_optimizer": true,
+      "zero_force_ds_cpu_optimizer": false, "communication_data_type": "fp32",
+      "checkpoint": {"use_node_local_storage": true}})",
+                                                              &warnings));
+  EXPECT_THAT(warnings, IsEmpty());
+  const ZeroConfig& z = c.zero_optimization;
+  EXPECT_EQ(z.stage, 1);
+  EXPECT_EQ(z.offload_optimizer->device, OffloadDevice::kCpu);
+  EXPECT_EQ(z.offload_optimizer->nvme_path, "/nvme/o");
+  EXPECT_TRUE(z.offload_optimizer->pin_memory);
+  EXPECT_EQ(z.offload_optimizer->buffer_count, 6);
+  EXPECT_TRUE(z.offload_optimizer->fast_init);
+  EXPECT_EQ(z.offload_param->device, OffloadDevice::kNvme);
+  EXPECT_EQ(z.offload_param->nvme_path, "/nvme/p");
+  EXPECT_TRUE(z.offload_param->pin_memory);
+  EXPECT_EQ(z.offload_param->buffer_count, 7);
+  EXPECT_EQ(z.offload_param->buffer_size, 30000000);
+  EXPECT_EQ(z.offload_param->max_in_cpu, 2000000000);
+  EXPECT_FALSE(z.allgather_partitions);
+  EXPECT_EQ(z.allgather_bucket_size, 300000000);
+  EXPECT_FALSE(z.reduce_scatter);
+  EXPECT_EQ(z.reduce_bucket_size.value(), 400000000);
+  EXPECT_EQ(z.overlap_comm, std::optional<bool>(false));
+  EXPECT_FALSE(z.contiguous_gradients);
+  EXPECT_TRUE(z.round_robin_gradients);
+  EXPECT_EQ(z.sub_group_size, 2000000000);
+  EXPECT_EQ(z.stage3_prefetch_bucket_size.value(), 940000);
+  EXPECT_EQ(z.stage3_param_persistence_threshold.value(), 10000);
+  EXPECT_EQ(z.stage3_max_live_parameters, 3000000000);
+  EXPECT_EQ(z.stage3_max_reuse_distance, 4000000000);
+  EXPECT_TRUE(z.stage3_gather_16bit_weights_on_model_save);
+  EXPECT_EQ(c.aio.block_size, 262144);
+  EXPECT_EQ(c.aio.queue_depth, 32);
+  EXPECT_EQ(c.aio.thread_count, 2);
+  EXPECT_TRUE(c.aio.single_submit);
+  EXPECT_FALSE(c.aio.overlap_events);
+  EXPECT_EQ(c.fp16.enabled.value(), true);
+  EXPECT_EQ(c.fp16.loss_scale, 128);
+  EXPECT_EQ(c.fp16.loss_scale_window, 500);
+  EXPECT_EQ(c.fp16.initial_scale_power, 12);
+  EXPECT_EQ(c.fp16.hysteresis, 3);
+  EXPECT_TRUE(c.fp16.consecutive_hysteresis);
+  EXPECT_EQ(c.fp16.min_loss_scale, 0.5);
+  EXPECT_TRUE(c.bf16.present);
+  EXPECT_EQ(c.bf16.enabled.value(), true);
+  EXPECT_EQ(c.amp.enabled.value(), true);
+  EXPECT_EQ(c.amp.opt_level->value(), "O2");
+  EXPECT_EQ(c.optimizer->type, "Lamb");
+  EXPECT_EQ(c.optimizer->lr.value(), 0.001);
+  EXPECT_EQ(c.optimizer->betas.value(), (std::array<double, 2>{0.8, 0.99}));
+  EXPECT_EQ(c.optimizer->eps.value(), 1e-6);
+  EXPECT_EQ(c.optimizer->weight_decay.value(), 0.01);
+  EXPECT_EQ(c.scheduler->type, "WarmupDecayLR");
+  EXPECT_EQ(c.scheduler->warmup_min_lr.value(), 1e-6);
+  EXPECT_EQ(c.scheduler->warmup_max_lr.value(), 0.002);
+  EXPECT_EQ(c.scheduler->warmup_num_steps.value(), 100);
+  EXPECT_EQ(c.scheduler->total_num_steps->value(), 1000);
+  EXPECT_EQ(c.scheduler->last_batch_iteration, 5);
+  EXPECT_EQ(c.scheduler->warmup_type, "linear");
+  EXPECT_EQ(c.scheduler->warmup_min_ratio, 0.1);
+  EXPECT_EQ(c.scheduler->cos_min_ratio, 0.01);
+  EXPECT_EQ(c.gradient_accumulation_steps->value(), 3);
+  EXPECT_EQ(c.gradient_clipping.value(), 1.0);
+  EXPECT_EQ(c.train_batch_size->value(), 12);
+  EXPECT_EQ(c.train_micro_batch_size_per_gpu->value(), 4);
+  EXPECT_EQ(c.steps_per_print, 2000);
+  EXPECT_TRUE(c.wall_clock_breakdown);
+  EXPECT_TRUE(c.zero_allow_untested_optimizer);
+  EXPECT_FALSE(c.zero_force_ds_cpu_optimizer);
+  EXPECT_EQ(c.communication_data_type, CommDataType::kFp32);
+  EXPECT_TRUE(c.checkpoint.use_node_local_storage);
+}
+
+TEST(DeepSpeedConfigLoadTest, NewerAioSpellingsAndDeprecatedGatherKey) {
+  std::vector<std::string> warnings;
+  ASSERT_OK_AND_ASSIGN(DeepSpeedConfig c, LoadDeepSpeedConfig(R"({
+      "aio": {"intra_op_parallelism": 4, "use_gds": false},
+      "bf16": {"enabled": "auto", "immediate_grad_update": true},
+      "zero_optimization": {"stage": 3, "stage3_gather_fp16_weights_on_model_save": true}})",
+                                                              &warnings));
+  EXPECT_EQ(c.aio.thread_count, 4);  // DeepSpeed renamed thread_count to intra_op_parallelism
+  EXPECT_TRUE(c.zero_optimization.stage3_gather_16bit_weights_on_model_save);
+  // aio is read after the other sections (its placement is known only then).
+  EXPECT_THAT(warnings,
+              ElementsAre(HasSubstr("\"bf16.immediate_grad_update\" is ignored"),
+                          "unknown DeepSpeed config key \"aio.use_gds\" is ignored (DeepSpeed "
+                          "ignores misspelled keys and uses the default)"));
 }
 
 // ---- Defaults, inline JSON, aio placement ----
