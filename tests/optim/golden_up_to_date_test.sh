@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Reruns make_golden.py with Debian's /usr/bin/python3 (torch 1.13) and checks that the
+# committed golden files are exactly what it writes, so they come from the script and not from
+# loom. Fails (never skips) when Python or its torch is missing.
+#   usage: golden_up_to_date_test.sh MAKE_GOLDEN_PY GOLDEN_FILE...
+set -euo pipefail
+script=$1
+shift
+py=/usr/bin/python3
+
+if [[ ! -x $py ]]; then
+  echo "FAIL: $py not found. This test needs Debian's python3 with python3-torch" \
+       "(installed by ./bazelw: apt-get install python3-torch)." >&2
+  exit 1
+fi
+if ! err=$("$py" -c 'import torch' 2>&1); then
+  echo "FAIL: $py cannot import torch. Install Debian's python3-torch" \
+       "(apt-get install python3-torch). Python said: $err" >&2
+  exit 1
+fi
+
+out=$(mktemp -d "${TEST_TMPDIR:-/tmp}/optim_golden.XXXXXX")
+"$py" "$script" "$out" >/dev/null
+status=0
+for golden in "$@"; do
+  if ! diff -q "$golden" "$out/$(basename "$golden")" >/dev/null; then
+    echo "FAIL: $golden differs from what make_golden.py writes now; rerun" \
+         "/usr/bin/python3 tests/optim/make_golden.py and review the change:" >&2
+    diff "$golden" "$out/$(basename "$golden")" | head -20 >&2 || true
+    status=1
+  fi
+done
+[[ $status -eq 0 ]] && echo "golden_up_to_date_test: PASS"
+exit $status
