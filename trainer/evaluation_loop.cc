@@ -1,0 +1,254 @@
+// Trainer::Evaluate / Predict / EvaluationLoop / PredictionStep: HF's evaluation_loop shared by
+// evaluate() and predict() (spec/trainer.md §1.6, §11 items 63–75).
+#include <chrono>
+#include <cmath>
+
+#include <torch/types.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "args/training_args.h"
+#include "base/status_macros.h"
+#include "base/torch_status.h"
+#include "trainer/trainer.h"
+
+namespace loom::trainer {
+namespace {
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// HF torch_pad_and_concatenate: concatenates along dim 0; when the second dimension differs,
+// both are right-padded with `padding_index` to the longer one first.
+at::Tensor PadAndConcatenate(const at::Tensor& a, const at::Tensor& b, int64_t padding_index) {
+  if (a.dim() <= 1 || a.size(1) == b.size(1)) return at::cat({a, b.to(a.device())}, 0);
+  std::vector<int64_t> shape = a.sizes().vec();
+  shape[0] = a.size(0) + b.size(0);
+  shape[1] = std::max(a.size(1), b.size(1));
+  at::Tensor out = at::full(shape, padding_index, a.options());
+  out.narrow(0, 0, a.size(0)).narrow(1, 0, a.size(1)).copy_(a);
+  out.narrow(0, a.size(0), b.size(0)).narrow(1, 0, b.size(1)).copy_(b);
+  return out;
+}
+
+// Accumulates per-batch tensors (one slot per output) into padded concatenations.
+class Accumulator {
+ public:
+  void Add(const std::vector<at::Tensor>& tensors) {
+    if (slots_.empty()) slots_.resize(tensors.size());
+    for (size_t i = 0; i < tensors.size() && i < slots_.size(); ++i) {
+      slots_[i] = slots_[i].defined() ? PadAndConcatenate(slots_[i], tensors[i], -100)
+                                      : tensors[i];
+    }
+  }
+  void ToCpu() {
+    for (at::Tensor& t : slots_) {
+      if (t.defined()) t = t.cpu();
+    }
+  }
+  std::vector<at::Tensor> Take() {
+    ToCpu();
+    return std::move(slots_);
+  }
+  bool empty() const { return slots_.empty(); }
+
+ private:
+  std::vector<at::Tensor> slots_;
+};
+
+std::optional<int64_t> FindBatchSize(const data::Batch& inputs) {
+  for (const auto& [name, tensor] : inputs) {
+    if (tensor.defined() && tensor.dim() > 0) return tensor.size(0);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::StatusOr<Metrics> Trainer::Evaluate(const std::vector<std::string>& ignore_keys) {
+  if (options_.eval_datasets.empty()) {
+    return Evaluate(options_.eval_dataset, ignore_keys, "eval");
+  }
+  Metrics all = Metrics::object();
+  for (const auto& [name, dataset] : options_.eval_datasets) {
+    ASSIGN_OR_RETURN(Metrics m, Evaluate(dataset, ignore_keys, "eval_" + name),
+                     absl::StrCat("eval dataset '", name, "'"));
+    for (auto it = m.begin(); it != m.end(); ++it) all[it.key()] = it.value();
+  }
+  return all;
+}
+
+absl::StatusOr<Metrics> Trainer::Evaluate(std::shared_ptr<const data::Dataset> dataset,
+                                          const std::vector<std::string>& ignore_keys,
+                                          const std::string& metric_key_prefix) {
+  ASSIGN_OR_RETURN(std::unique_ptr<data::DataLoader> dataloader, GetEvalDataloader(dataset),
+                   "eval dataloader");
+  const double start = NowSeconds();
+  std::optional<bool> loss_only;
+  if (!options_.compute_metrics) loss_only = true;
+  ASSIGN_OR_RETURN(EvalLoopOutput output,
+                   EvaluationLoop(*dataloader, "Evaluation", loss_only, ignore_keys,
+                                  metric_key_prefix));
+  const double total_batch_size = static_cast<double>(args::EvalBatchSizePerDevice(args_));
+  Metrics speed = SpeedMetrics(metric_key_prefix, start, NowSeconds(),
+                               static_cast<double>(output.num_samples),
+                               std::ceil(output.num_samples / total_batch_size));
+  for (auto it = speed.begin(); it != speed.end(); ++it) output.metrics[it.key()] = it.value();
+  RETURN_IF_ERROR(Log(output.metrics));
+  RETURN_IF_ERROR(callbacks_.OnEvaluate(args_, state_, control_, output.metrics));
+  return output.metrics;
+}
+
+absl::StatusOr<PredictionOutput> Trainer::Predict(std::shared_ptr<const data::Dataset> dataset,
+                                                  const std::vector<std::string>& ignore_keys,
+                                                  const std::string& metric_key_prefix) {
+  ASSIGN_OR_RETURN(std::unique_ptr<data::DataLoader> dataloader, GetTestDataloader(dataset),
+                   "test dataloader");
+  const double start = NowSeconds();
+  ASSIGN_OR_RETURN(EvalLoopOutput output,
+                   EvaluationLoop(*dataloader, "Prediction", std::nullopt, ignore_keys,
+                                  metric_key_prefix));
+  const double total_batch_size = static_cast<double>(args::EvalBatchSizePerDevice(args_));
+  Metrics speed = SpeedMetrics(metric_key_prefix, start, NowSeconds(),
+                               static_cast<double>(output.num_samples),
+                               std::ceil(output.num_samples / total_batch_size));
+  for (auto it = speed.begin(); it != speed.end(); ++it) output.metrics[it.key()] = it.value();
+  RETURN_IF_ERROR(callbacks_.OnPredict(args_, state_, control_, output.metrics));
+  PredictionOutput result;
+  result.predictions = std::move(output.predictions);
+  result.label_ids = std::move(output.label_ids);
+  result.metrics = std::move(output.metrics);
+  return result;
+}
+
+absl::StatusOr<PredictionStepOutput> Trainer::PredictionStep(
+    Model& model, data::Batch& inputs, bool prediction_loss_only,
+    const std::vector<std::string>& ignore_keys) {
+  const std::vector<std::string> label_names = LabelNames();
+  bool has_labels = !label_names.empty();
+  for (const std::string& name : label_names) has_labels = has_labels && inputs.count(name) > 0;
+  data::Batch prepared = PrepareInputs(inputs);
+  PredictionStepOutput out;
+  if (has_labels) {
+    for (const std::string& name : label_names) out.labels.push_back(prepared.at(name).detach());
+  }
+  auto keep = [&](const std::string& key) {
+    for (const std::string& k : ignore_keys) {
+      if (k == key) return false;
+    }
+    return true;
+  };
+  torch::NoGradGuard no_grad;
+  ModelOutput outputs;
+  if (has_labels) {
+    ASSIGN_OR_RETURN(LossOutput lo, ComputeLoss(model, prepared, /*return_outputs=*/true));
+    out.loss = lo.loss.mean().detach();
+    outputs = std::move(*lo.outputs);
+  } else {
+    outputs = model.Forward(prepared);
+  }
+  if (prediction_loss_only) {
+    out.labels.clear();
+    return out;
+  }
+  for (const auto& [key, value] : outputs.outputs) {
+    if (keep(key)) out.logits.push_back(value.detach());
+  }
+  return out;
+}
+
+absl::StatusOr<EvalLoopOutput> Trainer::EvaluationLoop(
+    data::DataLoader& dataloader, const std::string& description,
+    std::optional<bool> prediction_loss_only_opt, const std::vector<std::string>& ignore_keys,
+    const std::string& metric_key_prefix) {
+  if (!args_.eval_do_concat_batches()) {
+    return absl::UnimplementedError(
+        "--eval_do_concat_batches false is not supported yet; leave it at its default (true)");
+  }
+  if (args_.batch_eval_metrics()) {
+    return absl::UnimplementedError(
+        "--batch_eval_metrics is not supported yet; compute_metrics receives the whole "
+        "evaluation set");
+  }
+  const bool prediction_loss_only =
+      prediction_loss_only_opt.value_or(args_.prediction_loss_only());
+  try {
+    model_->eval();
+    callbacks_.context().eval_dataloader = &dataloader;
+    double loss_sum = 0;  // sum over batches of mean loss * batch size
+    int64_t loss_count = 0;
+    bool have_loss = false;
+    Accumulator preds, labels, inputs_acc;
+    int64_t observed = 0;
+    ASSIGN_OR_RETURN(std::unique_ptr<data::BatchIterator> it, dataloader.Epoch(0),
+                     description + " dataloader");
+    for (int64_t step = 0;; ++step) {
+      ASSIGN_OR_RETURN(std::optional<data::Batch> batch, it->Next(),
+                       absl::StrCat(description, " batch ", step));
+      if (!batch) break;
+      const int64_t batch_size = FindBatchSize(*batch).value_or(0);
+      observed += batch_size;
+      at::Tensor main_input;
+      if (args_.include_inputs_for_metrics()) {
+        auto in = batch->find(model_->MainInputName());
+        if (in != batch->end()) main_input = in->second;
+      }
+      ASSIGN_OR_RETURN(PredictionStepOutput step_out,
+                       PredictionStep(*model_, *batch, prediction_loss_only, ignore_keys));
+      if (step_out.loss.defined()) {
+        have_loss = true;
+        // HF repeats the batch's mean loss once per example, then averages them all.
+        loss_sum += step_out.loss.item<double>() * batch_size;
+        loss_count += batch_size;
+      }
+      if (main_input.defined()) inputs_acc.Add({main_input});
+      if (!step_out.logits.empty()) {
+        if (options_.preprocess_logits_for_metrics) {
+          at::Tensor label = step_out.labels.empty() ? at::Tensor() : step_out.labels.front();
+          step_out.logits = {options_.preprocess_logits_for_metrics(step_out.logits.front(), label)};
+        }
+        preds.Add(step_out.logits);
+      }
+      if (!step_out.labels.empty()) labels.Add(step_out.labels);
+      RETURN_IF_ERROR(callbacks_.OnPredictionStep(args_, state_, control_));
+      if (args_.eval_accumulation_steps() > 0 && (step + 1) % args_.eval_accumulation_steps() == 0) {
+        preds.ToCpu();
+        labels.ToCpu();
+        inputs_acc.ToCpu();
+      }
+    }
+    callbacks_.context().eval_dataloader = nullptr;
+    EvalLoopOutput output;
+    const bool has_labels = !labels.empty();
+    output.predictions = preds.Take();
+    output.label_ids = labels.Take();
+    output.num_samples = observed;
+    Metrics metrics = Metrics::object();
+    if (options_.compute_metrics && !output.predictions.empty() && has_labels) {
+      EvalPrediction prediction{output.predictions, output.label_ids, at::Tensor()};
+      std::vector<at::Tensor> inputs = inputs_acc.Take();
+      if (!inputs.empty()) prediction.inputs = inputs.front();
+      ASSIGN_OR_RETURN(metrics, options_.compute_metrics(prediction), "compute_metrics");
+    }
+    if (have_loss && loss_count > 0) {
+      metrics[metric_key_prefix + "_loss"] = loss_sum / static_cast<double>(loss_count);
+    }
+    // Keys already prefixed keep their place; the others move to the end, prefixed (HF).
+    const std::string prefix = metric_key_prefix + "_";
+    for (auto m = metrics.begin(); m != metrics.end(); ++m) {
+      if (absl::StartsWith(m.key(), prefix)) output.metrics[m.key()] = m.value();
+    }
+    for (auto m = metrics.begin(); m != metrics.end(); ++m) {
+      if (!absl::StartsWith(m.key(), prefix)) output.metrics[prefix + m.key()] = m.value();
+    }
+    return output;
+  } catch (const std::exception& e) {
+    callbacks_.context().eval_dataloader = nullptr;
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                                    absl::StrCat(description, " loop"));
+  }
+}
+
+}  // namespace loom::trainer

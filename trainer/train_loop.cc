@@ -1,0 +1,244 @@
+// Trainer::Train: HF's _inner_training_loop and _maybe_log_save_evaluate (transformers
+// 4.38–4.41 semantics; spec/trainer-semantics.md, spec/trainer.md §11 items 39–56).
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "args/training_args.h"
+#include "base/status_macros.h"
+#include "base/torch_status.h"
+#include "glog/logging.h"
+#include "optim/clip_grad.h"
+#include "trainer/trainer.h"
+
+namespace loom::trainer {
+namespace {
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// *_steps given as a ratio in [0, 1) of the total steps (spec/trainer.md §11 item 13).
+int64_t AbsoluteSteps(double value, int64_t max_steps) {
+  if (value < 1) return static_cast<int64_t>(std::ceil(max_steps * value));
+  return static_cast<int64_t>(value);
+}
+
+std::vector<at::Tensor> TrainableParameters(torch::nn::Module& model) {
+  std::vector<at::Tensor> params;
+  for (const at::Tensor& p : model.parameters()) {
+    if (p.requires_grad()) params.push_back(p);
+  }
+  return params;
+}
+
+}  // namespace
+
+absl::StatusOr<TrainOutput> Trainer::Train() {
+  try {
+    is_in_train_ = true;
+    if (options_.model_init) {
+      // Each Train() starts from a fresh model (spec/trainer.md §11 item 3).
+      RETURN_IF_ERROR(Seed());
+      ASSIGN_OR_RETURN(model_, options_.model_init(), "model_init");
+      model_->to(device_);
+      callbacks_.context().model = model_.get();
+      optimizer_.reset();
+      lr_scheduler_.reset();
+    }
+    const double start_time = NowSeconds();
+    ASSIGN_OR_RETURN(std::unique_ptr<data::DataLoader> train_dataloader, GetTrainDataloader(),
+                     "train dataloader");
+    const int64_t ga = args_.gradient_accumulation_steps();
+    const int64_t train_batch_size = args::TrainBatchSizePerDevice(args_);
+    const int64_t total_train_batch_size = train_batch_size * ga;  // world size 1
+    const std::optional<int64_t> len_dataloader = train_dataloader->NumBatches();
+
+    int64_t max_steps = 0;
+    int64_t num_train_epochs = 0;
+    int64_t num_update_steps_per_epoch = 0;
+    double num_train_samples = 0;
+    if (len_dataloader) {
+      num_update_steps_per_epoch = std::max<int64_t>(*len_dataloader / ga, 1);
+      const int64_t num_examples = options_.train_dataset->Size();
+      if (args_.max_steps() > 0) {
+        max_steps = args_.max_steps();
+        num_train_epochs = max_steps / num_update_steps_per_epoch +
+                           (max_steps % num_update_steps_per_epoch > 0 ? 1 : 0);
+        num_train_samples = static_cast<double>(max_steps * total_train_batch_size);
+      } else {
+        max_steps = static_cast<int64_t>(
+            std::ceil(args_.num_train_epochs() * num_update_steps_per_epoch));
+        num_train_epochs = static_cast<int64_t>(std::ceil(args_.num_train_epochs()));
+        num_train_samples = num_examples * args_.num_train_epochs();
+      }
+    } else if (args_.max_steps() > 0) {
+      max_steps = args_.max_steps();
+      num_train_epochs = std::numeric_limits<int64_t>::max();
+      num_update_steps_per_epoch = max_steps;
+      num_train_samples = static_cast<double>(max_steps * total_train_batch_size);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--max_steps must be set to a positive value if the training dataset has no length, "
+          "was ",
+          args_.max_steps()));
+    }
+
+    state_ = TrainerState();
+    state_.train_batch_size = train_batch_size;
+    state_.logging_steps = AbsoluteSteps(args_.logging_steps(), max_steps);
+    state_.eval_steps = AbsoluteSteps(args_.eval_steps(), max_steps);
+    state_.save_steps = AbsoluteSteps(args_.save_steps(), max_steps);
+    RETURN_IF_ERROR(CreateOptimizerAndScheduler(max_steps));
+    state_.max_steps = max_steps;
+    state_.num_train_epochs = num_train_epochs;
+    state_.is_local_process_zero = is_local_process_zero();
+    state_.is_world_process_zero = is_world_process_zero();
+
+    CallbackContext& ctx = callbacks_.context();
+    ctx.model = model_.get();
+    ctx.optimizer = optimizer_.get();
+    ctx.lr_scheduler = lr_scheduler_.get();
+    ctx.train_dataloader = train_dataloader.get();
+
+    LOG(INFO) << "***** Running training *****\n  Num Epochs = " << num_train_epochs
+              << "\n  Instantaneous batch size per device = " << train_batch_size
+              << "\n  Gradient Accumulation steps = " << ga
+              << "\n  Total optimization steps = " << max_steps;
+
+    // HF keeps the running loss as a float32 tensor on the device.
+    at::Tensor tr_loss = at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(device_));
+    total_loss_scalar_ = 0;
+    globalstep_last_logged_ = 0;
+    current_flos_ = 0;
+    model_->zero_grad();
+    std::optional<double> grad_norm;
+    const std::vector<at::Tensor> params = TrainableParameters(*model_);
+    RETURN_IF_ERROR(callbacks_.OnTrainBegin(args_, state_, control_));
+
+    int64_t total_batched_samples = 0;
+    for (int64_t epoch = 0; epoch < num_train_epochs; ++epoch) {
+      const int64_t steps_in_epoch = len_dataloader ? *len_dataloader : args_.max_steps() * ga;
+      RETURN_IF_ERROR(callbacks_.OnEpochBegin(args_, state_, control_));
+      ASSIGN_OR_RETURN(std::unique_ptr<data::BatchIterator> it, train_dataloader->Epoch(epoch),
+                       absl::StrCat("train dataloader, epoch ", epoch));
+      int64_t step = -1;
+      while (true) {
+        ASSIGN_OR_RETURN(std::optional<data::Batch> batch, it->Next(),
+                         absl::StrCat("train dataloader, epoch ", epoch, ", batch ", step + 1));
+        if (!batch) break;
+        ++step;
+        ++total_batched_samples;
+        if (args_.include_num_input_tokens_seen()) {
+          auto input = batch->find(model_->MainInputName());
+          if (input != batch->end()) state_.num_input_tokens_seen += input->second.numel();
+        }
+        if (step % ga == 0) RETURN_IF_ERROR(callbacks_.OnStepBegin(args_, state_, control_));
+        ASSIGN_OR_RETURN(at::Tensor tr_loss_step, TrainingStep(*model_, *batch),
+                         absl::StrCat("training step ", state_.global_step + 1));
+        if (args_.logging_nan_inf_filter() &&
+            (at::isnan(tr_loss_step).item<bool>() || at::isinf(tr_loss_step).item<bool>())) {
+          // A nan/inf step adds the average of the losses logged so far in this window.
+          tr_loss += tr_loss / static_cast<double>(1 + state_.global_step - globalstep_last_logged_);
+        } else {
+          tr_loss += tr_loss_step;
+        }
+        current_flos_ += FloatingPointOps(*batch);
+        const bool last_step_of_short_epoch = steps_in_epoch <= ga && step + 1 == steps_in_epoch;
+        if (total_batched_samples % ga == 0 || last_step_of_short_epoch) {
+          if (args_.max_grad_norm() > 0) {
+            grad_norm = optim::ClipGradNorm(params, args_.max_grad_norm());
+          }
+          optimizer_->step();
+          if (!lr_scheduler_->steps_on_metric()) lr_scheduler_->Step();
+          model_->zero_grad();
+          state_.global_step += 1;
+          state_.epoch = epoch + static_cast<double>(step + 1) / steps_in_epoch;
+          RETURN_IF_ERROR(callbacks_.OnStepEnd(args_, state_, control_));
+          RETURN_IF_ERROR(MaybeLogSaveEvaluate(tr_loss, grad_norm));
+        } else {
+          RETURN_IF_ERROR(callbacks_.OnSubstepEnd(args_, state_, control_));
+        }
+        if (control_.should_epoch_stop || control_.should_training_stop) break;
+      }
+      if (step < 0) {
+        LOG(WARNING) << "There seems to be not a single sample in your epoch_iterator, stopping "
+                        "training at step "
+                     << state_.global_step
+                     << "! This is expected if you're using an IterableDataset and set "
+                        "num_steps ("
+                     << max_steps << ") higher than the number of available samples.";
+        control_.should_training_stop = true;
+      }
+      RETURN_IF_ERROR(callbacks_.OnEpochEnd(args_, state_, control_));
+      RETURN_IF_ERROR(MaybeLogSaveEvaluate(tr_loss, grad_norm));
+      if (control_.should_training_stop) break;
+    }
+
+    total_loss_scalar_ += tr_loss.item<float>();
+    const double effective_global_step = std::max<double>(state_.global_step, 0.001);
+    const double train_loss = total_loss_scalar_ / effective_global_step;
+    Metrics metrics = SpeedMetrics("train", start_time, NowSeconds(), num_train_samples,
+                                   static_cast<double>(state_.max_steps));
+    state_.total_flos += current_flos_;
+    current_flos_ = 0;
+    metrics["total_flos"] = state_.total_flos;
+    metrics["train_loss"] = train_loss;
+    is_in_train_ = false;
+    RETURN_IF_ERROR(Log(metrics));
+    RETURN_IF_ERROR(callbacks_.OnTrainEnd(args_, state_, control_));
+    ctx.train_dataloader = nullptr;
+    TrainOutput output;
+    output.global_step = state_.global_step;
+    output.training_loss = train_loss;
+    output.metrics = std::move(metrics);
+    return output;
+  } catch (const std::exception& e) {
+    is_in_train_ = false;
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                                    absl::StrCat("training at step ", state_.global_step));
+  }
+}
+
+absl::Status Trainer::MaybeLogSaveEvaluate(at::Tensor& tr_loss, std::optional<double> grad_norm) {
+  if (control_.should_log && state_.global_step > globalstep_last_logged_) {
+    Metrics logs = Metrics::object();
+    const double tr_loss_scalar = tr_loss.item<float>();
+    tr_loss.zero_();
+    logs["loss"] =
+        PyRound(tr_loss_scalar / static_cast<double>(state_.global_step - globalstep_last_logged_), 4);
+    if (grad_norm) logs["grad_norm"] = *grad_norm;
+    logs["learning_rate"] = CurrentLearningRate();
+    total_loss_scalar_ += tr_loss_scalar;
+    globalstep_last_logged_ = state_.global_step;
+    state_.total_flos += current_flos_;
+    current_flos_ = 0;
+    RETURN_IF_ERROR(Log(std::move(logs)));
+  }
+  std::optional<Metrics> metrics;
+  if (control_.should_evaluate) {
+    ASSIGN_OR_RETURN(metrics, EvaluateDuringTraining());
+  }
+  if (control_.should_save) {
+    RETURN_IF_ERROR(SaveCheckpoint(metrics ? &*metrics : nullptr));
+    RETURN_IF_ERROR(callbacks_.OnSave(args_, state_, control_));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Metrics> Trainer::EvaluateDuringTraining() {
+  ASSIGN_OR_RETURN(Metrics metrics, Evaluate());
+  // reduce_lr_on_plateau steps on the tracked metric once it exists (HF _evaluate).
+  if (lr_scheduler_ != nullptr && lr_scheduler_->steps_on_metric()) {
+    std::string name = args_.metric_for_best_model();
+    if (name.rfind("eval_", 0) != 0) name = "eval_" + name;
+    ASSIGN_OR_RETURN(double value, MetricValue(metrics, name),
+                     "--lr_scheduler_type reduce_lr_on_plateau");
+    lr_scheduler_->StepOnMetric(value);
+  }
+  return metrics;
+}
+
+}  // namespace loom::trainer

@@ -1,0 +1,339 @@
+// Trainer construction, data loaders, the loss and step hooks, logging and saving. The
+// training loop is in train_loop.cc and the evaluation loop in evaluation_loop.cc.
+#include "trainer/trainer.h"
+
+#include <iostream>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/cuda.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "args/training_args.h"
+#include "args/training_args_file.h"
+#include "base/file_util.h"
+#include "base/status_macros.h"
+#include "base/torch_status.h"
+#include "glog/logging.h"
+#include "optim/optimizer_factory.h"
+#include "rng/seed.h"
+#include "trainer/flow_callbacks.h"
+#include "trainer/label_smoother.h"
+#include "trainer/tensorboard_callback.h"
+
+namespace loom::trainer {
+
+Trainer::Trainer(TrainerOptions options)
+    : args_(options.args),
+      options_(std::move(options)),
+      model_(options_.model),
+      optimizer_(std::move(options_.optimizer)),
+      lr_scheduler_(std::move(options_.lr_scheduler)) {}
+
+Trainer::~Trainer() = default;
+
+absl::Status Trainer::Seed() {
+  const uint64_t seed = static_cast<uint64_t>(args_.seed());
+  return args_.full_determinism() ? rng::EnableFullDeterminism(seed, &generators_)
+                                  : rng::SetSeed(seed, &generators_);
+}
+
+absl::Status Trainer::Init() {
+  ASSIGN_OR_RETURN(std::vector<std::string> warnings, args::PostInit(&args_),
+                   "Trainer: resolving TrainingArguments");
+  for (const std::string& w : warnings) LOG(WARNING) << w;
+  RETURN_IF_ERROR(Seed());
+  if (model_ == nullptr) {
+    if (!options_.model_init) {
+      return absl::InvalidArgumentError(
+          "Trainer requires either a model or a model_init: set TrainerOptions.model or "
+          "TrainerOptions.model_init");
+    }
+    ASSIGN_OR_RETURN(model_, options_.model_init(), "model_init");
+    if (model_ == nullptr) return absl::InvalidArgumentError("model_init returned no model");
+  }
+  if (optimizer_ == nullptr && lr_scheduler_ != nullptr) {
+    return absl::InvalidArgumentError(
+        "TrainerOptions.lr_scheduler was given without TrainerOptions.optimizer: pass both, or "
+        "neither to build them from the arguments");
+  }
+  if (options_.train_dataset != nullptr && options_.train_iterable_dataset != nullptr) {
+    return absl::InvalidArgumentError(
+        "give TrainerOptions.train_dataset or train_iterable_dataset, not both");
+  }
+  if (options_.eval_dataset != nullptr && !options_.eval_datasets.empty()) {
+    return absl::InvalidArgumentError("give TrainerOptions.eval_dataset or eval_datasets, not both");
+  }
+  for (const std::string& name : LabelNames()) {
+    if (name == "label") {
+      return absl::InvalidArgumentError(
+          "--label_names: a label may not be named \"label\" (spec/trainer.md §1.3); name it "
+          "\"labels\"");
+    }
+  }
+  if (options_.data_collator == nullptr) {
+    options_.data_collator = std::make_shared<data::DefaultCollator>();
+  }
+  try {
+    if (!args_.use_cpu() && torch::cuda::is_available()) device_ = at::Device(at::kCUDA, 0);
+    model_->to(device_);
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "placing the model");
+  }
+
+  // Default callbacks first, then the caller's, then the progress display (HF order).
+  callbacks_.AddCallback(std::make_shared<DefaultFlowCallback>());
+  for (const std::string& integration : args_.report_to()) {
+    if (integration == "tensorboard") {
+      callbacks_.AddCallback(std::make_shared<TensorBoardCallback>());
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--report_to ", integration, " is not available in loom; use tensorboard or none"));
+    }
+  }
+  for (auto& cb : options_.callbacks) callbacks_.AddCallback(cb);
+  if (args_.disable_tqdm()) {
+    callbacks_.AddCallback(std::make_shared<PrinterCallback>());
+  } else {
+    callbacks_.AddCallback(std::make_shared<ProgressCallback>());
+  }
+  callbacks_.context().model = model_.get();
+  return callbacks_.OnInitEnd(args_, state_, control_);
+}
+
+std::vector<std::string> Trainer::LabelNames() const {
+  if (args_.label_names_size() > 0) {
+    return {args_.label_names().begin(), args_.label_names().end()};
+  }
+  return model_ != nullptr ? model_->LabelNames() : std::vector<std::string>{"labels"};
+}
+
+absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::MakeDataLoader(
+    std::shared_ptr<const data::Dataset> dataset, std::unique_ptr<data::Sampler> sampler,
+    int64_t batch_size) {
+  data::DataLoaderOptions options;
+  options.batch_size = batch_size;
+  options.drop_last = args_.dataloader_drop_last();
+  options.num_workers = static_cast<int>(args_.dataloader_num_workers());
+  if (args_.has_dataloader_prefetch_factor()) {
+    options.prefetch_factor = static_cast<int>(args_.dataloader_prefetch_factor());
+  }
+  return data::DataLoader::Create(options, std::move(dataset), std::move(sampler),
+                                  options_.data_collator);
+}
+
+absl::StatusOr<std::vector<int64_t>> Trainer::ExampleLengths(const data::Dataset& dataset) const {
+  std::vector<int64_t> lengths;
+  lengths.reserve(dataset.Size());
+  const std::string main_input = model_->MainInputName();
+  for (int64_t i = 0; i < dataset.Size(); ++i) {
+    ASSIGN_OR_RETURN(data::Example example, dataset.Get(i));
+    if (auto it = example.find(args_.length_column_name()); it != example.end()) {
+      lengths.push_back(it->second.item<int64_t>());
+    } else if (auto in = example.find(main_input); in != example.end() && in->second.dim() > 0) {
+      lengths.push_back(in->second.size(0));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "example ", i, " has neither a '", args_.length_column_name(),
+          "' field (--length_column_name) nor a '", main_input, "' sequence to measure"));
+    }
+  }
+  return lengths;
+}
+
+absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::GetTrainDataloader() {
+  const int64_t batch_size = args::TrainBatchSizePerDevice(args_);
+  if (options_.train_iterable_dataset != nullptr) {
+    data::DataLoaderOptions options;
+    options.batch_size = batch_size;
+    options.drop_last = args_.dataloader_drop_last();
+    return data::DataLoader::Create(options, options_.train_iterable_dataset,
+                                            options_.data_collator);
+  }
+  if (options_.train_dataset == nullptr) {
+    return absl::FailedPreconditionError(
+        "Trainer: training requires a train_dataset (TrainerOptions.train_dataset)");
+  }
+  // spec/trainer-semantics.md "Data order": seed = data_seed when set, else seed.
+  const int64_t seed = args_.has_data_seed() ? args_.data_seed() : args_.seed();
+  std::unique_ptr<data::Sampler> sampler;
+  if (args_.group_by_length()) {
+    // HF LengthGroupedSampler: lengths from the length column when the dataset has one, else
+    // the main input's length; megabatches of train_batch_size * accumulation steps; the
+    // permutation draws from torch's default generator, as HF's does (its generator is None).
+    ASSIGN_OR_RETURN(std::vector<int64_t> lengths, ExampleLengths(*options_.train_dataset),
+                     "--group_by_length");
+    ASSIGN_OR_RETURN(sampler,
+                     data::LengthGroupedSampler::CreateSharedGenerator(
+                         std::move(lengths), batch_size * args_.gradient_accumulation_steps(),
+                         at::detail::getDefaultCPUGenerator()),
+                     "--group_by_length");
+  } else {
+    sampler = std::make_unique<data::RandomSampler>(options_.train_dataset->Size(),
+                                                    static_cast<uint64_t>(seed));
+  }
+  return MakeDataLoader(options_.train_dataset, std::move(sampler), batch_size);
+}
+
+absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::GetEvalDataloader(
+    std::shared_ptr<const data::Dataset> dataset) {
+  if (dataset == nullptr) {
+    return absl::FailedPreconditionError(
+        "Trainer: evaluation requires an eval_dataset (TrainerOptions.eval_dataset)");
+  }
+  auto sampler = std::make_unique<data::SequentialSampler>(dataset->Size());
+  return MakeDataLoader(std::move(dataset), std::move(sampler),
+                        args::EvalBatchSizePerDevice(args_));
+}
+
+absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::GetTestDataloader(
+    std::shared_ptr<const data::Dataset> dataset) {
+  return GetEvalDataloader(std::move(dataset));
+}
+
+absl::Status Trainer::CreateOptimizerAndScheduler(int64_t num_training_steps) {
+  RETURN_IF_ERROR(CreateOptimizer());
+  return CreateScheduler(num_training_steps);
+}
+
+absl::Status Trainer::CreateOptimizer() {
+  if (optimizer_ != nullptr) return absl::OkStatus();
+  ASSIGN_OR_RETURN(optimizer_, optim::CreateOptimizer(args_, *model_));
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::CreateScheduler(int64_t num_training_steps) {
+  if (lr_scheduler_ != nullptr) return absl::OkStatus();
+  if (optimizer_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "CreateScheduler: the optimizer must be set up first (call CreateOptimizer)");
+  }
+  ASSIGN_OR_RETURN(lr_scheduler_,
+                   optim::CreateScheduler(args_, optimizer_.get(), num_training_steps));
+  return absl::OkStatus();
+}
+
+data::Batch Trainer::PrepareInputs(const data::Batch& inputs) const {
+  if (device_.is_cpu()) return inputs;
+  data::Batch out;
+  for (const auto& [name, tensor] : inputs) out[name] = tensor.to(device_, /*non_blocking=*/true);
+  return out;
+}
+
+absl::StatusOr<LossOutput> Trainer::ComputeLoss(Model& model, data::Batch& inputs,
+                                                bool return_outputs) {
+  at::Tensor labels;
+  const bool smooth = args_.label_smoothing_factor() != 0;
+  if (smooth) {
+    auto it = inputs.find("labels");
+    if (it != inputs.end()) {
+      labels = it->second;
+      inputs.erase(it);
+    }
+  }
+  ModelOutput outputs = model.Forward(inputs);
+  LossOutput result;
+  if (labels.defined()) {
+    at::Tensor logits = outputs.Get("logits");
+    if (!logits.defined() && !outputs.outputs.empty()) logits = outputs.outputs.front().second;
+    if (!logits.defined()) {
+      return absl::InvalidArgumentError(
+          "--label_smoothing_factor needs the model's logits, but the model returned no outputs");
+    }
+    result.loss = LabelSmoothedLoss(logits, labels, args_.label_smoothing_factor());
+  } else {
+    if (!outputs.loss.defined()) {
+      std::vector<std::string> keys;
+      for (const auto& [key, value] : outputs.outputs) keys.push_back(key);
+      std::vector<std::string> input_keys;
+      for (const auto& [key, value] : inputs) input_keys.push_back(key);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "The model did not return a loss from the inputs, only the following keys: ",
+          absl::StrJoin(keys, ","), ". For reference, the inputs it received are ",
+          absl::StrJoin(input_keys, ","), ". Check --label_names and the dataset's fields."));
+    }
+    result.loss = outputs.loss;
+  }
+  if (return_outputs) result.outputs = std::move(outputs);
+  return result;
+}
+
+absl::StatusOr<at::Tensor> Trainer::TrainingStep(Model& model, data::Batch& inputs) {
+  model.train();
+  data::Batch prepared = PrepareInputs(inputs);
+  ASSIGN_OR_RETURN(LossOutput out, ComputeLoss(model, prepared, /*return_outputs=*/false));
+  // spec/trainer-semantics.md "One optimizer step": backward on loss / accumulation steps.
+  const double ga = static_cast<double>(args_.gradient_accumulation_steps());
+  (out.loss / ga).backward();
+  return out.loss.detach() / ga;
+}
+
+double Trainer::FloatingPointOps(const data::Batch& inputs) {
+  return model_->FloatingPointOps(inputs);
+}
+
+double Trainer::CurrentLearningRate() const {
+  if (lr_scheduler_ != nullptr) {
+    std::vector<double> lrs = lr_scheduler_->LastLr();
+    if (!lrs.empty()) return lrs.front();
+  }
+  if (optimizer_ != nullptr && !optimizer_->param_groups().empty()) {
+    return optimizer_->param_groups().front().options().get_lr();
+  }
+  return 0;
+}
+
+absl::Status Trainer::Log(Metrics logs) {
+  if (state_.epoch.has_value()) logs["epoch"] = PyRound(*state_.epoch, 2);
+  if (args_.include_num_input_tokens_seen()) {
+    logs["num_input_tokens_seen"] = state_.num_input_tokens_seen;
+  }
+  Metrics entry = logs;
+  entry["step"] = state_.global_step;
+  state_.log_history.push_back(std::move(entry));
+  return callbacks_.OnLog(args_, state_, control_, logs);
+}
+
+void Trainer::LogMetrics(const std::string& split, const Metrics& metrics) const {
+  if (!is_world_process_zero()) return;
+  std::cout << FormatLogMetrics(split, metrics);
+  std::cout.flush();
+}
+
+absl::Status Trainer::SaveMetrics(const std::string& split, const Metrics& metrics,
+                                  bool combined) const {
+  if (!is_world_process_zero()) return absl::OkStatus();
+  RETURN_IF_ERROR(base::MakeDirs(args_.output_dir()));
+  return trainer::SaveMetrics(args_.output_dir(), split, metrics, combined);
+}
+
+absl::Status Trainer::SaveState() const {
+  if (!is_world_process_zero()) return absl::OkStatus();
+  RETURN_IF_ERROR(base::MakeDirs(args_.output_dir()));
+  return state_.SaveToJson(args_.output_dir() + "/trainer_state.json");
+}
+
+absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
+  const std::string dir =
+      absl::StrCat(args_.output_dir(), "/checkpoint-", state_.global_step);
+  // Best metric / best checkpoint (HF _save_checkpoint; spec/trainer.md §11 item 82).
+  if (metrics != nullptr && !args_.metric_for_best_model().empty()) {
+    std::string name = args_.metric_for_best_model();
+    if (name.rfind("eval_", 0) != 0) name = "eval_" + name;
+    ASSIGN_OR_RETURN(double value, MetricValue(*metrics, name), "--metric_for_best_model");
+    const bool better = !state_.best_metric.has_value() ||
+                        !state_.best_model_checkpoint.has_value() ||
+                        (args_.greater_is_better() ? value > *state_.best_metric
+                                                   : value < *state_.best_metric);
+    if (better) {
+      state_.best_metric = value;
+      state_.best_model_checkpoint = dir;
+    }
+  }
+  if (!is_world_process_zero()) return absl::OkStatus();
+  RETURN_IF_ERROR(base::MakeDirs(dir));
+  RETURN_IF_ERROR(args::SaveTrainingArgs(args_, dir + "/training_args.bin"));
+  return state_.SaveToJson(dir + "/trainer_state.json");
+}
+
+}  // namespace loom::trainer

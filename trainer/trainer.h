@@ -1,0 +1,255 @@
+// Trainer: HF's Trainer loop on LibTorch (spec/trainer.md §1, spec/trainer-semantics.md).
+//
+// Contract:
+//   - Create(options) resolves the arguments (args::PostInit), seeds every generator
+//     (set_seed / full_determinism), places the model, installs the default callbacks
+//     (DefaultFlowCallback, TensorBoard when report_to has it, then the caller's, then
+//     PrinterCallback with disable_tqdm or ProgressCallback) and fires on_init_end.
+//   - Train() runs HF's _inner_training_loop (4.38–4.41 semantics, see
+//     spec/trainer-semantics.md): seeded per-epoch data order, gradient accumulation counted
+//     across epochs with the short-epoch rule, loss / gradient_accumulation_steps, clipping
+//     with the pre-clip grad_norm logged, optimizer + scheduler steps, the callback events in
+//     HF's order, logging / evaluation / saving per the strategies, and the final metrics
+//     (train_runtime, train_samples_per_second, train_steps_per_second, total_flos, train_loss,
+//     epoch).
+//   - Evaluate() runs the evaluation loop on the eval dataset(s): one dataset gives
+//     "eval_"-prefixed metrics, named datasets give "eval_<name>_"-prefixed ones.
+//     Predict() returns predictions, label ids and "test_"-prefixed metrics.
+//   - The hooks of spec/trainer.md §1.2 are virtual: subclass Trainer, override them, and
+//     construct the subclass with Create<MyTrainer>(options).
+//   - Errors from LibTorch (c10::Error) are caught here and come back as Status naming the
+//     stage; a failed Train() leaves the output directory's existing checkpoints untouched.
+//
+// Example:
+//   TrainerOptions options;
+//   options.model = std::make_shared<MyModel>();
+//   options.args = parsed_args;
+//   options.train_dataset = train;
+//   options.eval_dataset = eval;
+//   ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(options)));
+//   ASSIGN_OR_RETURN(TrainOutput out, trainer->Train());
+//   trainer->LogMetrics("train", out.metrics);
+//   RETURN_IF_ERROR(trainer->SaveMetrics("train", out.metrics));
+#ifndef LOOM_TRAINER_TRAINER_H_
+#define LOOM_TRAINER_TRAINER_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/optim/optimizer.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "args/training_args.pb.h"
+#include "data/batch.h"
+#include "data/collator.h"
+#include "data/data_loader.h"
+#include "data/dataset.h"
+#include "optim/lr_scheduler.h"
+#include "rng/host_generator.h"
+#include "trainer/callback.h"
+#include "trainer/metrics.h"
+#include "trainer/model.h"
+#include "trainer/trainer_state.h"
+
+namespace loom::trainer {
+
+// What compute_metrics receives (HF EvalPrediction). predictions holds the model outputs kept
+// for metrics (usually just the logits), label_ids one tensor per label name; inputs is the
+// main input when include_inputs_for_metrics is set.
+struct EvalPrediction {
+  std::vector<at::Tensor> predictions;
+  std::vector<at::Tensor> label_ids;
+  at::Tensor inputs;
+};
+
+using ComputeMetricsFn = std::function<absl::StatusOr<Metrics>(const EvalPrediction&)>;
+// preprocess_logits_for_metrics(logits, labels): labels is undefined when the data has none.
+using PreprocessLogitsFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>;
+
+struct EvalLoopOutput {
+  std::vector<at::Tensor> predictions;
+  std::vector<at::Tensor> label_ids;
+  Metrics metrics = Metrics::object();
+  int64_t num_samples = 0;
+};
+
+struct PredictionOutput {
+  std::vector<at::Tensor> predictions;
+  std::vector<at::Tensor> label_ids;  // empty when the dataset has no labels
+  Metrics metrics = Metrics::object();
+};
+
+struct TrainOutput {
+  int64_t global_step = 0;
+  double training_loss = 0;
+  Metrics metrics = Metrics::object();
+};
+
+struct LossOutput {
+  at::Tensor loss;
+  std::optional<ModelOutput> outputs;  // set when return_outputs was requested
+};
+
+struct PredictionStepOutput {
+  at::Tensor loss;                  // undefined without labels
+  std::vector<at::Tensor> logits;   // empty with prediction_loss_only
+  std::vector<at::Tensor> labels;   // empty without labels
+};
+
+struct TrainerOptions {
+  // The model, or a factory called at every Train() (model_init); one of them is required.
+  std::shared_ptr<Model> model;
+  std::function<absl::StatusOr<std::shared_ptr<Model>>()> model_init;
+  args::TrainingArguments args;
+  // Defaults to DefaultCollator.
+  std::shared_ptr<const data::Collator> data_collator;
+  // A map-style or (with max_steps) an iterable training dataset.
+  std::shared_ptr<const data::Dataset> train_dataset;
+  std::shared_ptr<data::IterableDataset> train_iterable_dataset;
+  // One evaluation dataset, or several named ones (metrics prefixed "eval_<name>_").
+  std::shared_ptr<const data::Dataset> eval_dataset;
+  std::vector<std::pair<std::string, std::shared_ptr<const data::Dataset>>> eval_datasets;
+  ComputeMetricsFn compute_metrics;
+  PreprocessLogitsFn preprocess_logits_for_metrics;
+  std::vector<std::shared_ptr<TrainerCallback>> callbacks;
+  // optimizers=(optimizer, scheduler): used instead of the ones built from the arguments.
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<optim::LrScheduler> lr_scheduler;
+};
+
+class Trainer {
+ public:
+  explicit Trainer(TrainerOptions options);
+  virtual ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Builds T (Trainer or a subclass) and runs Init().
+  template <typename T = Trainer>
+  static absl::StatusOr<std::unique_ptr<T>> Create(TrainerOptions options) {
+    auto trainer = std::make_unique<T>(std::move(options));
+    absl::Status status = trainer->Init();
+    if (!status.ok()) return status;
+    return trainer;
+  }
+  absl::Status Init();
+
+  absl::StatusOr<TrainOutput> Train();
+  // Evaluates the configured eval dataset(s).
+  absl::StatusOr<Metrics> Evaluate(const std::vector<std::string>& ignore_keys = {});
+  virtual absl::StatusOr<Metrics> Evaluate(std::shared_ptr<const data::Dataset> dataset,
+                                           const std::vector<std::string>& ignore_keys,
+                                           const std::string& metric_key_prefix = "eval");
+  virtual absl::StatusOr<PredictionOutput> Predict(std::shared_ptr<const data::Dataset> dataset,
+                                                   const std::vector<std::string>& ignore_keys = {},
+                                                   const std::string& metric_key_prefix = "test");
+
+  // --- Hooks (spec/trainer.md §1.2) ---
+  virtual absl::StatusOr<std::unique_ptr<data::DataLoader>> GetTrainDataloader();
+  virtual absl::StatusOr<std::unique_ptr<data::DataLoader>> GetEvalDataloader(
+      std::shared_ptr<const data::Dataset> dataset);
+  virtual absl::StatusOr<std::unique_ptr<data::DataLoader>> GetTestDataloader(
+      std::shared_ptr<const data::Dataset> dataset);
+  // Adds epoch (rounded to 2 digits) and num_input_tokens_seen, appends to log_history with
+  // the step, and fires on_log.
+  virtual absl::Status Log(Metrics logs);
+  virtual absl::Status CreateOptimizerAndScheduler(int64_t num_training_steps);
+  virtual absl::Status CreateOptimizer();
+  virtual absl::Status CreateScheduler(int64_t num_training_steps);
+  virtual absl::StatusOr<LossOutput> ComputeLoss(Model& model, data::Batch& inputs,
+                                                 bool return_outputs);
+  // Forward + backward of one micro-batch; returns loss / gradient_accumulation_steps, detached.
+  virtual absl::StatusOr<at::Tensor> TrainingStep(Model& model, data::Batch& inputs);
+  virtual absl::StatusOr<PredictionStepOutput> PredictionStep(
+      Model& model, data::Batch& inputs, bool prediction_loss_only,
+      const std::vector<std::string>& ignore_keys);
+  virtual absl::StatusOr<EvalLoopOutput> EvaluationLoop(data::DataLoader& dataloader,
+                                                        const std::string& description,
+                                                        std::optional<bool> prediction_loss_only,
+                                                        const std::vector<std::string>& ignore_keys,
+                                                        const std::string& metric_key_prefix);
+  virtual double FloatingPointOps(const data::Batch& inputs);
+
+  // --- Callbacks ---
+  void AddCallback(std::shared_ptr<TrainerCallback> callback) {
+    callbacks_.AddCallback(std::move(callback));
+  }
+  std::shared_ptr<TrainerCallback> PopCallback(const TrainerCallback* callback) {
+    return callbacks_.PopCallback(callback);
+  }
+  template <typename T>
+  std::shared_ptr<TrainerCallback> PopCallback() {
+    return callbacks_.PopCallback<T>();
+  }
+  void RemoveCallback(const TrainerCallback* callback) { callbacks_.RemoveCallback(callback); }
+  template <typename T>
+  void RemoveCallback() {
+    callbacks_.RemoveCallback<T>();
+  }
+  const CallbackHandler& callback_handler() const { return callbacks_; }
+
+  // --- Reporting (rank 0 only, as HF) ---
+  void LogMetrics(const std::string& split, const Metrics& metrics) const;
+  absl::Status SaveMetrics(const std::string& split, const Metrics& metrics,
+                           bool combined = true) const;
+  // trainer_state.json in output_dir.
+  absl::Status SaveState() const;
+
+  // --- Accessors ---
+  const args::TrainingArguments& args() const { return args_; }
+  const TrainerState& state() const { return state_; }
+  Model& model() { return *model_; }
+  torch::optim::Optimizer* optimizer() { return optimizer_.get(); }
+  optim::LrScheduler* lr_scheduler() { return lr_scheduler_.get(); }
+  bool is_in_train() const { return is_in_train_; }
+  bool is_world_process_zero() const { return true; }
+  bool is_local_process_zero() const { return true; }
+  const at::Device& device() const { return device_; }
+  // The learning rate the next step uses (HF _get_learning_rate).
+  double CurrentLearningRate() const;
+
+ protected:
+  // HF _save_checkpoint: updates best_metric / best_model_checkpoint from `metrics`, then
+  // writes output_dir/checkpoint-<global_step>/ (trainer_state.json, training_args.bin).
+  virtual absl::Status SaveCheckpoint(const Metrics* metrics);
+  // Moves the batch's tensors to the training device.
+  data::Batch PrepareInputs(const data::Batch& inputs) const;
+  std::vector<std::string> LabelNames() const;
+
+  args::TrainingArguments args_;
+  TrainerOptions options_;
+  std::shared_ptr<Model> model_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<optim::LrScheduler> lr_scheduler_;
+  TrainerState state_;
+  TrainerControl control_;
+  CallbackHandler callbacks_;
+  rng::GeneratorSet generators_;
+  at::Device device_{at::kCPU};
+  bool is_in_train_ = false;
+
+ private:
+  absl::Status Seed();
+  absl::StatusOr<std::unique_ptr<data::DataLoader>> MakeDataLoader(
+      std::shared_ptr<const data::Dataset> dataset, std::unique_ptr<data::Sampler> sampler,
+      int64_t batch_size);
+  // Per-example lengths for group_by_length.
+  absl::StatusOr<std::vector<int64_t>> ExampleLengths(const data::Dataset& dataset) const;
+  // _maybe_log_save_evaluate.
+  absl::Status MaybeLogSaveEvaluate(at::Tensor& tr_loss, std::optional<double> grad_norm);
+  absl::StatusOr<Metrics> EvaluateDuringTraining();
+
+  // Loop bookkeeping shared with the log/save/evaluate step (HF's private attributes).
+  double total_loss_scalar_ = 0;
+  int64_t globalstep_last_logged_ = 0;
+  double current_flos_ = 0;
+};
+
+}  // namespace loom::trainer
+
+#endif  // LOOM_TRAINER_TRAINER_H_
