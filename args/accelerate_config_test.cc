@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "args/deepspeed_config.h"
-#include "args/parser.h"
 #include "args/training_args.h"
+#include "args/training_args_testing.h"
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -136,13 +136,7 @@ TEST(AccelerateConfigYamlTest, DeepSpeedPlugin) {
               ElementsAre("--gradient_accumulation_steps", "1", "--max_grad_norm", "0.7"));
 
   // The implied flags resolve through TrainingArguments and the DeepSpeed "auto" filling.
-  TrainingArguments args;
-  ArgParser parser({.program = "test"});
-  parser.AddGroup("TrainingArguments", &args);
-  std::vector<std::string> argv = {"--output_dir", "out"};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  ASSERT_OK(parser.Parse(argv));
-  ASSERT_OK(PostInit(&args).status());
+  ASSERT_OK_AND_ASSIGN(TrainingArguments args, testing::ResolveForTest(flags));
   ASSERT_OK_AND_ASSIGN(DeepSpeedConfig ds, LoadDeepSpeedConfig(args.deepspeed()));
   TrainerDeepSpeedConfig hf_ds(std::move(ds));
   ASSERT_OK(hf_ds.TrainerConfigProcess(args, *c.num_processes));
@@ -232,13 +226,7 @@ TEST(AccelerateLaunchTest, CliExampleMatchesYamlB) {
 TEST(AccelerateLaunchTest, ImpliedFsdpFlagsPassPostInit) {
   ASSERT_OK_AND_ASSIGN(AccelerateConfig yaml, Load("accelerate_fsdp.yaml"));
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> flags, ImpliedTrainingArgumentsFlags(yaml));
-  TrainingArguments args;
-  ArgParser parser({.program = "test"});
-  parser.AddGroup("TrainingArguments", &args);
-  std::vector<std::string> argv = {"--output_dir", "out"};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  ASSERT_OK(parser.Parse(argv));
-  ASSERT_OK(PostInit(&args).status());
+  ASSERT_OK_AND_ASSIGN(TrainingArguments args, testing::ResolveForTest(flags));
   EXPECT_TRUE(args.bf16());
   EXPECT_THAT(args.fsdp(), ElementsAre("full_shard", "auto_wrap"));
   json cfg = json::parse(args.fsdp_config());

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "args/deepspeed_config.h"
-#include "args/parser.h"
 #include "args/training_args.h"
+#include "args/training_args_testing.h"
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -23,19 +23,7 @@ std::string TestData(const std::string& name) { return "args/testdata/" + name; 
 
 absl::StatusOr<TrainingArguments> Args(std::vector<std::string> flags,
                                        bool reject_unsupported = true) {
-  TrainingArguments a;
-  ArgParser p({.program = "test"});
-  p.AddGroup("TrainingArguments", &a);
-  flags.insert(flags.begin(), {"--output_dir", "out"});
-  absl::Status s = p.Parse(flags);
-  if (!s.ok()) return s;
-  PostInitOptions options;
-  options.now = [] { return absl::FromUnixSeconds(1700000000); };
-  options.hostname = "host";
-  options.reject_unsupported = reject_unsupported;
-  auto w = PostInit(&a, options);
-  if (!w.ok()) return w.status();
-  return a;
+  return testing::ResolveForTest(std::move(flags), nullptr, reject_unsupported);
 }
 
 absl::StatusOr<TrainerDeepSpeedConfig> Load(const std::string& name_or_json) {
@@ -211,6 +199,21 @@ TEST(DeepSpeedResolveTest, NullValuesAreNeitherFilledNorCompared) {
   EXPECT_TRUE(ds.config().raw["gradient_clipping"].is_null());
   EXPECT_TRUE(ds.config().raw["optimizer"]["params"]["lr"].is_null());
   EXPECT_EQ(ds.config().raw["optimizer"]["params"]["eps"], 1e-8);
+}
+
+// --deepspeed as inline JSON text goes through HF's _convert_str_dict (args/field_value.h)
+// before it is read: "3" -> 3, "True" -> true; "auto" stays.
+TEST(DeepSpeedResolveTest, InlineJsonStringsAreConvertedLikeHf) {
+  ASSERT_OK_AND_ASSIGN(
+      TrainingArguments args,
+      Args({"--deepspeed", R"({"zero_optimization": {"stage": "3"}, "fp16": {"enabled": "True"},
+                              "train_micro_batch_size_per_gpu": "auto",
+                              "gradient_clipping": "1.0"})"}));
+  ASSERT_OK_AND_ASSIGN(DeepSpeedConfig c, LoadDeepSpeedConfig(args.deepspeed()));
+  EXPECT_EQ(c.zero_optimization.stage, 3);
+  EXPECT_EQ(c.fp16.enabled, AutoOr<bool>(true));
+  EXPECT_TRUE(c.train_micro_batch_size_per_gpu->is_auto());
+  EXPECT_EQ(c.gradient_clipping, AutoOr<double>(1.0));
 }
 
 // ---- Phase B ----

@@ -1,10 +1,12 @@
 #include "args/field_value.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -24,15 +26,14 @@ std::string Quoted(const std::vector<std::string>& items) {
   return absl::StrJoin(q, ", ");
 }
 
-absl::Status CheckChoice(const FieldSpec& spec, const std::string& value,
-                         const std::string& flag) {
+absl::Status CheckChoice(const FieldSpec& spec, const std::string& value, const std::string& flag) {
   if (spec.choices_size() == 0) return absl::OkStatus();
   for (const auto& c : spec.choices()) {
     if (c == value) return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "argument ", flag, ": invalid choice: '", value, "' (choose from ",
-      Quoted({spec.choices().begin(), spec.choices().end()}), ")"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("argument ", flag, ": invalid choice: '", value, "' (choose from ",
+                   Quoted({spec.choices().begin(), spec.choices().end()}), ")"));
 }
 
 absl::Status SetScalar(Message* m, const FieldDescriptor* f, const std::string& text,
@@ -73,9 +74,9 @@ absl::Status SetScalar(Message* m, const FieldDescriptor* f, const std::string& 
       if (spec.kind() == KIND_DICT) {
         auto j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
         if (j.is_discarded() || !j.is_object()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "argument ", flag, ": expected a JSON object such as '{\"key\": 1}', got '",
-              text, "'"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("argument ", flag,
+                           ": expected a JSON object such as '{\"key\": 1}', got '", text, "'"));
         }
         r->SetString(m, f, j.dump());
         return absl::OkStatus();
@@ -85,7 +86,8 @@ absl::Status SetScalar(Message* m, const FieldDescriptor* f, const std::string& 
       return absl::OkStatus();
     }
     default:
-      return absl::InternalError(absl::StrCat("field ", f->full_name(), " has an unsupported type"));
+      return absl::InternalError(
+          absl::StrCat("field ", f->full_name(), " has an unsupported type"));
   }
 }
 
@@ -153,9 +155,8 @@ absl::Status SetFromStrings(Message* m, const FieldDescriptor* f,
     return absl::InvalidArgumentError(absl::StrCat("argument ", flag, ": expected one argument"));
   }
   if (values.size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat("argument ", flag,
-                                                   ": expected one argument, got ",
-                                                   values.size(), ": ", Quoted(values)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "argument ", flag, ": expected one argument, got ", values.size(), ": ", Quoted(values)));
   }
   return SetScalar(m, f, values[0], flag);
 }
@@ -170,8 +171,7 @@ absl::Status SetFromJson(Message* m, const FieldDescriptor* f, const nlohmann::o
     return absl::OkStatus();
   }
   auto type_error = [&](absl::string_view want) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": expected ", want, ", got ", v.dump()));
+    return absl::InvalidArgumentError(absl::StrCat(name, ": expected ", want, ", got ", v.dump()));
   };
   if (f->is_repeated()) {
     if (v.is_string()) return SetFromStrings(m, f, {v.get<std::string>()}, name);
@@ -275,6 +275,35 @@ nlohmann::ordered_json GetAsJson(const Message& m, const FieldDescriptor* f) {
     }
     default:
       return nullptr;
+  }
+}
+
+void ConvertStrDict(nlohmann::ordered_json* dict) {
+  if (!dict->is_object()) return;
+  auto all_digits = [](absl::string_view s) {
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  for (auto& [key, value] : dict->items()) {
+    if (value.is_object()) {
+      ConvertStrDict(&value);
+      continue;
+    }
+    if (!value.is_string()) continue;
+    const std::string s = value.get<std::string>();
+    const std::string lower = absl::AsciiStrToLower(s);
+    int64_t i = 0;
+    double d = 0;
+    if (lower == "true" || lower == "false") {
+      value = lower == "true";
+    } else if (all_digits(s)) {
+      if (absl::SimpleAtoi(s, &i)) value = i;
+    } else if (const size_t dot = s.find('.');
+               dot != std::string::npos &&
+               all_digits(absl::StrCat(s.substr(0, dot), s.substr(dot + 1))) &&
+               absl::SimpleAtod(s, &d)) {
+      value = d;
+    }
   }
 }
 

@@ -35,7 +35,15 @@ absl::Status SetFromJson(google::protobuf::Message* message,
 // JSON objects (a KIND_CONFIG path stays a string); lists as arrays. KIND_STEPS values are
 // ints when integral and > 1 (HF turns them into int), floats otherwise.
 nlohmann::ordered_json GetAsJson(const google::protobuf::Message& message,
-                         const google::protobuf::FieldDescriptor* field);
+                                 const google::protobuf::FieldDescriptor* field);
+
+// HF's _convert_str_dict, which TrainingArguments.__post_init__ (transformers 4.38+) applies to
+// the dict fields (accelerator_config, fsdp_config, deepspeed, gradient_checkpointing_kwargs,
+// lr_scheduler_kwargs) given as JSON text: in `dict` and the dicts nested in it (not in lists),
+// a string "true"/"false" (any case) becomes a bool, an all-digit string an int ("007" -> 7),
+// and a digit string with one '.' ("1.5", ".5", "5.") a float. loom keeps strings of more digits
+// than int64 holds (Python would make a big int). Other values are left alone.
+void ConvertStrDict(nlohmann::ordered_json* dict);
 
 // Python's float repr (shortest round trip): 5e-05, 3.0, 0.1, 1e-08, inf, nan.
 std::string PythonFloat(double v);

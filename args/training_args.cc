@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "args/field_value.h"
+#include "args/fsdp_config.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -46,9 +47,10 @@ std::string Basename(std::string path) {
 }
 
 std::string Deprecated(absl::string_view old_flag, absl::string_view new_flag) {
-  return absl::StrCat("`--", old_flag,
-                      "` is deprecated and will be removed in version 5 of 🤗 Transformers. Use `",
-                      new_flag, "` instead");
+  return absl::StrCat(
+      "`--", old_flag,
+      "` is deprecated and will be removed in version 5 of 🤗 Transformers. Use `", new_flag,
+      "` instead");
 }
 
 // Every string/list field with choices holds one of them (HF converts them to enums).
@@ -61,7 +63,8 @@ absl::Status CheckChoices(const TrainingArguments& args) {
     if (spec.choices_size() == 0) continue;
     std::vector<std::string> values;
     if (f->is_repeated()) {
-      for (int k = 0; k < r->FieldSize(args, f); ++k) values.push_back(r->GetRepeatedString(args, f, k));
+      for (int k = 0; k < r->FieldSize(args, f); ++k)
+        values.push_back(r->GetRepeatedString(args, f, k));
     } else if (r->HasField(args, f) || f->has_default_value()) {
       values.push_back(r->GetString(args, f));
     }
@@ -81,8 +84,8 @@ absl::Status CheckChoices(const TrainingArguments& args) {
 // Integer check of spec/trainer.md §2.1 rows 33/36/62: *_steps > 1 must be integers.
 absl::Status CheckIntegerSteps(double value, absl::string_view flag) {
   if (value > 1 && value != std::floor(value)) {
-    return Invalid(absl::StrCat("--", flag, " must be an integer if bigger than 1: ",
-                                PythonFloat(value)));
+    return Invalid(
+        absl::StrCat("--", flag, " must be an integer if bigger than 1: ", PythonFloat(value)));
   }
   return absl::OkStatus();
 }
@@ -121,105 +124,6 @@ absl::Status CheckLoadBest(const TrainingArguments& a) {
       StepsRepr(save), ", which is not a round multiple of --eval_steps ", StepsRepr(eval), "."));
 }
 
-// fsdp options (spec §8.2) and fsdp_config (§2.2, §8.3).
-absl::Status ResolveFsdp(TrainingArguments* a, std::vector<std::string>* warnings) {
-  std::set<std::string> opts(a->fsdp().begin(), a->fsdp().end());
-  if (opts == std::set<std::string>{"offload"}) {
-    return Invalid(
-        "`--fsdp offload` can't work on its own. It needs to be added to `--fsdp full_shard` or "
-        "`--fsdp shard_grad_op`. For example, `--fsdp \"full_shard offload\"`.");
-  }
-  if (opts.count("full_shard") && opts.count("shard_grad_op")) {
-    return Invalid("`--fsdp full_shard` is not compatible with `--fsdp shard_grad_op`.");
-  }
-  if (opts.count("offload") && !opts.count("full_shard") && !opts.count("shard_grad_op")) {
-    return Invalid(
-        "--fsdp offload is only compatible with full_shard and shard_grad_op, e.g. "
-        "`--fsdp \"full_shard offload\"`");
-  }
-  const int strategies = opts.count("full_shard") + opts.count("shard_grad_op") +
-                         opts.count("no_shard") + opts.count("hybrid_shard") +
-                         opts.count("hybrid_shard_zero2");
-  if (strategies > 1) {
-    return Invalid(absl::StrCat("--fsdp takes one sharding strategy, got \"",
-                                absl::StrJoin(a->fsdp(), " "), "\""));
-  }
-
-  json cfg = json::object();
-  if (a->has_fsdp_config()) {
-    const std::string& v = a->fsdp_config();
-    if (!v.empty() && v[0] == '{') {
-      cfg = json::parse(v, nullptr, false);
-      if (cfg.is_discarded() || !cfg.is_object()) {
-        return Invalid("--fsdp_config: not a JSON object: " + v);
-      }
-    } else {
-      if (a->fsdp_size() == 0) warnings->push_back("`--fsdp_config` is useful only when `--fsdp` is specified.");
-      ASSIGN_OR_RETURN(std::string text, base::ReadFile(v), "--fsdp_config");
-      json loaded = json::parse(text, nullptr, false);
-      if (loaded.is_discarded() || !loaded.is_object()) {
-        return Invalid(absl::StrCat("--fsdp_config: ", v, " is not a JSON object"));
-      }
-      cfg = json::object();
-      json prefixed = json::object();
-      for (auto& [k, val] : loaded.items()) {
-        if (absl::StartsWith(k, "fsdp_")) {
-          prefixed[k.substr(5)] = val;
-        } else {
-          cfg[k] = val;
-        }
-      }
-      for (auto& [k, val] : prefixed.items()) cfg[k] = val;  // HF re-inserts them at the end
-    }
-  }
-  if (a->fsdp_min_num_params() > 0) {
-    warnings->push_back("using `--fsdp_min_num_params` is deprecated. Use fsdp_config instead ");
-  }
-  int64_t min_params = cfg.value("min_num_params", int64_t{0});
-  cfg["min_num_params"] = std::max<int64_t>(min_params, a->fsdp_min_num_params());
-  if (cfg.contains("transformer_layer_cls_to_wrap") && cfg["transformer_layer_cls_to_wrap"].is_string()) {
-    cfg["transformer_layer_cls_to_wrap"] = json::array({cfg["transformer_layer_cls_to_wrap"]});
-  }
-  if (a->has_fsdp_transformer_layer_cls_to_wrap()) {
-    warnings->push_back(
-        "using `--fsdp_transformer_layer_cls_to_wrap` is deprecated. Use fsdp_config instead ");
-    json list = cfg.value("transformer_layer_cls_to_wrap", json::array());
-    list.push_back(a->fsdp_transformer_layer_cls_to_wrap());
-    cfg["transformer_layer_cls_to_wrap"] = list;
-  }
-  const bool has_cls = cfg.contains("transformer_layer_cls_to_wrap") &&
-                       !cfg["transformer_layer_cls_to_wrap"].is_null();
-  if (a->fsdp_size() == 0 && cfg["min_num_params"].get<int64_t>() > 0) {
-    warnings->push_back("`min_num_params` is useful only when `--fsdp` is specified.");
-  }
-  if (a->fsdp_size() == 0 && has_cls) {
-    warnings->push_back("`transformer_layer_cls_to_wrap` is useful only when `--fsdp` is specified.");
-  }
-  if (a->fsdp_size() > 0 && cfg["min_num_params"].get<int64_t>() > 0 && has_cls) {
-    return Invalid("`min_num_params` and `transformer_layer_cls_to_wrap` are mutually exclusive.");
-  }
-  for (const char* k : {"xla", "xla_fsdp_v2", "xla_fsdp_grad_ckpt"}) {
-    if (!cfg.contains(k)) cfg[k] = false;
-  }
-  if (cfg.contains("backward_prefetch") && cfg["backward_prefetch"].is_string()) {
-    std::string bp = cfg["backward_prefetch"];
-    if (bp != "backward_pre" && bp != "backward_post") {
-      return Invalid(absl::StrCat("--fsdp_config: backward_prefetch must be \"backward_pre\" or "
-                                  "\"backward_post\", got \"", bp, "\""));
-    }
-  }
-  auto flag = [&](const char* k, bool dflt) {
-    return cfg.contains(k) && cfg[k].is_boolean() ? cfg[k].get<bool>() : dflt;
-  };
-  if (flag("cpu_ram_efficient_loading", false) && !flag("sync_module_states", true)) {
-    return Invalid(
-        "--fsdp_config: `sync_module_states` must be `\"True\"` if `cpu_ram_efficient_loading` "
-        "is `\"True\"`");
-  }
-  a->set_fsdp_config(cfg.dump());
-  return absl::OkStatus();
-}
-
 // accelerator_config (spec §2.3) with the deprecated top-level dispatch/split_batches.
 absl::Status ResolveAcceleratorConfig(TrainingArguments* a, std::vector<std::string>* warnings) {
   json given = json::object();
@@ -255,7 +159,8 @@ absl::Status ResolveAcceleratorConfig(TrainingArguments* a, std::vector<std::str
     warnings->push_back(absl::StrCat(
         "Using `--", name,
         "` is deprecated and will be removed in version 4.41 of 🤗 Transformers. Use "
-        "`--accelerator_config {'", name, "':VALUE} instead"));
+        "`--accelerator_config {'",
+        name, "':VALUE} instead"));
     cfg[name] = value;
   }
   a->set_accelerator_config(cfg.dump());
@@ -278,8 +183,8 @@ absl::Status CheckSupported(const TrainingArguments& a, bool compile_implied) {
     return Invalid(absl::StrCat("--", f->name(), why, " is not supported by loom: ",
                                 spec.unsupported(), ". Remove the flag."));
   }
-  static const std::set<std::string> kOptims = {"adamw_hf", "adamw_torch", "adamw_torch_fused",
-                                                "adafactor", "sgd", "adagrad", "rmsprop"};
+  static const std::set<std::string> kOptims = {
+      "adamw_hf", "adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "adagrad", "rmsprop"};
   if (!kOptims.count(a.optim())) {
     return Invalid(absl::StrCat("--optim ", a.optim(),
                                 " is not supported by loom (it needs a Python-only library); use "
@@ -287,8 +192,9 @@ absl::Status CheckSupported(const TrainingArguments& a, bool compile_implied) {
                                 "adagrad, rmsprop"));
   }
   if (a.half_precision_backend() == "apex") {
-    return Invalid("--half_precision_backend apex is not supported by loom: NVIDIA Apex is "
-                   "Python-only; use auto or cpu_amp");
+    return Invalid(
+        "--half_precision_backend apex is not supported by loom: NVIDIA Apex is "
+        "Python-only; use auto or cpu_amp");
   }
   if (a.has_ddp_backend() && a.ddp_backend() != "nccl" && a.ddp_backend() != "gloo") {
     return Invalid(absl::StrCat("--ddp_backend ", a.ddp_backend(),
@@ -311,9 +217,21 @@ absl::Status CheckSupported(const TrainingArguments& a, bool compile_implied) {
 absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
                                                   const PostInitOptions& options) {
   std::vector<std::string> warnings;
+  // Dict fields given as JSON text: HF's _convert_str_dict ("true" -> true, "8" -> 8, ...).
+  for (const char* name : {"accelerator_config", "fsdp_config", "deepspeed",
+                           "gradient_checkpointing_kwargs", "lr_scheduler_kwargs"}) {
+    const FieldDescriptor* f = a->GetDescriptor()->FindFieldByName(name);
+    const auto* r = a->GetReflection();
+    if (f == nullptr || !r->HasField(*a, f)) continue;
+    json dict = json::parse(r->GetString(*a, f), nullptr, /*allow_exceptions=*/false);
+    if (!dict.is_object()) continue;  // a file path, or not JSON (reported where it is read)
+    ConvertStrDict(&dict);
+    r->SetString(a, f, dict.dump());
+  }
   if (!a->has_output_dir() || a->output_dir().empty()) {
-    return Invalid("--output_dir is required: the directory where checkpoints and predictions "
-                   "are written");
+    return Invalid(
+        "--output_dir is required: the directory where checkpoints and predictions "
+        "are written");
   }
   // Paths: expanduser and the logging_dir default (spec §2.1 row 30, §5.5).
   a->set_output_dir(ExpandUser(a->output_dir()));
@@ -351,19 +269,23 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
     if (a->logging_steps() > 0) {
       a->set_eval_steps(a->logging_steps());
     } else {
-      return Invalid("evaluation strategy steps requires either non-zero --eval_steps or "
-                     "--logging_steps");
+      return Invalid(
+          "evaluation strategy steps requires either non-zero --eval_steps or "
+          "--logging_steps");
     }
   }
   if (a->logging_strategy() == "steps" && a->logging_steps() == 0) {
     return Invalid("logging strategy steps requires non-zero --logging_steps");
   }
-  if (a->logging_strategy() == "steps") RETURN_IF_ERROR(CheckIntegerSteps(a->logging_steps(), "logging_steps"));
-  if (a->eval_strategy() == "steps") RETURN_IF_ERROR(CheckIntegerSteps(a->eval_steps(), "eval_steps"));
-  if (a->save_strategy() == "steps") RETURN_IF_ERROR(CheckIntegerSteps(a->save_steps(), "save_steps"));
-  for (auto [v, flag] : {std::pair{a->logging_steps(), "logging_steps"},
-                         std::pair{a->save_steps(), "save_steps"},
-                         std::pair{a->has_eval_steps() ? a->eval_steps() : 0.0, "eval_steps"}}) {
+  if (a->logging_strategy() == "steps")
+    RETURN_IF_ERROR(CheckIntegerSteps(a->logging_steps(), "logging_steps"));
+  if (a->eval_strategy() == "steps")
+    RETURN_IF_ERROR(CheckIntegerSteps(a->eval_steps(), "eval_steps"));
+  if (a->save_strategy() == "steps")
+    RETURN_IF_ERROR(CheckIntegerSteps(a->save_steps(), "save_steps"));
+  for (auto [v, flag] :
+       {std::pair{a->logging_steps(), "logging_steps"}, std::pair{a->save_steps(), "save_steps"},
+        std::pair{a->has_eval_steps() ? a->eval_steps() : 0.0, "eval_steps"}}) {
     if (v < 0) return Invalid(absl::StrCat("--", flag, " must be >= 0, got ", PythonFloat(v)));
   }
   RETURN_IF_ERROR(CheckLoadBest(*a));
@@ -383,15 +305,20 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
     warnings.push_back(Deprecated("fp16_backend", "half_precision_backend"));
     a->set_half_precision_backend(a->fp16_backend());
   }
-  if (a->fp16() && a->bf16()) return Invalid("At most one of --fp16 and --bf16 can be True, but not both");
+  if (a->fp16() && a->bf16())
+    return Invalid("At most one of --fp16 and --bf16 can be True, but not both");
   if (a->fp16_full_eval() && a->bf16_full_eval()) {
-    return Invalid("At most one of --fp16_full_eval and --bf16_full_eval can be True, but not both");
+    return Invalid(
+        "At most one of --fp16_full_eval and --bf16_full_eval can be True, but not both");
   }
   if (a->bf16() && a->half_precision_backend() == "apex") {
-    return Invalid("--bf16 with `--half_precision_backend apex`: GPU bf16 is not supported by apex.");
+    return Invalid(
+        "--bf16 with `--half_precision_backend apex`: GPU bf16 is not supported by apex.");
   }
   if (a->lr_scheduler_type() == "reduce_lr_on_plateau" && a->eval_strategy() == "no") {
-    return Invalid("--lr_scheduler_type reduce_lr_on_plateau requires an eval strategy (--eval_strategy steps or epoch)");
+    return Invalid(
+        "--lr_scheduler_type reduce_lr_on_plateau requires an eval strategy (--eval_strategy steps "
+        "or epoch)");
   }
   if (a->adafactor()) {
     warnings.push_back(Deprecated("adafactor", "--optim adafactor"));
@@ -408,7 +335,8 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
     a->set_torch_compile(true);
     compile_implied = true;
   }
-  if (a->torch_compile() && !a->has_torch_compile_backend()) a->set_torch_compile_backend("inductor");
+  if (a->torch_compile() && !a->has_torch_compile_backend())
+    a->set_torch_compile_backend("inductor");
 
   // report_to (spec §2.1 row 86): None and "all" mean every integration loom has. An explicit
   // "none" is kept as ["none"] (an empty repeated field would read back as None); ToDict()
@@ -419,8 +347,8 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
     if (report.empty()) report = {"none"};
   }
   static const std::set<std::string> kIntegrations = {
-      "azure_ml", "clearml", "codecarbon", "comet_ml", "dagshub", "dvclive", "flyte",
-      "mlflow", "neptune", "tensorboard", "wandb", "none"};
+      "azure_ml", "clearml", "codecarbon", "comet_ml",    "dagshub", "dvclive",
+      "flyte",    "mlflow",  "neptune",    "tensorboard", "wandb",   "none"};
   for (const auto& r : report) {
     if (!kIntegrations.count(r)) {
       return Invalid(absl::StrCat("--report_to: unknown integration '", r,
@@ -434,8 +362,9 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
     return Invalid("--warmup_ratio must lie in range [0,1]");
   }
   if (a->warmup_ratio() > 0 && a->warmup_steps() > 0) {
-    warnings.push_back("Both warmup_ratio and warmup_steps given, warmup_steps will override any "
-                       "effect of warmup_ratio during training");
+    warnings.push_back(
+        "Both warmup_ratio and warmup_steps given, warmup_steps will override any "
+        "effect of warmup_ratio during training");
   }
   if (a->warmup_steps() < 0) return Invalid("--warmup_steps must be 0 or a positive integer");
 
@@ -449,12 +378,14 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
   }
   if (a->use_cpu()) a->set_dataloader_pin_memory(false);
   if (a->dataloader_num_workers() == 0 && a->has_dataloader_prefetch_factor()) {
-    return Invalid("--dataloader_prefetch_factor can only be set when data is loaded in a "
-                   "different process, i.e. when --dataloader_num_workers > 1.");
+    return Invalid(
+        "--dataloader_prefetch_factor can only be set when data is loaded in a "
+        "different process, i.e. when --dataloader_num_workers > 1.");
   }
-  for (auto [v, flag] : {std::pair{a->per_device_train_batch_size(), "per_device_train_batch_size"},
-                         std::pair{a->per_device_eval_batch_size(), "per_device_eval_batch_size"},
-                         std::pair{a->gradient_accumulation_steps(), "gradient_accumulation_steps"}}) {
+  for (auto [v, flag] :
+       {std::pair{a->per_device_train_batch_size(), "per_device_train_batch_size"},
+        std::pair{a->per_device_eval_batch_size(), "per_device_eval_batch_size"},
+        std::pair{a->gradient_accumulation_steps(), "gradient_accumulation_steps"}}) {
     if (v < 1) return Invalid(absl::StrCat("--", flag, " must be >= 1, got ", v));
   }
 
@@ -468,8 +399,9 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
                             ? a->push_to_hub_organization() + "/" + a->push_to_hub_model_id()
                             : a->push_to_hub_model_id());
     warnings.push_back(absl::StrCat(
-        a->has_push_to_hub_organization() ? "`--push_to_hub_model_id` and `--push_to_hub_organization` are"
-                                          : "`--push_to_hub_model_id` is",
+        a->has_push_to_hub_organization()
+            ? "`--push_to_hub_model_id` and `--push_to_hub_organization` are"
+            : "`--push_to_hub_model_id` is",
         " deprecated and will be removed in version 5 of 🤗 Transformers. Use `--hub_model_id` "
         "instead and pass the full repo name to this argument (in this case ",
         a->hub_model_id(), ")."));
@@ -487,14 +419,16 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
 
 int64_t GetWarmupSteps(const TrainingArguments& a, int64_t num_training_steps) {
   if (a.warmup_steps() > 0) return a.warmup_steps();
-  return static_cast<int64_t>(std::ceil(static_cast<double>(num_training_steps) * a.warmup_ratio()));
+  return static_cast<int64_t>(
+      std::ceil(static_cast<double>(num_training_steps) * a.warmup_ratio()));
 }
 
 int64_t TrainBatchSizePerDevice(const TrainingArguments& a, std::string* warning) {
   if (a.has_per_gpu_train_batch_size()) {
     if (warning) {
-      *warning = "Using deprecated `--per_gpu_train_batch_size` argument which will be removed in "
-                 "a future version. Using `--per_device_train_batch_size` is preferred.";
+      *warning =
+          "Using deprecated `--per_gpu_train_batch_size` argument which will be removed in "
+          "a future version. Using `--per_device_train_batch_size` is preferred.";
     }
     return a.per_gpu_train_batch_size();
   }
@@ -504,8 +438,9 @@ int64_t TrainBatchSizePerDevice(const TrainingArguments& a, std::string* warning
 int64_t EvalBatchSizePerDevice(const TrainingArguments& a, std::string* warning) {
   if (a.has_per_gpu_eval_batch_size()) {
     if (warning) {
-      *warning = "Using deprecated `--per_gpu_eval_batch_size` argument which will be removed in "
-                 "a future version. Using `--per_device_eval_batch_size` is preferred.";
+      *warning =
+          "Using deprecated `--per_gpu_eval_batch_size` argument which will be removed in "
+          "a future version. Using `--per_device_eval_batch_size` is preferred.";
     }
     return a.per_gpu_eval_batch_size();
   }

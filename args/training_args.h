@@ -10,7 +10,9 @@
 //   greater_is_better <- metric not in {"loss", "eval_loss"}; *_steps > 1 must be integers;
 //   torch_compile <- true when torch_compile_backend/mode are set; report_to None/"all" ->
 //   the integrations loom has ("tensorboard"), "none" -> []; fsdp "a b" -> [a, b];
-//   fsdp_config loaded (path or JSON) with "fsdp_" prefixes stripped and defaults filled;
+//   dict fields given as JSON text converted by HF's _convert_str_dict (args/field_value.h);
+//   fsdp_config loaded (path or JSON) with "fsdp_" prefixes stripped, typed and defaults filled
+//   (args/fsdp_config.h);
 //   accelerator_config filled with its defaults; dataloader_pin_memory <- false with use_cpu;
 //   deprecated aliases (evaluation_strategy, no_cuda, adafactor, fp16_backend, torchdynamo,
 //   push_to_hub_token/model_id/organization, tpu_metrics_debug, dispatch_batches,
