@@ -84,6 +84,7 @@ absl::Status Trainer::Init() {
   // Default callbacks first, then the caller's, then the progress display (HF order).
   callbacks_.AddCallback(std::make_shared<DefaultFlowCallback>());
   for (const std::string& integration : args_.report_to()) {
+    if (integration == "none") continue;
     if (integration == "tensorboard") {
       callbacks_.AddCallback(std::make_shared<TensorBoardCallback>());
     } else {

@@ -1,0 +1,157 @@
+// trainer_overhead: how fast loom's Trainer runs optimizer steps compared with a hand-written
+// LibTorch loop doing the same work on the same model and batches, in the same process.
+//
+//   ./bazelw run -c opt //benchmarks:trainer_overhead
+//
+// Both sides: BagOfEmbeddingsClassifier (trainer/examples/synthetic_task.h), the same
+// seeded data order (randperm(n, seed + epoch)), batches gathered by index from the same
+// tensors, forward, backward, clip_grad_norm_(1.0), AdamW with HF's two weight-decay groups,
+// a linear schedule, zero_grad. The Trainer adds its real machinery: DataLoader + collator,
+// callbacks (flow, printer), loss bookkeeping, logging every `kLoggingSteps`. Each repetition
+// is one Train() of kSteps steps (construction included) against kSteps baseline steps. The
+// last line prints trainer steps/s / baseline steps/s (medians over the repetitions).
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/types.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "args/training_args.h"
+#include "benchmark/benchmark.h"
+#include "trainer/examples/synthetic_task.h"
+#include "trainer/trainer.h"
+
+namespace loom::benchmarks {
+namespace {
+
+using trainer::examples::BagOfEmbeddingsClassifier;
+using trainer::examples::SyntheticTaskOptions;
+
+constexpr int64_t kSteps = 150;
+constexpr int64_t kBatch = 32;
+constexpr int64_t kLoggingSteps = 50;
+
+SyntheticTaskOptions Task() {
+  return SyntheticTaskOptions()
+      .set_num_examples(kBatch * 50)
+      .set_seq_len(128)
+      .set_vocab_size(2000)
+      .set_hidden_size(384)
+      .set_num_labels(4)
+      .set_seed(1);
+}
+
+std::shared_ptr<data::TensorDataset> Dataset() {
+  static auto* ds = new std::shared_ptr<data::TensorDataset>(*trainer::examples::MakeSyntheticDataset(Task()));
+  return *ds;
+}
+
+void BM_HandWrittenLoop(benchmark::State& state) {
+  auto ds = Dataset();
+  const at::Tensor ids = ds->columns().at("input_ids");
+  const at::Tensor labels = ds->columns().at("labels");
+  const int64_t n = ids.size(0);
+  for (auto _ : state) {
+    at::manual_seed(42);
+    auto model = std::make_shared<BagOfEmbeddingsClassifier>(Task());
+    std::vector<at::Tensor> decay, no_decay, all;
+    for (const auto& p : model->named_parameters()) {
+      all.push_back(p.value());
+      const bool nd = p.key().find("bias") != std::string::npos || p.key().rfind("norm.", 0) == 0;
+      (nd ? no_decay : decay).push_back(p.value());
+    }
+    torch::optim::AdamW opt({torch::optim::OptimizerParamGroup(decay),
+                             torch::optim::OptimizerParamGroup(no_decay)},
+                            torch::optim::AdamWOptions(5e-4).weight_decay(0.01));
+    static_cast<torch::optim::AdamWOptions&>(opt.param_groups()[1].options()).weight_decay(0.0);
+    int64_t step = 0;
+    for (int64_t epoch = 0; step < kSteps; ++epoch) {
+      at::Tensor perm = at::randperm(n, at::detail::createCPUGenerator(42 + epoch), at::kLong);
+      for (int64_t b = 0; b + kBatch <= n && step < kSteps; b += kBatch, ++step) {
+        at::Tensor idx = perm.narrow(0, b, kBatch);
+        data::Batch batch{{"input_ids", ids.index_select(0, idx)},
+                          {"labels", labels.index_select(0, idx)}};
+        model->train();
+        trainer::ModelOutput out = model->Forward(batch);
+        out.loss.backward();
+        torch::nn::utils::clip_grad_norm_(all, 1.0);
+        opt.step();
+        const double lr = 5e-4 * std::max(0.0, static_cast<double>(kSteps - step - 1) / kSteps);
+        for (auto& g : opt.param_groups()) g.options().set_lr(lr);
+        model->zero_grad();
+        benchmark::DoNotOptimize(out.loss);
+      }
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * kSteps);
+}
+
+void BM_Trainer(benchmark::State& state) {
+  auto ds = Dataset();
+  for (auto _ : state) {
+    trainer::TrainerOptions options;
+    options.args.set_output_dir("/tmp/loom_trainer_overhead");
+    options.args.set_max_steps(kSteps);
+    options.args.set_per_device_train_batch_size(kBatch);
+    options.args.set_learning_rate(5e-4);
+    options.args.set_weight_decay(0.01);
+    options.args.set_logging_steps(kLoggingSteps);
+    options.args.set_save_strategy("no");
+    options.args.set_disable_tqdm(true);
+    options.args.add_report_to("none");
+    options.args.set_dataloader_drop_last(true);
+    options.train_dataset = ds;
+    options.model_init = []() -> absl::StatusOr<std::shared_ptr<trainer::Model>> {
+      return std::make_shared<BagOfEmbeddingsClassifier>(Task());
+    };
+    auto t = trainer::Trainer::Create(std::move(options));
+    if (!t.ok()) {
+      state.SkipWithError(std::string(t.status().message()).c_str());
+      return;
+    }
+    std::ostringstream silence;
+    auto* old = std::cout.rdbuf(silence.rdbuf());  // the printer callback's log lines
+    auto out = (*t)->Train();
+    std::cout.rdbuf(old);
+    if (!out.ok()) {
+      state.SkipWithError(std::string(out.status().message()).c_str());
+      return;
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * kSteps);
+}
+
+BENCHMARK(BM_HandWrittenLoop)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1)->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(BM_Trainer)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1)->Repetitions(5)->ReportAggregatesOnly(true);
+
+// Console output as usual, plus the median real time per benchmark for the ratio.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      if (r.aggregate_name == "median") median_[r.run_name.function_name] = r.GetAdjustedRealTime();
+    }
+  }
+  std::map<std::string, double> median_;
+};
+
+}  // namespace
+}  // namespace loom::benchmarks
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  loom::benchmarks::RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  const auto& m = reporter.median_;
+  if (m.count("BM_HandWrittenLoop") && m.count("BM_Trainer")) {
+    const double ratio = m.at("BM_HandWrittenLoop") / m.at("BM_Trainer");
+    std::cout << "trainer_overhead: Trainer steps/s / hand-written loop steps/s = " << ratio
+              << " (goal >= 0.98; medians of " << loom::benchmarks::kSteps << "-step runs)\n";
+  }
+  benchmark::Shutdown();
+  return 0;
+}
