@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <exception>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -87,7 +88,9 @@ class IterableSource : public BatchSource {
         collator_(std::move(collator)),
         batch_size_(batch_size),
         drop_last_(drop_last),
-        to_skip_(skip_batches * batch_size) {}
+        to_skip_(skip_batches > std::numeric_limits<int64_t>::max() / batch_size
+                     ? std::numeric_limits<int64_t>::max()
+                     : skip_batches * batch_size) {}
 
   absl::StatusOr<std::optional<BatchJob>> NextJob() override {
     if (done_) return std::nullopt;

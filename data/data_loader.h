@@ -19,6 +19,9 @@
 //     (PyTorch's bound), and Next() still returns exactly the batches, in exactly the order, of
 //     num_workers = 0. Map-style workers call Dataset::Get concurrently; for iterable datasets
 //     the examples are read by one worker at a time, in order, and collated concurrently.
+//     (Deviation: PyTorch gives each worker process its own copy of an iterable dataset, which
+//     repeats every example unless the dataset shards itself by worker; here the stream is read
+//     once, so workers never change what an epoch yields.)
 //   - Errors (a failing Get, Next or Collate, or a LibTorch exception thrown inside them) come
 //     out of Next() when the consumer reaches the failing batch, as a Status whose message names
 //     the epoch, the batch number and (for Get) the dataset index; every batch before it is

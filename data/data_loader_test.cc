@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <set>
 #include <thread>
@@ -397,6 +398,7 @@ TEST(DataLoaderIterableTest, DropLastAndSkipBatches) {
   EXPECT_THAT(EpochXs(*keep, 1, 1),
               ElementsAre(ElementsAre(104, 105, 106, 107), ElementsAre(108, 109)));
   EXPECT_THAT(EpochXs(*keep, 1, 3), IsEmpty());
+  EXPECT_THAT(EpochXs(*keep, 1, std::numeric_limits<int64_t>::max()), IsEmpty());
   auto exact = MakeIterableLoader(std::make_shared<EpochStream>(8),
                                   DataLoaderOptions().set_batch_size(4).set_drop_last(true));
   EXPECT_EQ(EpochXs(*exact, 0).size(), 2u);
