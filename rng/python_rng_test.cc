@@ -24,6 +24,16 @@ uint64_t Sum(const Mt19937State& s) {
   return std::accumulate(s.key.begin(), s.key.end(), uint64_t{0});
 }
 
+void ExpectMatches(const Mt19937State& s, const Golden& g) {
+  EXPECT_EQ(s.key[0], g.w0) << g.seed;
+  EXPECT_EQ(s.key[1], g.w1) << g.seed;
+  EXPECT_EQ(s.key[2], g.w2) << g.seed;
+  EXPECT_EQ(s.key[311], g.w311) << g.seed;
+  EXPECT_EQ(s.key[623], g.w623) << g.seed;
+  EXPECT_EQ(Sum(s), g.sum) << g.seed;
+  EXPECT_EQ(s.pos, 624) << g.seed;
+}
+
 TEST(PythonRandomStateAfterSeedTest, MatchesCPythonRandomSeed) {
   const Golden cases[] = {
       {0, 2147483648u, 766982754u, 497961170u, 652504502u, 2902720905u, 1289886632581u},
@@ -35,16 +45,7 @@ TEST(PythonRandomStateAfterSeedTest, MatchesCPythonRandomSeed) {
       {1099511627781u, 2147483648u, 550267540u, 1323789645u, 2509901944u, 2187275131u,
        1342281428491u},
   };
-  for (const Golden& g : cases) {
-    const Mt19937State s = PythonRandomStateAfterSeed(g.seed);
-    EXPECT_EQ(s.key[0], g.w0) << g.seed;
-    EXPECT_EQ(s.key[1], g.w1) << g.seed;
-    EXPECT_EQ(s.key[2], g.w2) << g.seed;
-    EXPECT_EQ(s.key[311], g.w311) << g.seed;
-    EXPECT_EQ(s.key[623], g.w623) << g.seed;
-    EXPECT_EQ(Sum(s), g.sum) << g.seed;
-    EXPECT_EQ(s.pos, 624) << g.seed;
-  }
+  for (const Golden& g : cases) ExpectMatches(PythonRandomStateAfterSeed(g.seed), g);
 }
 
 TEST(NumpyStateAfterSeedTest, MatchesNumpyRandomSeed) {
@@ -58,13 +59,7 @@ TEST(NumpyStateAfterSeedTest, MatchesNumpyRandomSeed) {
   for (const Golden& g : cases) {
     const std::optional<Mt19937State> s = NumpyStateAfterSeed(g.seed);
     ASSERT_TRUE(s.has_value()) << g.seed;
-    EXPECT_EQ(s->key[0], g.w0) << g.seed;
-    EXPECT_EQ(s->key[1], g.w1) << g.seed;
-    EXPECT_EQ(s->key[2], g.w2) << g.seed;
-    EXPECT_EQ(s->key[311], g.w311) << g.seed;
-    EXPECT_EQ(s->key[623], g.w623) << g.seed;
-    EXPECT_EQ(Sum(*s), g.sum) << g.seed;
-    EXPECT_EQ(s->pos, 624) << g.seed;
+    ExpectMatches(*s, g);
   }
 }
 
