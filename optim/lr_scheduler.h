@@ -4,7 +4,9 @@
 // "Learning rate"; §11 items 5, 7, 14).
 //
 // LambdaLrScheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, λ), last_epoch = -1:
-//   construction records base_lrs = each group's current lr and sets lr = base_lr * λ(0)
+//   construction records base_lrs = each group's current lr (torch reuses a group's
+//   'initial_lr' left by an earlier scheduler; LibTorch groups have no such entry, so create
+//   one scheduler per optimizer) and sets lr = base_lr * λ(0)
 //   (last_epoch 0, step count 1); Step() increments last_epoch and sets
 //   lr = base_lr * λ(last_epoch). LastLr() = the lrs set last (get_last_lr()).
 // ReduceLrOnPlateau = torch.optim.lr_scheduler.ReduceLROnPlateau: Step() does nothing;
