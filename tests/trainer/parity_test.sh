@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Numerical parity of loom's Trainer with HF 4.38's training loop (issue 3): parity_init writes
+# the initial weights and data, trainer_reference.py (Debian's /usr/bin/python3, torch 1.13)
+# trains every scenario of parity_scenarios.json the way HF does and writes the expected
+# values, parity_check trains the same scenarios through loom::trainer::Trainer and compares.
+# Fails (never skips) when Python or its torch is missing.
+#   usage: parity_test.sh PARITY_INIT TRAINER_REFERENCE_PY PARITY_CHECK SCENARIOS_JSON
+set -euo pipefail
+init=$1
+reference=$2
+check=$3
+scenarios=$4
+py=/usr/bin/python3
+
+if [[ ! -x $py ]]; then
+  echo "FAIL: $py not found. This test needs Debian's python3 with python3-torch" \
+       "(installed by ./bazelw: apt-get install python3-torch)." >&2
+  exit 1
+fi
+if ! err=$("$py" -c 'import torch, numpy' 2>&1); then
+  echo "FAIL: $py cannot import torch and numpy. Install Debian's python3-torch" \
+       "(apt-get install python3-torch). Python said: $err" >&2
+  exit 1
+fi
+
+dir=$(mktemp -d "${TEST_TMPDIR:-/tmp}/trainer_parity.XXXXXX")
+"$init" "$dir"
+"$py" "$reference" "$scenarios" "$dir" "$dir/expected.json"
+"$check" "$scenarios" "$dir" "$dir/expected.json"
+echo "trainer_parity_test: PASS"
