@@ -83,6 +83,7 @@ absl::StatusOr<Metrics> Trainer::Evaluate(const std::vector<std::string>& ignore
 absl::StatusOr<Metrics> Trainer::Evaluate(std::shared_ptr<const data::Dataset> dataset,
                                           const std::vector<std::string>& ignore_keys,
                                           const std::string& metric_key_prefix) {
+  memory_tracker_->Start("eval");
   ASSIGN_OR_RETURN(std::unique_ptr<data::DataLoader> dataloader, GetEvalDataloader(dataset),
                    "eval dataloader");
   const double start = NowSeconds();
@@ -98,12 +99,14 @@ absl::StatusOr<Metrics> Trainer::Evaluate(std::shared_ptr<const data::Dataset> d
   for (auto it = speed.begin(); it != speed.end(); ++it) output.metrics[it.key()] = it.value();
   RETURN_IF_ERROR(Log(output.metrics));
   RETURN_IF_ERROR(callbacks_.OnEvaluate(args_, state_, control_, output.metrics));
+  memory_tracker_->StopAndUpdateMetrics("eval", &output.metrics);
   return output.metrics;
 }
 
 absl::StatusOr<PredictionOutput> Trainer::Predict(std::shared_ptr<const data::Dataset> dataset,
                                                   const std::vector<std::string>& ignore_keys,
                                                   const std::string& metric_key_prefix) {
+  memory_tracker_->Start("test");
   ASSIGN_OR_RETURN(std::unique_ptr<data::DataLoader> dataloader, GetTestDataloader(dataset),
                    "test dataloader");
   const double start = NowSeconds();
@@ -116,6 +119,7 @@ absl::StatusOr<PredictionOutput> Trainer::Predict(std::shared_ptr<const data::Da
                                std::ceil(output.num_samples / total_batch_size));
   for (auto it = speed.begin(); it != speed.end(); ++it) output.metrics[it.key()] = it.value();
   RETURN_IF_ERROR(callbacks_.OnPredict(args_, state_, control_, output.metrics));
+  memory_tracker_->StopAndUpdateMetrics("test", &output.metrics);
   PredictionOutput result;
   result.predictions = std::move(output.predictions);
   result.label_ids = std::move(output.label_ids);

@@ -39,6 +39,7 @@ std::vector<at::Tensor> TrainableParameters(torch::nn::Module& model) {
 absl::StatusOr<TrainOutput> Trainer::Train() {
   try {
     is_in_train_ = true;
+    memory_tracker_->Start("train");
     if (options_.model_init) {
       // Each Train() starts from a fresh model (spec/trainer.md §11 item 3).
       RETURN_IF_ERROR(Seed());
@@ -60,6 +61,7 @@ absl::StatusOr<TrainOutput> Trainer::Train() {
     int64_t num_train_epochs = 0;
     int64_t num_update_steps_per_epoch = 0;
     double num_train_samples = 0;
+    std::optional<double> num_train_tokens;
     if (len_dataloader) {
       num_update_steps_per_epoch = std::max<int64_t>(*len_dataloader / ga, 1);
       const int64_t num_examples = options_.train_dataset->Size();
@@ -68,17 +70,29 @@ absl::StatusOr<TrainOutput> Trainer::Train() {
         num_train_epochs = max_steps / num_update_steps_per_epoch +
                            (max_steps % num_update_steps_per_epoch > 0 ? 1 : 0);
         num_train_samples = static_cast<double>(max_steps * total_train_batch_size);
+        if (args_.include_tokens_per_second()) {
+          ASSIGN_OR_RETURN(double tokens, NumTokens(*train_dataloader, args_.max_steps()));
+          num_train_tokens = tokens * ga;
+        }
       } else {
         max_steps = static_cast<int64_t>(
             std::ceil(args_.num_train_epochs() * num_update_steps_per_epoch));
         num_train_epochs = static_cast<int64_t>(std::ceil(args_.num_train_epochs()));
         num_train_samples = num_examples * args_.num_train_epochs();
+        if (args_.include_tokens_per_second()) {
+          ASSIGN_OR_RETURN(double tokens, NumTokens(*train_dataloader, std::nullopt));
+          num_train_tokens = tokens * args_.num_train_epochs();
+        }
       }
     } else if (args_.max_steps() > 0) {
       max_steps = args_.max_steps();
       num_train_epochs = std::numeric_limits<int64_t>::max();
       num_update_steps_per_epoch = max_steps;
       num_train_samples = static_cast<double>(max_steps * total_train_batch_size);
+      if (args_.include_tokens_per_second()) {
+        ASSIGN_OR_RETURN(double tokens, NumTokens(*train_dataloader, args_.max_steps()));
+        num_train_tokens = tokens * ga;
+      }
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "--max_steps must be set to a positive value if the training dataset has no length, "
@@ -181,12 +195,13 @@ absl::StatusOr<TrainOutput> Trainer::Train() {
     const double effective_global_step = std::max<double>(state_.global_step, 0.001);
     const double train_loss = total_loss_scalar_ / effective_global_step;
     Metrics metrics = SpeedMetrics("train", start_time, NowSeconds(), num_train_samples,
-                                   static_cast<double>(state_.max_steps));
+                                   static_cast<double>(state_.max_steps), num_train_tokens);
     state_.total_flos += current_flos_;
     current_flos_ = 0;
     metrics["total_flos"] = state_.total_flos;
     metrics["train_loss"] = train_loss;
     is_in_train_ = false;
+    memory_tracker_->StopAndUpdateMetrics("train", &metrics);
     RETURN_IF_ERROR(Log(metrics));
     RETURN_IF_ERROR(callbacks_.OnTrainEnd(args_, state_, control_));
     ctx.train_dataloader = nullptr;
@@ -200,6 +215,27 @@ absl::StatusOr<TrainOutput> Trainer::Train() {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
                                     absl::StrCat("training at step ", state_.global_step));
   }
+}
+
+absl::StatusOr<double> Trainer::NumTokens(data::DataLoader& dataloader,
+                                          std::optional<int64_t> max_steps) {
+  ASSIGN_OR_RETURN(std::unique_ptr<data::BatchIterator> it, dataloader.Epoch(0),
+                   "--include_tokens_per_second");
+  double tokens = 0;
+  const std::string input = model_->MainInputName();
+  while (true) {
+    ASSIGN_OR_RETURN(std::optional<data::Batch> batch, it->Next(), "--include_tokens_per_second");
+    if (!batch) break;
+    auto found = batch->find(input);
+    if (found == batch->end()) {
+      LOG(WARNING) << "Cannot get num_tokens from dataloader: batches have no '" << input << "'";
+      return tokens;
+    }
+    const double n = static_cast<double>(found->second.numel());
+    if (max_steps) return n * static_cast<double>(*max_steps);
+    tokens += n;
+  }
+  return tokens;
 }
 
 absl::Status Trainer::MaybeLogSaveEvaluate(at::Tensor& tr_loss, std::optional<double> grad_norm) {

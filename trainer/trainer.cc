@@ -42,6 +42,8 @@ absl::Status Trainer::Init() {
   ASSIGN_OR_RETURN(std::vector<std::string> warnings, args::PostInit(&args_),
                    "Trainer: resolving TrainingArguments");
   for (const std::string& w : warnings) LOG(WARNING) << w;
+  memory_tracker_ = std::make_unique<MemoryTracker>(args_.skip_memory_metrics());
+  memory_tracker_->Start("init");
   RETURN_IF_ERROR(Seed());
   if (model_ == nullptr) {
     if (!options_.model_init) {
@@ -99,7 +101,9 @@ absl::Status Trainer::Init() {
     callbacks_.AddCallback(std::make_shared<ProgressCallback>());
   }
   callbacks_.context().model = model_.get();
-  return callbacks_.OnInitEnd(args_, state_, control_);
+  RETURN_IF_ERROR(callbacks_.OnInitEnd(args_, state_, control_));
+  memory_tracker_->Stop("init");
+  return absl::OkStatus();
 }
 
 std::vector<std::string> Trainer::LabelNames() const {
@@ -123,25 +127,6 @@ absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::MakeDataLoader(
                                   options_.data_collator);
 }
 
-absl::StatusOr<std::vector<int64_t>> Trainer::ExampleLengths(const data::Dataset& dataset) const {
-  std::vector<int64_t> lengths;
-  lengths.reserve(dataset.Size());
-  const std::string main_input = model_->MainInputName();
-  for (int64_t i = 0; i < dataset.Size(); ++i) {
-    ASSIGN_OR_RETURN(data::Example example, dataset.Get(i));
-    if (auto it = example.find(args_.length_column_name()); it != example.end()) {
-      lengths.push_back(it->second.item<int64_t>());
-    } else if (auto in = example.find(main_input); in != example.end() && in->second.dim() > 0) {
-      lengths.push_back(in->second.size(0));
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "example ", i, " has neither a '", args_.length_column_name(),
-          "' field (--length_column_name) nor a '", main_input, "' sequence to measure"));
-    }
-  }
-  return lengths;
-}
-
 absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::GetTrainDataloader() {
   const int64_t batch_size = args::TrainBatchSizePerDevice(args_);
   if (options_.train_iterable_dataset != nullptr) {
@@ -162,7 +147,9 @@ absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::GetTrainDataloader() 
     // HF LengthGroupedSampler: lengths from the length column when the dataset has one, else
     // the main input's length; megabatches of train_batch_size * accumulation steps; the
     // permutation draws from torch's default generator, as HF's does (its generator is None).
-    ASSIGN_OR_RETURN(std::vector<int64_t> lengths, ExampleLengths(*options_.train_dataset),
+    ASSIGN_OR_RETURN(std::vector<int64_t> lengths,
+                     data::LengthsForGrouping(*options_.train_dataset, args_.length_column_name(),
+                                              model_->MainInputName()),
                      "--group_by_length");
     ASSIGN_OR_RETURN(sampler,
                      data::LengthGroupedSampler::CreateSharedGenerator(

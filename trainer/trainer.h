@@ -52,6 +52,7 @@
 #include "optim/lr_scheduler.h"
 #include "rng/host_generator.h"
 #include "trainer/callback.h"
+#include "trainer/memory_tracker.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"
 #include "trainer/trainer_state.h"
@@ -232,17 +233,21 @@ class Trainer {
   rng::GeneratorSet generators_;
   at::Device device_{at::kCPU};
   bool is_in_train_ = false;
+  // skip_memory_metrics=false: per-stage memory deltas (spec/trainer.md §1.7).
+  std::unique_ptr<MemoryTracker> memory_tracker_;
 
  private:
   absl::Status Seed();
   absl::StatusOr<std::unique_ptr<data::DataLoader>> MakeDataLoader(
       std::shared_ptr<const data::Dataset> dataset, std::unique_ptr<data::Sampler> sampler,
       int64_t batch_size);
-  // Per-example lengths for group_by_length.
-  absl::StatusOr<std::vector<int64_t>> ExampleLengths(const data::Dataset& dataset) const;
   // _maybe_log_save_evaluate.
   absl::Status MaybeLogSaveEvaluate(at::Tensor& tr_loss, std::optional<double> grad_norm);
   absl::StatusOr<Metrics> EvaluateDuringTraining();
+
+  // HF num_tokens: main-input tokens of one pass over the train dataloader (or of its first
+  // batch times max_steps when max_steps is given), for include_tokens_per_second.
+  absl::StatusOr<double> NumTokens(data::DataLoader& dataloader, std::optional<int64_t> max_steps);
 
   // Loop bookkeeping shared with the log/save/evaluate step (HF's private attributes).
   double total_loss_scalar_ = 0;
