@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "optim/param_state_key.h"
+#include "optim/param_state.h"
 
 namespace loom::optim {
 namespace {
@@ -63,11 +63,7 @@ double Adafactor::StepLr(const AdafactorOptions& group, const AdafactorParamStat
 
 at::Tensor Adafactor::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
-  at::Tensor loss;
-  if (closure != nullptr) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
+  at::Tensor loss = EvaluateClosure(closure);
   for (auto& group : param_groups_) {
     const auto& options = static_cast<const AdafactorOptions&>(group.options());
     for (auto& p : group.params()) {
@@ -78,8 +74,7 @@ at::Tensor Adafactor::step(LossClosure closure) {
       const bool factored = grad.dim() >= 2;
       const bool use_first_moment = options.beta1().has_value();
 
-      std::unique_ptr<torch::optim::OptimizerParamState>& slot = state_[ParamStateKey(p)];
-      if (slot == nullptr) {
+      auto& state = StateOf<AdafactorParamState>(state_, p, [&] {
         auto fresh = std::make_unique<AdafactorParamState>();
         if (use_first_moment) fresh->exp_avg(at::zeros_like(grad));
         if (factored) {
@@ -91,9 +86,8 @@ at::Tensor Adafactor::step(LossClosure closure) {
         } else {
           fresh->exp_avg_sq(at::zeros_like(grad));
         }
-        slot = std::move(fresh);
-      }
-      auto& state = static_cast<AdafactorParamState&>(*slot);
+        return fresh;
+      });
       // Python moves existing state to the gradient's dtype/device each step.
       for (at::Tensor* t : {&state.exp_avg(), &state.exp_avg_sq_row(), &state.exp_avg_sq_col(),
                             &state.exp_avg_sq()}) {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "optim/param_state_key.h"
+#include "optim/param_state.h"
 
 namespace loom::optim {
 namespace {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "optim/param_state_key.h"
+#include "optim/param_state.h"
 
 namespace loom::optim {
 
@@ -29,11 +29,7 @@ HfAdamW::HfAdamW(std::vector<torch::optim::OptimizerParamGroup> param_groups,
 
 at::Tensor HfAdamW::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
-  at::Tensor loss;
-  if (closure != nullptr) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
+  at::Tensor loss = EvaluateClosure(closure);
   for (auto& group : param_groups_) {
     const auto& options = static_cast<const HfAdamWOptions&>(group.options());
     const auto [beta1, beta2] = options.betas();
@@ -42,14 +38,12 @@ at::Tensor HfAdamW::step(LossClosure closure) {
       const at::Tensor& grad = p.grad();
       TORCH_CHECK(!grad.is_sparse(),
                   "Adam does not support sparse gradients, please consider SparseAdam instead");
-      std::unique_ptr<torch::optim::OptimizerParamState>& slot = state_[ParamStateKey(p)];
-      if (slot == nullptr) {
+      auto& state = StateOf<HfAdamWParamState>(state_, p, [&] {
         auto fresh = std::make_unique<HfAdamWParamState>();
         fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
         fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
-        slot = std::move(fresh);
-      }
-      auto& state = static_cast<HfAdamWParamState&>(*slot);
+        return fresh;
+      });
       state.step(state.step() + 1);
       state.exp_avg().mul_(beta1).add_(grad, 1.0 - beta1);
       state.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1.0 - beta2);
