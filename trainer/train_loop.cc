@@ -251,7 +251,7 @@ absl::Status Trainer::MaybeLogSaveEvaluate(at::Tensor& tr_loss, std::optional<do
     globalstep_last_logged_ = state_.global_step;
     state_.total_flos += current_flos_;
     current_flos_ = 0;
-    RETURN_IF_ERROR(Log(std::move(logs)));
+    RETURN_IF_ERROR(Log(logs));
   }
   std::optional<Metrics> metrics;
   if (control_.should_evaluate) {

@@ -271,7 +271,7 @@ double Trainer::CurrentLearningRate() const {
   return 0;
 }
 
-absl::Status Trainer::Log(Metrics logs) {
+absl::Status Trainer::Log(Metrics& logs) {
   if (state_.epoch.has_value()) logs["epoch"] = PyRound(*state_.epoch, 2);
   if (args_.include_num_input_tokens_seen()) {
     logs["num_input_tokens_seen"] = state_.num_input_tokens_seen;

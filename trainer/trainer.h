@@ -156,9 +156,10 @@ class Trainer {
       std::shared_ptr<const data::Dataset> dataset);
   virtual absl::StatusOr<std::unique_ptr<data::DataLoader>> GetTestDataloader(
       std::shared_ptr<const data::Dataset> dataset);
-  // Adds epoch (rounded to 2 digits) and num_input_tokens_seen, appends to log_history with
-  // the step, and fires on_log.
-  virtual absl::Status Log(Metrics logs);
+  // Adds epoch (rounded to 2 digits) and num_input_tokens_seen to `logs` (as HF's log()
+  // does to the caller's dict, which is why train and eval metrics carry "epoch"), appends
+  // them to log_history with the step, and fires on_log.
+  virtual absl::Status Log(Metrics& logs);
   virtual absl::Status CreateOptimizerAndScheduler(int64_t num_training_steps);
   virtual absl::Status CreateOptimizer();
   virtual absl::Status CreateScheduler(int64_t num_training_steps);
