@@ -141,15 +141,23 @@ absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> CreateOptimizer(
         e, absl::StatusCode::kInvalidArgument,
         absl::StrCat("creating the --optim ", args.optim(), " optimizer"));
   }
+  std::vector<std::string> notes;
+  if (args.optim() == "adamw_hf") {
+    notes.push_back(
+        "--optim adamw_hf: this implementation of AdamW (transformers.AdamW) is deprecated in HF; "
+        "--optim adamw_torch (the default) is PyTorch's AdamW");
+  }
   if (!optim_args.empty()) {
-    std::string warning = absl::StrCat(
+    notes.push_back(absl::StrCat(
         "--optim_args \"", args.optim_args(),
         "\" is ignored: HF does not pass optim_args to --optim ", args.optim(),
-        " (only adamw_anyprecision, GaLore, LOMO and bitsandbytes optimizers read it)");
+        " (only adamw_anyprecision, GaLore, LOMO and bitsandbytes optimizers read it)"));
+  }
+  for (std::string& note : notes) {
     if (warnings != nullptr) {
-      warnings->push_back(std::move(warning));
+      warnings->push_back(std::move(note));
     } else {
-      LOG(WARNING) << warning;
+      LOG(WARNING) << note;
     }
   }
   return optimizer;

@@ -18,13 +18,17 @@
 // in tests/optim), so they are used as they are.
 // Errors (InvalidArgument, naming the flag): any other --optim (the message lists the
 // supported names); a malformed --optim_args ("k=v,k=v", spaces ignored, each entry exactly
-// one '='); a negative --learning_rate / --adam_epsilon / --weight_decay or an
-// --adam_beta1/2 outside [0, 1) where the Python constructor raises.
+// one '='); where the Python constructor raises: --learning_rate < 0 (not for adafactor),
+// and for the Adam variants --adam_epsilon < 0 or --adam_beta1/2 outside [0, 1). As in Python,
+// the groups' weight decay is not checked.
 // HF passes optim_args to none of these optimizers; a well-formed non-empty --optim_args is
-// therefore ignored with a warning (appended to `warnings`, or logged when it is null).
+// therefore ignored with a warning. Warnings are appended to `warnings`, or logged (glog
+// WARNING) when it is null.
 //
-// Deviations: adamw_torch_fused needs PyTorch >= 2.0 in HF; its fused kernel does the same
-// arithmetic as adamw_torch, which loom uses on every device.
+// adamw_hf also warns, as transformers.AdamW's constructor does, that HF deprecated it.
+//
+// Deviations: adamw_torch_fused needs PyTorch >= 2.0 in HF, where a fused kernel computes the
+// AdamW update (equal up to float rounding); loom runs adamw_torch's arithmetic for it.
 //
 // Example:
 //   ASSIGN_OR_RETURN(std::unique_ptr<torch::optim::Optimizer> optimizer,

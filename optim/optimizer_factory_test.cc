@@ -217,6 +217,16 @@ TEST(ParseOptimArgsTest, HfSyntax) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"novalue\"")));
 }
 
+TEST(CreateOptimizerTest, AdamwHfCarriesHfsDeprecationWarning) {
+  TinyImpl model;
+  std::vector<std::string> warnings;
+  ASSERT_OK(CreateOptimizer(Args("adamw_hf"), model, &warnings).status());
+  EXPECT_THAT(warnings, ElementsAre(AllOf(HasSubstr("adamw_hf"), HasSubstr("deprecated"))));
+  warnings.clear();
+  ASSERT_OK(CreateOptimizer(Args("adamw_torch"), model, &warnings).status());
+  EXPECT_THAT(warnings, IsEmpty());
+}
+
 TEST(CreateOptimizerTest, OptimArgsAreValidatedThenIgnoredWithAWarning) {
   TinyImpl model;
   args::TrainingArguments a = Args("adamw_torch");
