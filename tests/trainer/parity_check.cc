@@ -19,7 +19,9 @@
 // reference value, except when the reference value lies within the tolerance of a rounding
 // midpoint (then either neighbour is right).
 //
-//   usage: parity_check SCENARIOS_JSON DATA_DIR EXPECTED_JSON [--gtest_* flags]
+//   usage: parity_check SCENARIOS_JSON DATA_DIR EXPECTED_JSON EXPECTED_PARAMS_PT [--gtest_*]
+// EXPECTED_PARAMS_PT is Python's torch.save of a plain dict (read with torch::pickle_load),
+// so the test also checks that direction of the file interop (C++ -> Python: DATA_DIR).
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -58,6 +60,8 @@ struct Inputs {
   data::TensorMap weights;
   data::TensorMap train;
   data::TensorMap eval;
+  // "<scenario>/<parameter>" -> final value, written by Python's torch.save.
+  data::TensorMap expected_params;
   std::string out_dir;
 };
 Inputs* g_inputs = nullptr;
@@ -215,17 +219,15 @@ TEST_P(TrainerParityTest, MatchesPythonReference) {
   EXPECT_EQ(final_logs[0]->at("epoch").get<double>(), Round2(want.at("epoch").get<double>()));
 
   // Final parameters.
-  const data::TensorMap weights = model->Weights();
-  ASSERT_EQ(weights.size(), want.at("params").size());
-  for (const auto& [param, tensor] : weights) {
-    ASSERT_TRUE(want.at("params").contains(param)) << param;
-    const json& values = want.at("params").at(param);
-    const at::Tensor flat = tensor.flatten().to(at::kDouble).contiguous();
-    ASSERT_EQ(flat.numel(), static_cast<int64_t>(values.size())) << param;
-    const double* data = flat.data_ptr<double>();
-    for (int64_t i = 0; i < flat.numel(); ++i) {
-      diffs.Check("params", absl::StrCat(param, "[", i, "]"), data[i], values[i].get<double>(),
-                  kParamFloor);
+  for (const auto& [param, tensor] : model->Weights()) {
+    auto it = g_inputs->expected_params.find(name + "/" + param);
+    ASSERT_NE(it, g_inputs->expected_params.end()) << "no reference value of " << param;
+    ASSERT_EQ(it->second.sizes(), tensor.sizes()) << param;
+    const at::Tensor got = tensor.flatten().to(at::kDouble).contiguous();
+    const at::Tensor ref = it->second.flatten().to(at::kDouble).contiguous();
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      diffs.Check("params", absl::StrCat(param, "[", i, "]"), got.data_ptr<double>()[i],
+                  ref.data_ptr<double>()[i], kParamFloor);
     }
   }
   std::cout << "[parity] " << name << ": max relative difference" << diffs.Summary() << "\n";
@@ -245,7 +247,7 @@ absl::StatusOr<json> ReadJson(const std::string& path) {
 }
 
 absl::Status Load(const std::string& scenarios, const std::string& dir, const std::string& expected,
-                  Inputs* inputs) {
+                  const std::string& expected_params, Inputs* inputs) {
   absl::StatusOr<json> spec = ReadJson(scenarios);
   if (!spec.ok()) return spec.status();
   inputs->spec = *std::move(spec);
@@ -259,6 +261,9 @@ absl::Status Load(const std::string& scenarios, const std::string& dir, const st
     if (!map.ok()) return map.status();
     *target = *std::move(map);
   }
+  absl::StatusOr<data::TensorMap> params = LoadTensorMap(expected_params);
+  if (!params.ok()) return params.status();
+  inputs->expected_params = *std::move(params);
   inputs->out_dir = dir + "/runs";
   return absl::OkStatus();
 }
@@ -268,20 +273,21 @@ absl::Status Load(const std::string& scenarios, const std::string& dir, const st
 
 int main(int argc, char** argv) {
   using loom::trainer::testing::g_inputs;
-  if (argc < 4) {
-    std::cerr << "usage: parity_check SCENARIOS_JSON DATA_DIR EXPECTED_JSON [--gtest_* flags]\n";
+  if (argc < 5) {
+    std::cerr << "usage: parity_check SCENARIOS_JSON DATA_DIR EXPECTED_JSON EXPECTED_PARAMS_PT "
+                 "[--gtest_* flags]\n";
     return 2;
   }
   at::set_num_threads(1);
   g_inputs = new loom::trainer::testing::Inputs();
-  absl::Status status = loom::trainer::testing::Load(argv[1], argv[2], argv[3], g_inputs);
+  absl::Status status = loom::trainer::testing::Load(argv[1], argv[2], argv[3], argv[4], g_inputs);
   if (!status.ok()) {
     std::cerr << "parity_check: " << status << "\n";
     return 1;
   }
   // The scenario list must be loaded before InitGoogleTest instantiates the tests.
-  argv[3] = argv[0];
-  int rest = argc - 3;
-  ::testing::InitGoogleTest(&rest, argv + 3);
+  argv[4] = argv[0];
+  int rest = argc - 4;
+  ::testing::InitGoogleTest(&rest, argv + 4);
   return RUN_ALL_TESTS();
 }

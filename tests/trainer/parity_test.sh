@@ -25,6 +25,6 @@ fi
 
 dir=$(mktemp -d "${TEST_TMPDIR:-/tmp}/trainer_parity.XXXXXX")
 "$init" "$dir"
-"$py" "$reference" "$scenarios" "$dir" "$dir/expected.json"
-"$check" "$scenarios" "$dir" "$dir/expected.json"
+"$py" "$reference" "$scenarios" "$dir" "$dir/expected.json" "$dir/expected_params.pt"
+"$check" "$scenarios" "$dir" "$dir/expected.json" "$dir/expected_params.pt"
 echo "trainer_parity_test: PASS"

@@ -21,9 +21,10 @@ AdamW, LambdaLR, ReduceLROnPlateau and clip_grad_norm_:
   - LabelSmoother for label_smoothing_factor; evaluation loss as HF's evaluation_loop
     computes it (each batch's mean loss repeated batch-size times, float32 mean).
 
-usage: trainer_reference.py SCENARIOS_JSON DATA_DIR OUT_JSON
+usage: trainer_reference.py SCENARIOS_JSON DATA_DIR OUT_JSON OUT_PARAMS_PT
   DATA_DIR holds weights.pt, train.pt, eval.pt (plain dicts of tensors written by C++'s
-  torch::pickle_save); OUT_JSON receives the expected values for every scenario.
+  torch::pickle_save); OUT_JSON receives the expected values of every scenario, OUT_PARAMS_PT
+  (torch.save of a plain dict "<scenario>/<parameter>" -> tensor) the final parameters.
 """
 import functools
 import json
@@ -411,8 +412,8 @@ def train(args, weights, train_data, eval_data):
     rec["global_step"] = global_step
     rec["train_loss"] = total_loss_scalar / max(global_step, 0.001)
     rec["epoch"] = epoch_value
-    rec["params"] = {name: p.detach().flatten().tolist() for name, p in model.named_parameters()}
-    return rec
+    params = {name: p.detach().clone() for name, p in model.named_parameters()}
+    return rec, params
 
 
 def check_scenario_design(name, args, rec):
@@ -423,14 +424,14 @@ def check_scenario_design(name, args, rec):
         lrs = [l["learning_rate"] for l in rec["logs"]]
         if len(set(lrs)) < 3:
             raise AssertionError(f"{name}: the plateau scheduler reduced the lr fewer than 2 times: {lrs}")
-    if len(rec["logs"]) != rec["global_step"]:
-        raise AssertionError(f"{name}: expected one log per step")
+    if len(rec["logs"]) != rec["global_step"] // args["logging_steps"]:
+        raise AssertionError(f"{name}: expected a log every logging_steps steps")
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 5:
         sys.exit(__doc__)
-    scenarios_path, data_dir, out_path = sys.argv[1:]
+    scenarios_path, data_dir, out_path, params_path = sys.argv[1:]
     torch.set_num_threads(1)
     with open(scenarios_path) as f:
         spec = json.load(f)
@@ -438,14 +439,19 @@ def main():
     train_data = torch.load(f"{data_dir}/train.pt")
     eval_data = torch.load(f"{data_dir}/eval.pt")
     out = {}
+    all_params = {}
     for scenario in spec["scenarios"]:
         args = resolve_args(spec["base"], scenario["args"])
-        rec = train(args, weights, train_data, eval_data)
+        rec, params = train(args, weights, train_data, eval_data)
         check_scenario_design(scenario["name"], args, rec)
         out[scenario["name"]] = rec
+        for param, value in params.items():
+            all_params[f"{scenario['name']}/{param}"] = value
     with open(out_path, "w") as f:
         json.dump(out, f, indent=1)
-    print(f"trainer_reference: {len(out)} scenarios written to {out_path}")
+    # A plain dict of tensors: C++ reads it with torch::pickle_load.
+    torch.save(all_params, params_path)
+    print(f"trainer_reference: {len(out)} scenarios written to {out_path} and {params_path}")
 
 
 if __name__ == "__main__":
