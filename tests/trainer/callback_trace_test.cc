@@ -210,5 +210,85 @@ TEST(CallbackTraceFlowTest, LoggingFirstStepAndEvalDelay) {
                           "epoch_end@4", "log(train_metrics)@4", "train_end@4"));
 }
 
+// "epoch" strategies for logging, evaluation and saving, same data and GA as above. HF's
+// DefaultFlowCallback.on_epoch_end sets should_log / should_evaluate / should_save, and the
+// loop's _maybe_log_save_evaluate after on_epoch_end acts on them (log -> evaluate -> save);
+// on_step_end only stops at max_steps (loom does not also save there with "epoch": the epoch
+// end that follows saves checkpoint-4 once, see trainer/flow_callbacks.h).
+//   epoch 0: step_begin@0, substep_end@0, step_end@1, step_begin@1, substep_end@1, step_end@2,
+//            step_begin@2, substep_end@2, epoch_end@2, log@2, 3 x prediction_step@2,
+//            log(eval)@2, evaluate@2, save@2
+//   epoch 1: step_begin@2, step_end@3, substep_end@3, step_begin@3, step_end@4 (stop),
+//            epoch_end@4, log@4, 3 x prediction_step@4, log(eval)@4, evaluate@4, save@4,
+//            log(train metrics)@4, train_end@4
+TEST(CallbackTraceEpochTest, EpochStrategiesActAfterOnEpochEnd) {
+  const std::string out_dir = absl::StrCat(::testing::TempDir(), "/callback_trace_epoch");
+  std::filesystem::remove_all(out_dir);
+  ASSERT_OK_AND_ASSIGN(args::TrainingArguments args, ParseArgs({{"output_dir", out_dir},
+                                                                {"per_device_train_batch_size", 2},
+                                                                {"per_device_eval_batch_size", 2},
+                                                                {"gradient_accumulation_steps", 2},
+                                                                {"num_train_epochs", 2},
+                                                                {"logging_strategy", "epoch"},
+                                                                {"eval_strategy", "epoch"},
+                                                                {"save_strategy", "epoch"},
+                                                                {"report_to", "none"},
+                                                                {"disable_tqdm", true}}));
+  auto recorder = std::make_shared<RecordingCallback>();
+  TrainerOptions options;
+  options.model = std::make_shared<TinyClassifier>();
+  options.args = args;
+  options.train_dataset = ClassificationDataset(10, /*seed=*/1);
+  options.eval_dataset = ClassificationDataset(5, /*seed=*/2);
+  options.callbacks.push_back(recorder);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(options)));
+  ASSERT_OK_AND_ASSIGN(TrainOutput out, trainer->Train());
+  std::vector<std::string> golden = {"init_end@0",
+                                     "train_begin@0",
+                                     "epoch_begin@0",
+                                     "step_begin@0",
+                                     "substep_end@0",
+                                     "step_end@1",
+                                     "step_begin@1",
+                                     "substep_end@1",
+                                     "step_end@2",
+                                     "step_begin@2",
+                                     "substep_end@2",
+                                     "epoch_end@2",
+                                     "log(loss)@2",
+                                     "prediction_step@2",
+                                     "prediction_step@2",
+                                     "prediction_step@2",
+                                     "log(eval)@2",
+                                     "evaluate@2",
+                                     "save@2",
+                                     "epoch_begin@2",
+                                     "step_begin@2",
+                                     "step_end@3",
+                                     "substep_end@3",
+                                     "step_begin@3",
+                                     "step_end@4",
+                                     "epoch_end@4",
+                                     "log(loss)@4",
+                                     "prediction_step@4",
+                                     "prediction_step@4",
+                                     "prediction_step@4",
+                                     "log(eval)@4",
+                                     "evaluate@4",
+                                     "save@4",
+                                     "log(train_metrics)@4",
+                                     "train_end@4"};
+  EXPECT_THAT(recorder->events, ElementsAreArray(golden));
+  EXPECT_TRUE(std::filesystem::is_directory(out_dir + "/checkpoint-2"));
+  EXPECT_TRUE(std::filesystem::is_directory(out_dir + "/checkpoint-4"));
+  // The epoch-end logs carry state.epoch of the last optimizer step (0.8: micro-batch 3 of 5),
+  // not the end of the epoch; the final metrics carry it too (HF's log() adds it in place).
+  const auto& history = trainer->state().log_history;
+  ASSERT_FALSE(history.empty());
+  EXPECT_EQ(history.front().at("epoch").get<double>(), 0.8);
+  EXPECT_EQ(history.front().at("step").get<int64_t>(), 2);
+  EXPECT_EQ(out.metrics.at("epoch").get<double>(), 1.6);
+}
+
 }  // namespace
 }  // namespace loom::trainer::testing

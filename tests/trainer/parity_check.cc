@@ -217,6 +217,8 @@ TEST_P(TrainerParityTest, MatchesPythonReference) {
               want.at("train_loss").get<double>());
   diffs.Check("train_loss", "TrainOutput", out.training_loss, want.at("train_loss").get<double>());
   EXPECT_EQ(final_logs[0]->at("epoch").get<double>(), Round2(want.at("epoch").get<double>()));
+  ASSERT_TRUE(out.metrics.contains("epoch")) << "HF's log() adds epoch to the train metrics";
+  EXPECT_EQ(out.metrics.at("epoch").get<double>(), Round2(want.at("epoch").get<double>()));
 
   // Final parameters.
   for (const auto& [param, tensor] : model->Weights()) {

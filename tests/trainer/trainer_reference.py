@@ -53,12 +53,15 @@ HF_DEFAULTS = {
     "lr_scheduler_kwargs": {},
     "warmup_ratio": 0.0,
     "warmup_steps": 0,
+    "logging_strategy": "steps",
     "logging_steps": 500,
+    "dataloader_drop_last": False,
     "seed": 42,
     "data_seed": None,
     "label_smoothing_factor": 0.0,
     "eval_strategy": "no",
     "eval_steps": None,
+    "eval_delay": 0,
     "metric_for_best_model": None,
     "greater_is_better": None,
 }
@@ -307,7 +310,8 @@ def train(args, weights, train_data, eval_data):
     n = train_data["labels"].shape[0]
     bs = args["per_device_train_batch_size"]
     ga = args["gradient_accumulation_steps"]
-    len_dataloader = math.ceil(n / bs)
+    drop_last = args["dataloader_drop_last"]
+    len_dataloader = n // bs if drop_last else math.ceil(n / bs)
     per_epoch = max(len_dataloader // ga, 1)
     if args["max_steps"] > 0:
         max_steps = args["max_steps"]
@@ -369,6 +373,8 @@ def train(args, weights, train_data, eval_data):
     for epoch in range(num_train_epochs):
         perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch)).tolist()
         batches = [perm[i:i + bs] for i in range(0, n, bs)]
+        if drop_last and len(batches[-1]) < bs:
+            batches.pop()
         steps_in_epoch = len(batches)
         for step, idx in enumerate(batches):
             total_batched_samples += 1
@@ -394,17 +400,23 @@ def train(args, weights, train_data, eval_data):
                 epoch_value = epoch + (step + 1) / steps_in_epoch
                 rec["step_losses"].append(step_loss)
                 step_loss = 0.0
-                # DefaultFlowCallback.on_step_end (logging/eval "steps" strategies).
-                if logging_steps > 0 and global_step % logging_steps == 0:
+                # DefaultFlowCallback.on_step_end.
+                if args["logging_strategy"] == "steps" and logging_steps > 0 and global_step % logging_steps == 0:
                     control["log"] = True
-                if args["eval_strategy"] == "steps" and eval_steps > 0 and global_step % eval_steps == 0:
+                if (args["eval_strategy"] == "steps" and eval_steps > 0 and global_step % eval_steps == 0
+                        and args["eval_delay"] <= global_step):
                     control["evaluate"] = True
                 if global_step >= max_steps:
                     control["stop"] = True
                 maybe_log_save_evaluate()
             if control["stop"]:
                 break
-        maybe_log_save_evaluate()  # after on_epoch_end (no "epoch" strategies here)
+        # DefaultFlowCallback.on_epoch_end, then _maybe_log_save_evaluate.
+        if args["logging_strategy"] == "epoch":
+            control["log"] = True
+        if args["eval_strategy"] == "epoch" and args["eval_delay"] <= epoch_value:
+            control["evaluate"] = True
+        maybe_log_save_evaluate()
         if control["stop"]:
             break
 
@@ -424,7 +436,8 @@ def check_scenario_design(name, args, rec):
         lrs = [l["learning_rate"] for l in rec["logs"]]
         if len(set(lrs)) < 3:
             raise AssertionError(f"{name}: the plateau scheduler reduced the lr fewer than 2 times: {lrs}")
-    if len(rec["logs"]) != rec["global_step"] // args["logging_steps"]:
+    if args["logging_strategy"] == "steps" and len(rec["logs"]) != rec["global_step"] // math.ceil(
+            args["logging_steps"] if args["logging_steps"] >= 1 else rec["max_steps"] * args["logging_steps"]):
         raise AssertionError(f"{name}: expected a log every logging_steps steps")
 
 
