@@ -10,6 +10,7 @@
 #include "base/torch_status.h"
 #include "glog/logging.h"
 #include "optim/clip_grad.h"
+#include "rng/rng_state.h"
 #include "trainer/trainer.h"
 
 namespace loom::trainer {
@@ -36,7 +37,7 @@ std::vector<at::Tensor> TrainableParameters(torch::nn::Module& model) {
 
 }  // namespace
 
-absl::StatusOr<TrainOutput> Trainer::Train() {
+absl::StatusOr<TrainOutput> Trainer::Train(std::optional<ResumeFrom> resume) {
   try {
     is_in_train_ = true;
     memory_tracker_->Start("train");
@@ -106,6 +107,14 @@ absl::StatusOr<TrainOutput> Trainer::Train() {
     state_.eval_steps = AbsoluteSteps(args_.eval_steps(), max_steps);
     state_.save_steps = AbsoluteSteps(args_.save_steps(), max_steps);
     RETURN_IF_ERROR(CreateOptimizerAndScheduler(max_steps));
+
+    // Where this run starts: the beginning, or a checkpoint's exact position (issue 4).
+    position_ = ResumePosition();
+    std::optional<ResumedCheckpoint> resumed;
+    if (resume.has_value()) {
+      ASSIGN_OR_RETURN(resumed, LoadForResume(*resume, num_update_steps_per_epoch));
+      position_ = resumed->position;
+    }
     state_.max_steps = max_steps;
     state_.num_train_epochs = num_train_epochs;
     state_.is_local_process_zero = is_local_process_zero();
@@ -123,22 +132,46 @@ absl::StatusOr<TrainOutput> Trainer::Train() {
               << "\n  Total optimization steps = " << max_steps;
 
     // HF keeps the running loss as a float32 tensor on the device.
-    at::Tensor tr_loss = at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(device_));
-    total_loss_scalar_ = 0;
-    globalstep_last_logged_ = 0;
-    current_flos_ = 0;
+    tr_loss_ = at::full({}, position_.tr_loss, at::TensorOptions().dtype(at::kFloat).device(device_));
+    at::Tensor& tr_loss = tr_loss_;
+    total_loss_scalar_ = position_.total_loss_scalar;
+    globalstep_last_logged_ = position_.globalstep_last_logged;
+    current_flos_ = position_.current_flos;
     model_->zero_grad();
     std::optional<double> grad_norm;
     const std::vector<at::Tensor> params = TrainableParameters(*model_);
     RETURN_IF_ERROR(callbacks_.OnTrainBegin(args_, state_, control_));
 
-    int64_t total_batched_samples = 0;
-    for (int64_t epoch = 0; epoch < num_train_epochs; ++epoch) {
+    int64_t total_batched_samples = position_.total_batched_samples;
+    int64_t first_epoch = position_.epoch + (position_.epoch_finished ? 1 : 0);
+    if (resumed && position_.epoch_finished) {
+      // Nothing draws between an epoch-end save and the next epoch's start.
+      RETURN_IF_ERROR_CTX(rng::RestoreRngState(resumed->rng, &generators_), "resuming RNG state");
+    }
+    for (int64_t epoch = first_epoch; epoch < num_train_epochs; ++epoch) {
       const int64_t steps_in_epoch = len_dataloader ? *len_dataloader : args_.max_steps() * ga;
+      const bool resume_mid_epoch = resumed && !position_.epoch_finished && epoch == first_epoch;
+      int64_t skip = 0;
+      if (resume_mid_epoch) {
+        // Re-create the epoch's order from the RNG state it started with, then continue from
+        // the checkpoint's RNG state at its micro-batch (HF's skip_first_batches + rng sync).
+        if (resumed->epoch_start_rng) {
+          RETURN_IF_ERROR_CTX(rng::RestoreRngState(*resumed->epoch_start_rng, &generators_),
+                          "resuming the epoch's RNG state");
+        }
+        skip = args_.ignore_data_skip() ? 0 : position_.micro_batches_in_epoch;
+      }
+      ASSIGN_OR_RETURN(epoch_start_rng_, rng::CaptureRngState(generators_));
+      position_.epoch = epoch;
+      position_.epoch_finished = false;
       RETURN_IF_ERROR(callbacks_.OnEpochBegin(args_, state_, control_));
-      ASSIGN_OR_RETURN(std::unique_ptr<data::BatchIterator> it, train_dataloader->Epoch(epoch),
+      ASSIGN_OR_RETURN(std::unique_ptr<data::BatchIterator> it,
+                       train_dataloader->Epoch(epoch, skip),
                        absl::StrCat("train dataloader, epoch ", epoch));
-      int64_t step = -1;
+      if (resume_mid_epoch) {
+        RETURN_IF_ERROR_CTX(rng::RestoreRngState(resumed->rng, &generators_), "resuming RNG state");
+      }
+      int64_t step = skip - 1;
       while (true) {
         ASSIGN_OR_RETURN(std::optional<data::Batch> batch, it->Next(),
                          absl::StrCat("train dataloader, epoch ", epoch, ", batch ", step + 1));
@@ -171,13 +204,15 @@ absl::StatusOr<TrainOutput> Trainer::Train() {
           state_.global_step += 1;
           state_.epoch = epoch + static_cast<double>(step + 1) / steps_in_epoch;
           RETURN_IF_ERROR(callbacks_.OnStepEnd(args_, state_, control_));
+          position_.micro_batches_in_epoch = step + 1;
+          position_.total_batched_samples = total_batched_samples;
           RETURN_IF_ERROR(MaybeLogSaveEvaluate(tr_loss, grad_norm));
         } else {
           RETURN_IF_ERROR(callbacks_.OnSubstepEnd(args_, state_, control_));
         }
         if (control_.should_epoch_stop || control_.should_training_stop) break;
       }
-      if (step < 0) {
+      if (step < 0 && skip == 0) {
         LOG(WARNING) << "There seems to be not a single sample in your epoch_iterator, stopping "
                         "training at step "
                      << state_.global_step
@@ -187,10 +222,14 @@ absl::StatusOr<TrainOutput> Trainer::Train() {
         control_.should_training_stop = true;
       }
       RETURN_IF_ERROR(callbacks_.OnEpochEnd(args_, state_, control_));
+      position_.micro_batches_in_epoch = step + 1;
+      position_.total_batched_samples = total_batched_samples;
+      position_.epoch_finished = true;
       RETURN_IF_ERROR(MaybeLogSaveEvaluate(tr_loss, grad_norm));
       if (control_.should_training_stop) break;
     }
 
+    RETURN_IF_ERROR(FinishCheckpoints());
     total_loss_scalar_ += tr_loss.item<float>();
     const double effective_global_step = std::max<double>(state_.global_step, 0.001);
     const double train_loss = total_loss_scalar_ / effective_global_step;

@@ -301,27 +301,4 @@ absl::Status Trainer::SaveState() const {
   return state_.SaveToJson(args_.output_dir() + "/trainer_state.json");
 }
 
-absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
-  const std::string dir =
-      absl::StrCat(args_.output_dir(), "/checkpoint-", state_.global_step);
-  // Best metric / best checkpoint (HF _save_checkpoint; spec/trainer.md §11 item 82).
-  if (metrics != nullptr && !args_.metric_for_best_model().empty()) {
-    std::string name = args_.metric_for_best_model();
-    if (name.rfind("eval_", 0) != 0) name = "eval_" + name;
-    ASSIGN_OR_RETURN(double value, MetricValue(*metrics, name), "--metric_for_best_model");
-    const bool better = !state_.best_metric.has_value() ||
-                        !state_.best_model_checkpoint.has_value() ||
-                        (args_.greater_is_better() ? value > *state_.best_metric
-                                                   : value < *state_.best_metric);
-    if (better) {
-      state_.best_metric = value;
-      state_.best_model_checkpoint = dir;
-    }
-  }
-  if (!is_world_process_zero()) return absl::OkStatus();
-  RETURN_IF_ERROR(base::MakeDirs(dir));
-  RETURN_IF_ERROR(args::SaveTrainingArgs(args_, dir + "/training_args.bin"));
-  return state_.SaveToJson(dir + "/trainer_state.json");
-}
-
 }  // namespace loom::trainer

@@ -51,10 +51,12 @@
 #include "data/dataset.h"
 #include "optim/lr_scheduler.h"
 #include "rng/host_generator.h"
+#include "rng/rng_state.h"
 #include "trainer/callback.h"
 #include "trainer/memory_tracker.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"
+#include "trainer/resume_position.h"
 #include "trainer/trainer_state.h"
 
 namespace loom::trainer {
@@ -102,6 +104,23 @@ struct PredictionStepOutput {
   std::vector<at::Tensor> labels;   // empty without labels
 };
 
+// Where Train() resumes from (HF train(resume_from_checkpoint=...)): the newest complete
+// checkpoint-<N> in output_dir (HF's True), or a given folder.
+struct ResumeFrom {
+  static ResumeFrom Latest() {
+    ResumeFrom r;
+    r.latest = true;
+    return r;
+  }
+  static ResumeFrom Path(std::string path) {
+    ResumeFrom r;
+    r.path = std::move(path);
+    return r;
+  }
+  bool latest = false;
+  std::string path;
+};
+
 struct TrainerOptions {
   // The model, or a factory called at every Train() (model_init); one of them is required.
   std::shared_ptr<Model> model;
@@ -140,7 +159,9 @@ class Trainer {
   }
   absl::Status Init();
 
-  absl::StatusOr<TrainOutput> Train();
+  // Trains from scratch or, with `resume`, continues a checkpoint's run exactly where it
+  // stopped (model, optimizer, scheduler, every RNG, data position, log history).
+  absl::StatusOr<TrainOutput> Train(std::optional<ResumeFrom> resume = std::nullopt);
   // Evaluates the configured eval dataset(s).
   absl::StatusOr<Metrics> Evaluate(const std::vector<std::string>& ignore_keys = {});
   virtual absl::StatusOr<Metrics> Evaluate(std::shared_ptr<const data::Dataset> dataset,
@@ -201,6 +222,9 @@ class Trainer {
                            bool combined = true) const;
   // trainer_state.json in output_dir.
   absl::Status SaveState() const;
+  // HF save_model: the weights (model.safetensors or pytorch_model.bin), config.json and
+  // training_args.bin into `output_dir` (default args.output_dir), main process only.
+  absl::Status SaveModel(std::optional<std::string> output_dir = std::nullopt);
 
   // --- Accessors ---
   const args::TrainingArguments& args() const { return args_; }
@@ -216,9 +240,11 @@ class Trainer {
   double CurrentLearningRate() const;
 
  protected:
-  // HF _save_checkpoint: updates best_metric / best_model_checkpoint from `metrics`, then
-  // writes output_dir/checkpoint-<global_step>/ (trainer_state.json, training_args.bin).
+  // HF _save_checkpoint: updates best_metric / best_model_checkpoint from `metrics`, writes
+  // output_dir/checkpoint-<global_step>/ atomically (trainer_checkpoint.cc) and rotates.
   virtual absl::Status SaveCheckpoint(const Metrics* metrics);
+  // After training: load_best_model_at_end and the save_total_limit=1 clean-up (HF).
+  absl::Status FinishCheckpoints();
   // Moves the batch's tensors to the training device.
   data::Batch PrepareInputs(const data::Batch& inputs) const;
   std::vector<std::string> LabelNames() const;
@@ -250,7 +276,21 @@ class Trainer {
   // batch times max_steps when max_steps is given), for include_tokens_per_second.
   absl::StatusOr<double> NumTokens(data::DataLoader& dataloader, std::optional<int64_t> max_steps);
 
-  // Loop bookkeeping shared with the log/save/evaluate step (HF's private attributes).
+  // What a resume restores beyond the model, optimizer and scheduler.
+  struct ResumedCheckpoint {
+    std::string folder;
+    ResumePosition position;
+    rng::RngState rng;                            // at save time
+    std::optional<rng::RngState> epoch_start_rng;  // when the saved epoch began
+  };
+  absl::StatusOr<ResumedCheckpoint> LoadForResume(const ResumeFrom& resume,
+                                                  int64_t num_update_steps_per_epoch);
+
+  // Loop bookkeeping shared with the log/save/evaluate step (HF's private attributes), and
+  // the data position and RNG state a checkpoint records.
+  at::Tensor tr_loss_;
+  ResumePosition position_;
+  rng::RngState epoch_start_rng_;
   double total_loss_scalar_ = 0;
   int64_t globalstep_last_logged_ = 0;
   double current_flos_ = 0;
