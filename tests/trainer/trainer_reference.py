@@ -369,6 +369,7 @@ def train(args, weights, train_data, eval_data):
                     raise ValueError("the reference evaluates eval_loss only")
                 scheduler.step(eval_loss)
 
+    lrs_used = []
     total_batched_samples = 0
     for epoch in range(num_train_epochs):
         perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch)).tolist()
@@ -392,6 +393,7 @@ def train(args, weights, train_data, eval_data):
             if total_batched_samples % ga == 0 or short_epoch_end:
                 if args["max_grad_norm"] > 0:
                     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args["max_grad_norm"]).item()
+                lrs_used.append(optimizer.param_groups[0]["lr"])
                 optimizer.step()
                 if not plateau:
                     scheduler.step()
@@ -425,11 +427,24 @@ def train(args, weights, train_data, eval_data):
     rec["train_loss"] = total_loss_scalar / max(global_step, 0.001)
     rec["epoch"] = epoch_value
     params = {name: p.detach().clone() for name, p in model.named_parameters()}
+    # Embedding rows no example looks up: their gradient is zero, so AdamW's moments stay
+    # zero and only the decoupled weight decay moves them.
+    decay = 1.0
+    for lr in lrs_used:
+        decay *= 1 - lr * args["weight_decay"]
+    first_unused = int(train_data["input_ids"].max()) + 1
+    unused = weights["embedding.weight"][first_unused:]
+    rec["unused_rows_expected_factor"] = decay
+    if unused.shape[0] == 0 or not torch.allclose(params["embedding.weight"][first_unused:], unused * decay,
+                                                  rtol=1e-6, atol=0):
+        raise AssertionError("unused embedding rows did not follow weight decay alone")
     return rec, params
 
 
 def check_scenario_design(name, args, rec):
     """Guards that each scenario exercises what it is named after (not parity checks)."""
+    if args["weight_decay"] > 0 and not rec["unused_rows_expected_factor"] < 0.999:
+        raise AssertionError(f"{name}: weight decay barely moves the unused embedding rows")
     if args["max_grad_norm"] < 0.1 and not all(l["grad_norm"] > args["max_grad_norm"] for l in rec["logs"]):
         raise AssertionError(f"{name}: clipping is not active at every step")
     if args["lr_scheduler_type"] == "reduce_lr_on_plateau":
