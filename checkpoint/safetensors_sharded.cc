@@ -1,0 +1,219 @@
+#include "checkpoint/safetensors_sharded.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "base/file_util.h"
+#include "base/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace loom::checkpoint {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string StripWeightSuffixes(absl::string_view name) {
+  return absl::StrReplaceAll(absl::StrReplaceAll(name, {{".bin", ""}}), {{".safetensors", ""}});
+}
+
+// HF's `re.compile(r"(.*?)-\d{5}-of-\d{5}").fullmatch(name)`.
+bool LooksLikeShard(absl::string_view name_no_suffix) {
+  constexpr absl::string_view kPattern = "-#####-of-#####";
+  if (name_no_suffix.size() < kPattern.size()) return false;
+  const absl::string_view tail = name_no_suffix.substr(name_no_suffix.size() - kPattern.size());
+  for (size_t i = 0; i < kPattern.size(); ++i) {
+    if (kPattern[i] == '#' ? !absl::ascii_isdigit(tail[i]) : tail[i] != kPattern[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// HF's clean-up of an earlier save's shards in `dir`, then of a stale index.
+absl::Status RemoveStaleFiles(const std::string& dir, const std::string& weights_name,
+                              const std::set<std::string>& keep, bool remove_index) {
+  const std::string stem = StripWeightSuffixes(weights_name);
+  std::error_code ec;
+  std::vector<std::string> doomed;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (absl::StartsWith(name, stem) && entry.is_regular_file() && keep.count(name) == 0 &&
+        LooksLikeShard(StripWeightSuffixes(name))) {
+      doomed.push_back(entry.path().string());
+    }
+  }
+  if (ec) return absl::InternalError(absl::StrCat("cannot list '", dir, "': ", ec.message()));
+  if (remove_index) {
+    const std::string index = absl::StrCat(dir, "/", weights_name, ".index.json");
+    if (fs::exists(index, ec)) doomed.push_back(index);
+  }
+  for (const std::string& path : doomed) {
+    if (!fs::remove(path, ec) && ec) {
+      return absl::InternalError(
+          absl::StrCat("cannot remove the stale file '", path, "': ", ec.message()));
+    }
+  }
+  if (!doomed.empty()) RETURN_IF_ERROR(base::FsyncDirectory(dir));
+  return absl::OkStatus();
+}
+
+absl::Status IndexError(const std::string& path, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": ", what,
+      " (expected HF's {\"metadata\": {...}, \"weight_map\": {tensor: shard file}}; re-create "
+      "the checkpoint with save_pretrained or SaveShardedSafetensors)"));
+}
+
+// The weight map of the index at `path`, validated.
+absl::StatusOr<std::map<std::string, std::string>> ReadWeightMap(const std::string& path) {
+  ASSIGN_OR_RETURN(const std::string text, base::ReadFile(path));
+  const nlohmann::json index = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (index.is_discarded()) return IndexError(path, "not valid JSON");
+  if (!index.is_object()) return IndexError(path, "not a JSON object");
+  const auto map_it = index.find("weight_map");
+  if (map_it == index.end() || !map_it->is_object()) {
+    return IndexError(path, "no \"weight_map\" object");
+  }
+  std::map<std::string, std::string> weight_map;
+  for (const auto& [tensor, file] : map_it->items()) {
+    if (!file.is_string()) {
+      return IndexError(path, absl::StrCat("weight_map[\"", tensor, "\"] is not a string"));
+    }
+    const std::string name = file.get<std::string>();
+    if (name.empty() || name == "." || name == ".." ||
+        name.find_first_of(std::string("/\\\0", 3)) != std::string::npos) {
+      return IndexError(path, absl::StrCat("weight_map[\"", tensor, "\"] = \"", name,
+                                           "\" is not a file name in the index's folder"));
+    }
+    weight_map.emplace(tensor, name);
+  }
+  return weight_map;
+}
+
+}  // namespace
+
+ShardPlan PlanShards(const NamedTensors& tensors, uint64_t max_shard_size) {
+  ShardPlan plan;
+  plan.shards.emplace_back();
+  uint64_t current = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const at::Tensor& t = tensors[i].second;
+    const uint64_t size = t.defined() ? static_cast<uint64_t>(t.numel()) * t.element_size() : 0;
+    if (current + size > max_shard_size && !plan.shards.back().empty()) {
+      plan.shards.emplace_back();
+      current = 0;
+    }
+    plan.shards.back().push_back(i);
+    current += size;
+    plan.total_size += size;
+  }
+  return plan;
+}
+
+std::string ShardFileName(absl::string_view weights_name, size_t index, size_t count) {
+  const std::string part = absl::StrFormat("-%05d-of-%05d", index + 1, count);
+  return absl::StrReplaceAll(
+      absl::StrReplaceAll(weights_name, {{".bin", absl::StrCat(part, ".bin")}}),
+      {{".safetensors", absl::StrCat(part, ".safetensors")}});
+}
+
+std::string ShardIndexJson(uint64_t total_size,
+                           const std::map<std::string, std::string>& weight_map) {
+  nlohmann::json index;
+  index["metadata"]["total_size"] = total_size;
+  index["weight_map"] = nlohmann::json::object();
+  for (const auto& [tensor, file] : weight_map) index["weight_map"][tensor] = file;
+  // nlohmann's objects are sorted maps, its indent matches json.dumps(indent=2), and
+  // ensure_ascii matches Python's default \uXXXX escapes.
+  return index.dump(2, ' ', /*ensure_ascii=*/true) + "\n";
+}
+
+absl::StatusOr<std::vector<std::string>> SaveShardedSafetensors(const std::string& dir,
+                                                                const NamedTensors& tensors,
+                                                                const SaveShardedOptions& options) {
+  const ShardPlan plan = PlanShards(tensors, options.max_shard_size);
+  std::vector<std::string> written;
+  const std::string index_name = options.weights_name + ".index.json";
+  if (plan.shards.size() == 1) {
+    RETURN_IF_ERROR(
+        SaveSafetensors(absl::StrCat(dir, "/", options.weights_name), tensors, options.metadata));
+    written.push_back(options.weights_name);
+  } else {
+    std::map<std::string, std::string> weight_map;
+    for (size_t s = 0; s < plan.shards.size(); ++s) {
+      const std::string file = ShardFileName(options.weights_name, s, plan.shards.size());
+      NamedTensors shard;
+      for (size_t i : plan.shards[s]) {
+        shard.push_back(tensors[i]);
+        weight_map[tensors[i].first] = file;
+      }
+      RETURN_IF_ERROR(SaveSafetensors(absl::StrCat(dir, "/", file), shard, options.metadata));
+      written.push_back(file);
+    }
+    RETURN_IF_ERROR(base::WriteFileAtomically(absl::StrCat(dir, "/", index_name),
+                                              ShardIndexJson(plan.total_size, weight_map)));
+    written.push_back(index_name);
+  }
+  RETURN_IF_ERROR(RemoveStaleFiles(dir, options.weights_name,
+                                   std::set<std::string>(written.begin(), written.end()),
+                                   /*remove_index=*/plan.shards.size() == 1));
+  return written;
+}
+
+absl::StatusOr<SafetensorsFile> LoadShardedSafetensors(const std::string& index_path,
+                                                       SafetensorsLoadOptions options) {
+  ASSIGN_OR_RETURN(const auto weight_map, ReadWeightMap(index_path));
+  const std::string dir = base::Dirname(index_path);
+  std::map<std::string, std::vector<std::string>> by_shard;  // sorted by shard name
+  for (const auto& [tensor, file] : weight_map) by_shard[file].push_back(tensor);
+
+  SafetensorsFile result;
+  std::unordered_map<std::string, std::string> seen;  // tensor -> shard
+  bool first = true;
+  for (const auto& [file, expected] : by_shard) {
+    const std::string shard_path = absl::StrCat(dir, "/", file);
+    ASSIGN_OR_RETURN(SafetensorsFile shard, LoadSafetensors(shard_path, options),
+                     absl::StrCat("loading a shard named by ", index_path));
+    for (const std::string& name : expected) {
+      if (FindTensor(shard.tensors, name) == nullptr) {
+        return IndexError(index_path, absl::StrCat("tensor \"", name, "\" is mapped to ", file,
+                                                   ", which does not hold it"));
+      }
+    }
+    for (auto& [name, tensor] : shard.tensors) {
+      auto [it, inserted] = seen.emplace(name, file);
+      if (!inserted) {
+        return IndexError(index_path, absl::StrCat("tensor \"", name, "\" is in both ", it->second,
+                                                   " and ", file));
+      }
+      result.tensors.emplace_back(name, std::move(tensor));
+    }
+    if (first) result.metadata = std::move(shard.metadata);
+    first = false;
+  }
+  return result;
+}
+
+absl::StatusOr<SafetensorsFile> LoadSafetensorsCheckpoint(const std::string& dir,
+                                                          SafetensorsLoadOptions options) {
+  const std::string single = absl::StrCat(dir, "/", kSafetensorsWeightsName);
+  const std::string index = absl::StrCat(dir, "/", kSafetensorsIndexName);
+  std::error_code ec;
+  if (fs::exists(single, ec)) return LoadSafetensors(single, options);
+  if (fs::exists(index, ec)) return LoadShardedSafetensors(index, options);
+  return absl::NotFoundError(absl::StrCat("'", dir, "' holds neither ", kSafetensorsWeightsName,
+                                          " nor ", kSafetensorsIndexName));
+}
+
+}  // namespace loom::checkpoint

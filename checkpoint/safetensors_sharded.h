@@ -1,0 +1,88 @@
+// Sharded safetensors checkpoints as HF's save_pretrained writes them and from_pretrained
+// reads them (transformers 4.38-4.41): shard files "model-00001-of-00003.safetensors" plus
+// "model.safetensors.index.json" holding
+//   {"metadata": {"total_size": <bytes of tensor data>}, "weight_map": {name: shard file}}
+// written as Python's json.dumps(index, indent=2, sort_keys=True) + "\n".
+//
+// Contract:
+//   PlanShards(tensors, max_shard_size) is HF's shard_checkpoint: walking the tensors in
+//     state-dict order, a tensor starts a new shard when adding it would push the current,
+//     non-empty shard over max_shard_size; so a tensor larger than the limit gets a shard of its
+//     own. total_size sums numel * element size. (Deviation: HF counts a bool element as 1/8
+//     byte; loom counts the byte it occupies on disk. HF also groups tensors sharing storage,
+//     which safetensors saving has removed beforehand.)
+//   SaveShardedSafetensors(dir, tensors, options): with one shard, writes
+//     <weights_name> (default "model.safetensors") and no index; otherwise the shards named
+//     <stem>-<i:05d>-of-<n:05d>.safetensors and the index. Every file is written atomically and
+//     the index last, so a reader never sees an index naming missing shards. Then, like HF, it
+//     removes files of an earlier save in `dir` that match <stem>-NNNNN-of-NNNNN.safetensors but
+//     are not part of this one; it also removes a stale index when writing a single file
+//     (HF leaves it; loom's loader and HF's both prefer the single file, but a stale index
+//     invites confusion). Shards carry options.metadata (default {"format": "pt"}).
+//   LoadShardedSafetensors(index_path): reads the index (InvalidArgument naming the file for a
+//     malformed one, or a shard name that is not a plain file name in the index's folder), loads
+//     each shard once (sorted by name), and checks that every weight_map entry is in the shard
+//     it names and no tensor is in two shards. Tensors a shard holds beyond the weight_map are
+//     kept (HF loads whole shards). Returns tensors shard by shard in file order, with the
+//     metadata of the first shard.
+//   LoadSafetensorsCheckpoint(dir): <dir>/model.safetensors if present, else the index, else
+//     NotFound naming both.
+//
+// Example:
+//   SaveShardedOptions options;
+//   ASSIGN_OR_RETURN(options.max_shard_size, ParseShardSize(args.max_shard_size()));
+//   RETURN_IF_ERROR(SaveShardedSafetensors(dir, ModuleStateDict(model), options).status());
+//   ASSIGN_OR_RETURN(SafetensorsFile weights, LoadSafetensorsCheckpoint(dir));
+#ifndef LOOM_CHECKPOINT_SAFETENSORS_SHARDED_H_
+#define LOOM_CHECKPOINT_SAFETENSORS_SHARDED_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "checkpoint/named_tensors.h"
+#include "checkpoint/safetensors.h"
+
+namespace loom::checkpoint {
+
+inline constexpr absl::string_view kSafetensorsWeightsName = "model.safetensors";
+inline constexpr absl::string_view kSafetensorsIndexName = "model.safetensors.index.json";
+
+struct ShardPlan {
+  std::vector<std::vector<size_t>> shards;  // indices into the tensors, in state-dict order
+  uint64_t total_size = 0;
+};
+
+ShardPlan PlanShards(const NamedTensors& tensors, uint64_t max_shard_size);
+
+// HF's shard file name: "model.safetensors", 0, 3 -> "model-00001-of-00003.safetensors"
+// (".bin" names get the same treatment: "pytorch_model-00001-of-00003.bin").
+std::string ShardFileName(absl::string_view weights_name, size_t index, size_t count);
+
+// The index file text for a sharded save, byte for byte as HF writes it.
+std::string ShardIndexJson(uint64_t total_size,
+                           const std::map<std::string, std::string>& weight_map);
+
+struct SaveShardedOptions {
+  uint64_t max_shard_size = 5'000'000'000;  // HF save_pretrained's default "5GB"
+  SafetensorsMetadata metadata = kHfSafetensorsMetadata;
+  std::string weights_name = std::string(kSafetensorsWeightsName);
+};
+
+// Returns the names of the files written (shards, then the index), relative to `dir`.
+absl::StatusOr<std::vector<std::string>> SaveShardedSafetensors(
+    const std::string& dir, const NamedTensors& tensors, const SaveShardedOptions& options = {});
+
+absl::StatusOr<SafetensorsFile> LoadShardedSafetensors(const std::string& index_path,
+                                                       SafetensorsLoadOptions options = {});
+
+absl::StatusOr<SafetensorsFile> LoadSafetensorsCheckpoint(const std::string& dir,
+                                                          SafetensorsLoadOptions options = {});
+
+}  // namespace loom::checkpoint
+
+#endif  // LOOM_CHECKPOINT_SAFETENSORS_SHARDED_H_

@@ -1,0 +1,47 @@
+// Torch pickle files (.pt / .bin / .pth) through LibTorch's own pickler: what HF writes as
+// pytorch_model.bin, optimizer.pt and scheduler.pt, readable by Python's torch.load.
+//
+// Contract:
+//   SavePickle(path, value): torch::pickle_save(value) written atomically (temp file, fsync,
+//     rename). The bytes are the zip-based format of torch.save, so Python's torch.load reads
+//     them: c10 dicts become dicts (in insertion order, int keys kept), lists lists, tuples
+//     tuples, tensors tensors (dtype, incl. bfloat16, and strides kept).
+//   LoadPickle(path): torch::pickle_load. It reads what SavePickle writes and simple Python
+//     torch.save files (plain dicts of tensors, numbers, strings). LibTorch 1.13's unpickler
+//     stops at much of what Python writes: an OrderedDict (every module.state_dict()) and a
+//     one-element list (pickle's APPEND opcode, e.g. a scheduler's base_lrs) among others. Such
+//     a file is an InvalidArgument naming the file, LibTorch's reason, and the way out.
+//     Pickles are trusted input (as with Python's torch.load, which runs code from the file):
+//     LibTorch's unpickler is not hardened against hostile bytes. Use safetensors for weights
+//     from elsewhere.
+//   SaveTorchStateDict(path, tensors) writes pytorch_model.bin: a dict name -> tensor in the
+//     given order (Python's torch.load gives a dict, which model.load_state_dict and HF's
+//     from_pretrained accept like the OrderedDict Python would have saved); tensors are
+//     detached and copied to CPU. LoadTorchStateDict(path) reads one back (a dict of string to
+//     tensor; anything else is an InvalidArgument naming the offending entry).
+//
+// Example:
+//   RETURN_IF_ERROR(SaveTorchStateDict(dir + "/pytorch_model.bin", ModuleStateDict(model)));
+//   ASSIGN_OR_RETURN(c10::IValue state, LoadPickle(dir + "/scheduler.pt"));
+#ifndef LOOM_CHECKPOINT_TORCH_PICKLE_H_
+#define LOOM_CHECKPOINT_TORCH_PICKLE_H_
+
+#include <ATen/core/ivalue.h>
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "checkpoint/named_tensors.h"
+
+namespace loom::checkpoint {
+
+absl::Status SavePickle(const std::string& path, const c10::IValue& value);
+absl::StatusOr<c10::IValue> LoadPickle(const std::string& path);
+
+absl::Status SaveTorchStateDict(const std::string& path, const NamedTensors& tensors);
+absl::StatusOr<NamedTensors> LoadTorchStateDict(const std::string& path);
+
+}  // namespace loom::checkpoint
+
+#endif  // LOOM_CHECKPOINT_TORCH_PICKLE_H_
