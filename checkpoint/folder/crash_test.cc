@@ -205,8 +205,8 @@ bool SelfConsistent(const std::string& contents) {
 }
 
 // The writer: saves checkpoint-<10 i> with 4 files of random sizes (every third save replaces
-// the newest folder instead), alternates the replace method, and rotates with
-// save_total_limit=3 keeping the first checkpoint as the best.
+// the newest folder instead), alternates the replace method, pauses randomly between commit
+// steps, and rotates with save_total_limit=3 keeping checkpoint-10 as the best.
 [[noreturn]] void WriterLoop(const std::string& out, int64_t first_index, int64_t generation) {
   std::mt19937_64 rng(static_cast<uint64_t>(generation));
   int64_t newest_step = -1;
@@ -215,6 +215,10 @@ bool SelfConsistent(const std::string& contents) {
     const int64_t step = replace ? newest_step : i * 10;
     StagedFolderOptions options;
     options.replace = i % 2 == 0 ? ReplaceMethod::kAtomicExchange : ReplaceMethod::kRenameAside;
+    // Linger up to 2 ms after each step so that kills land in every window between steps.
+    options.after_step = [&rng](CommitStep) {
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2000));
+    };
     absl::StatusOr<StagedFolder> staged =
         StagedFolder::Begin(out, CheckpointFolderName(step), options);
     if (!staged.ok()) ::_exit(2);

@@ -14,8 +14,13 @@
 //     path(); (3) moves path() to parent_dir/name (below); (4) fsyncs parent_dir. So a folder
 //     under `name` that holds a manifest holds everything the manifest lists.
 //   An uncommitted StagedFolder's destructor removes its directory (errors ignored; Abort()
-//     does the same and reports them). A failed Commit leaves the object uncommitted except
-//     when the failure comes after the new folder took the name (see CommitInfo).
+//     does the same and reports them). A failed Commit leaves the object uncommitted (the
+//     destructor cleans up), except when only the final parent fsync failed: then the new
+//     folder is already in place, committed() is true and the error says so.
+//   The old folder of a replacement is removed after the switch; if that fails, Commit still
+//     succeeds and CommitInfo::leftover names the hidden folder (RemoveStaleStaging removes it).
+//   Several StagedFolders may be open at once (distinct names or not); RemoveStaleStaging in the
+//     same process never touches a live one. Not thread-safe per object.
 //
 // loom_manifest.json is loom's addition to the HF layout: HF's Python Trainer and other HF
 // tools ignore files they do not know, and folders written by them have no manifest (see
@@ -31,7 +36,9 @@
 //     RENAME_EXCHANGE (Unimplemented from renameat2: e.g. some network filesystems), Commit
 //     falls back to kRenameAside.
 //   kRenameAside: rename old -> .loom-replaced-<name>.*, fsync parent, rename staging ->
-//     `name`, fsync parent, remove the old one. Between the two renames `name` is absent:
+//     `name`, fsync parent, rename the old one to .loom-deleting-<name>.* and remove it (so a
+//     .loom-replaced-* folder is never partly deleted). Between the two renames `name` is
+//     absent:
 //       crash in that window: `name` missing; .loom-replaced-* = old (complete);
 //         .loom-staging-* = new (complete, hidden). FindLastCheckpoint alone would not see
 //         step N (it reports the hidden folders in LastCheckpoint::hidden), so resume must run
@@ -41,6 +48,9 @@
 //         RemoveStaleStaging because `name` exists.
 //   A new name (nothing at parent_dir/name): one rename(RENAME_NOREPLACE); `name` is either
 //     absent or complete.
+// Several ranks: the path is per process (pid + random); a Checkpointer in which other ranks
+// write shards into the same folder must share path() with them (e.g. broadcast it) and commit
+// on one rank after all have closed their files.
 // Power loss: files, manifest and directories are fsynced before any rename and parent_dir
 // after it, so whichever state the rename reached on disk, the folder under `name` is
 // complete. Removing an old folder happens after the switch and only ever touches hidden names.

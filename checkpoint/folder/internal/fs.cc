@@ -127,7 +127,7 @@ absl::Status MakeDirsDurably(const fs::path& dir) {
       }
       break;
     }
-    if (errno != ENOENT) return ErrnoStatus("cannot stat", p, errno);
+    if (errno != ENOENT && errno != ENOTDIR) return ErrnoStatus("cannot stat", p, errno);
     missing.push_back(p);
     fs::path parent = p.parent_path();
     if (parent == p) break;
