@@ -12,6 +12,7 @@
 //     ({"labels"} unless the model says otherwise; TrainingArguments.label_names overrides it).
 //     As HF requires, none of them may be named "label".
 //   - MainInputName() is the input whose numel counts tokens (include_num_input_tokens_seen).
+//   - ConfigJson() is the config.json saved with the weights (none when empty).
 //   - FloatingPointOps(inputs) is HF's floating_point_ops: forward+backward FLOPs of one batch
 //     (PreTrainedModel: 6 * non-embedding parameters * tokens). The default returns 0, as HF
 //     does for plain nn.Modules.
@@ -68,6 +69,9 @@ class Model : public torch::nn::Module {
   virtual std::vector<std::string> LabelNames() const { return {"labels"}; }
   virtual std::string MainInputName() const { return "input_ids"; }
   virtual double FloatingPointOps(const data::Batch& inputs) const { return 0.0; }
+  // The model's config.json text (HF PretrainedConfig), written next to its weights; empty
+  // (the default, as for plain nn.Modules in HF) writes none.
+  virtual std::string ConfigJson() const { return ""; }
 };
 
 }  // namespace loom::trainer

@@ -110,6 +110,7 @@ absl::StatusOr<TrainOutput> Trainer::Train(std::optional<ResumeFrom> resume) {
 
     // Where this run starts: the beginning, or a checkpoint's exact position (issue 4).
     position_ = ResumePosition();
+    model_->zero_grad();  // before a resume puts back an open window's gradients
     std::optional<ResumedCheckpoint> resumed;
     if (resume.has_value()) {
       ASSIGN_OR_RETURN(resumed, LoadForResume(*resume, num_update_steps_per_epoch));
@@ -137,13 +138,14 @@ absl::StatusOr<TrainOutput> Trainer::Train(std::optional<ResumeFrom> resume) {
     total_loss_scalar_ = position_.total_loss_scalar;
     globalstep_last_logged_ = position_.globalstep_last_logged;
     current_flos_ = position_.current_flos;
-    model_->zero_grad();
     std::optional<double> grad_norm;
     const std::vector<at::Tensor> params = TrainableParameters(*model_);
     RETURN_IF_ERROR(callbacks_.OnTrainBegin(args_, state_, control_));
 
     int64_t total_batched_samples = position_.total_batched_samples;
     int64_t first_epoch = position_.epoch + (position_.epoch_finished ? 1 : 0);
+    // A checkpoint of the final step has nothing left to train (HF: no epochs remain).
+    if (resumed && state_.global_step >= max_steps) first_epoch = num_train_epochs;
     if (resumed && position_.epoch_finished) {
       // Nothing draws between an epoch-end save and the next epoch's start.
       RETURN_IF_ERROR_CTX(rng::RestoreRngState(resumed->rng, &generators_), "resuming RNG state");

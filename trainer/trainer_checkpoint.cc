@@ -1,45 +1,186 @@
-// Trainer::SaveCheckpoint / SaveModel / LoadForResume / FinishCheckpoints (interim: the
-// checkpoint folder and file layers of issue 4 are being written; this keeps HF's best-metric
-// bookkeeping and writes trainer_state.json + training_args.bin).
+// Trainer::SaveCheckpoint / SaveModel / LoadForResume / FinishCheckpoints: HF's
+// _save_checkpoint, save_model, _load_from_checkpoint + _load_optimizer_and_scheduler +
+// _load_rng_state, and the end-of-training best-model handling (spec/trainer.md §4,
+// §11 items 78–90), over checkpoint/folder (atomic folders) and trainer/checkpoint_io (files).
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "args/training_args_file.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "checkpoint/folder/discovery.h"
+#include "checkpoint/folder/rotation.h"
+#include "checkpoint/folder/staged_folder.h"
+#include "checkpoint/folder/verify.h"
+#include "glog/logging.h"
+#include "rng/rng_state_file.h"
+#include "trainer/checkpoint_io.h"
 #include "trainer/trainer.h"
 
 namespace loom::trainer {
+namespace {
+
+absl::Status Rotate(const args::TrainingArguments& args, const TrainerState& state) {
+  checkpoint::RotationOptions options;
+  if (args.has_save_total_limit()) options.save_total_limit = args.save_total_limit();
+  options.best_model_checkpoint = state.best_model_checkpoint;
+  ASSIGN_OR_RETURN(checkpoint::RotationResult r,
+                   checkpoint::RotateCheckpoints(args.output_dir(), options),
+                   "--save_total_limit");
+  for (const auto& d : r.deleted) {
+    LOG(INFO) << "Deleting older checkpoint [" << d.string() << "] due to args.save_total_limit";
+  }
+  for (const std::string& f : r.failures) LOG(WARNING) << "Could not rotate " << f;
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status Trainer::SaveModel(std::optional<std::string> output_dir) {
-  return absl::UnimplementedError("SaveModel: model files land with issue 4");
+  if (!is_world_process_zero()) return absl::OkStatus();
+  const std::string dir = output_dir.value_or(args_.output_dir());
+  RETURN_IF_ERROR(base::MakeDirs(dir));
+  return WriteModelFiles(dir, *model_, args_);
 }
 
 absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
+  // store_flos: the FLOPs so far belong to the saved state.
   state_.total_flos += current_flos_;
   current_flos_ = 0;
-  const std::string dir = absl::StrCat(args_.output_dir(), "/checkpoint-", state_.global_step);
+  const std::string name = absl::StrCat("checkpoint-", state_.global_step);
+  const std::string final_dir = absl::StrCat(args_.output_dir(), "/", name);
+  // Best metric / best checkpoint (HF _save_checkpoint; spec/trainer.md §11 item 82).
   if (metrics != nullptr && !args_.metric_for_best_model().empty()) {
-    std::string name = args_.metric_for_best_model();
-    if (name.rfind("eval_", 0) != 0) name = "eval_" + name;
-    ASSIGN_OR_RETURN(double value, MetricValue(*metrics, name), "--metric_for_best_model");
+    std::string metric = args_.metric_for_best_model();
+    if (metric.rfind("eval_", 0) != 0) metric = "eval_" + metric;
+    ASSIGN_OR_RETURN(double value, MetricValue(*metrics, metric), "--metric_for_best_model");
     const bool better = !state_.best_metric.has_value() ||
                         !state_.best_model_checkpoint.has_value() ||
                         (args_.greater_is_better() ? value > *state_.best_metric
                                                    : value < *state_.best_metric);
     if (better) {
       state_.best_metric = value;
-      state_.best_model_checkpoint = dir;
+      state_.best_model_checkpoint = final_dir;
     }
   }
   if (!is_world_process_zero()) return absl::OkStatus();
-  RETURN_IF_ERROR(base::MakeDirs(dir));
-  RETURN_IF_ERROR(args::SaveTrainingArgs(args_, dir + "/training_args.bin"));
-  return state_.SaveToJson(dir + "/trainer_state.json");
+  RETURN_IF_ERROR(base::MakeDirs(args_.output_dir()));
+  ASSIGN_OR_RETURN(checkpoint::StagedFolder staged,
+                   checkpoint::StagedFolder::Begin(args_.output_dir(), name));
+  ASSIGN_OR_RETURN(rng::RngState rng, rng::CaptureRngState(generators_));
+  ResumePosition position = position_;
+  position.tr_loss = tr_loss_.defined() ? tr_loss_.item<float>() : 0.0f;
+  position.total_loss_scalar = total_loss_scalar_;
+  position.globalstep_last_logged = globalstep_last_logged_;
+  position.current_flos = current_flos_;
+  CheckpointContents contents;
+  contents.model = model_.get();
+  contents.state = &state_;
+  contents.args = &args_;
+  contents.position = &position;
+  if (!args_.save_only_model()) {
+    contents.optimizer = optimizer_.get();
+    contents.scheduler = lr_scheduler_.get();
+    contents.rng = &rng;
+    contents.epoch_start_rng = &epoch_start_rng_;
+    // An epoch-end save can fall inside an accumulation window that the next epoch completes:
+    // keep its gradients so the resumed step is the same.
+    if (position.total_batched_samples % args_.gradient_accumulation_steps() != 0) {
+      for (const auto& p : model_->named_parameters()) {
+        if (p.value().grad().defined()) contents.pending_grads.push_back({p.key(), p.value().grad()});
+      }
+    }
+  }
+  RETURN_IF_ERROR_CTX(WriteCheckpointFiles(staged.path().string(), contents), final_dir);
+  RETURN_IF_ERROR_CTX(staged.Commit().status(), final_dir);
+  return Rotate(args_, state_);
 }
 
-absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(const ResumeFrom&, int64_t) {
-  return absl::UnimplementedError("resume_from_checkpoint lands with issue 4");
+absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
+    const ResumeFrom& resume, int64_t num_update_steps_per_epoch) {
+  ResumedCheckpoint out;
+  checkpoint::VerifyOptions verify;
+  verify.allow_missing_manifest = true;  // folders written by HF's Python Trainer
+  if (resume.latest) {
+    // Leftovers of a crash mid-save first (they may hold the only complete copy of a folder).
+    ASSIGN_OR_RETURN(checkpoint::StaleCleanup cleanup,
+                     checkpoint::RemoveStaleStaging(args_.output_dir()), "resume_from_checkpoint");
+    for (const std::string& r : cleanup.removed) {
+      LOG(WARNING) << "Removed " << r << " (left by an interrupted save)";
+    }
+    checkpoint::DiscoveryOptions discovery;
+    discovery.allow_missing_manifest = true;
+    ASSIGN_OR_RETURN(checkpoint::LastCheckpoint last,
+                     checkpoint::FindLastCheckpoint(args_.output_dir(), discovery),
+                     "resume_from_checkpoint");
+    for (const auto& skipped : last.skipped) {
+      LOG(WARNING) << "Not resuming from " << skipped.ToString();
+    }
+    if (last.path.empty()) {
+      return absl::NotFoundError(absl::StrCat("No valid checkpoint found in output directory (",
+                                              args_.output_dir(), ")"));
+    }
+    out.folder = last.path.string();
+  } else {
+    out.folder = resume.path;
+    RETURN_IF_ERROR_CTX(checkpoint::VerifyFolder(out.folder, verify).status(),
+                        "resume_from_checkpoint");
+  }
+  const std::string& dir = out.folder;
+  LOG(INFO) << "Loading model from " << dir << ".";
+  RETURN_IF_ERROR(LoadModelFiles(dir, model_.get()));
+  ASSIGN_OR_RETURN(TrainerState loaded, TrainerState::LoadFromJson(dir + "/" + kTrainerStateFile));
+  const int64_t ga = args_.gradient_accumulation_steps();
+  absl::StatusOr<std::string> position_text = base::ReadFile(dir + "/" + kResumePositionFile);
+  if (position_text.ok()) {
+    ASSIGN_OR_RETURN(out.position, ResumePosition::FromJson(*position_text), dir);
+  } else {
+    // A folder written by HF's Python Trainer: HF's own arithmetic (no straddling windows, the
+    // running loss restarts at zero).
+    LOG(WARNING) << dir << " has no " << kResumePositionFile
+                 << ": resuming with HF's data position (global_step based)";
+    out.position.epoch = loaded.global_step / num_update_steps_per_epoch;
+    out.position.micro_batches_in_epoch = (loaded.global_step % num_update_steps_per_epoch) * ga;
+    out.position.total_batched_samples = loaded.global_step * ga;
+    out.position.globalstep_last_logged = loaded.global_step;
+  }
+  // The loaded state keeps the run's log history, best metric and counters; the caller then
+  // sets this run's plan (max_steps, epochs) over it, as HF does.
+  state_ = std::move(loaded);
+  if (args_.save_only_model() || !std::filesystem::exists(dir + "/" + kOptimizerFile)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        dir, " holds only the model (saved with --save_only_model); it cannot be resumed from. "
+             "Start a new run initialised from it instead."));
+  }
+  RETURN_IF_ERROR(LoadOptimizerAndSchedulerFiles(dir, optimizer_.get(), lr_scheduler_.get()));
+  RETURN_IF_ERROR(LoadPendingGrads(dir, model_.get()));
+  ASSIGN_OR_RETURN(out.rng, rng::LoadRngState(dir + "/" + kRngStateFile));
+  if (std::filesystem::exists(dir + "/" + kEpochStartRngFile)) {
+    ASSIGN_OR_RETURN(out.epoch_start_rng, rng::LoadRngState(dir + "/" + kEpochStartRngFile));
+  }
+  return out;
 }
 
-absl::Status Trainer::FinishCheckpoints() { return absl::OkStatus(); }
+absl::Status Trainer::FinishCheckpoints() {
+  if (!args_.load_best_model_at_end() || !state_.best_model_checkpoint) return absl::OkStatus();
+  LOG(INFO) << "Loading best model from " << *state_.best_model_checkpoint << " (score: "
+            << state_.best_metric.value_or(0) << ").";
+  RETURN_IF_ERROR_CTX(LoadModelFiles(*state_.best_model_checkpoint, model_.get()),
+                      "--load_best_model_at_end");
+  if (is_world_process_zero() && args_.has_save_total_limit() && args_.save_total_limit() == 1) {
+    // HF: with a limit of 1, only the best checkpoint is kept once training is over.
+    ASSIGN_OR_RETURN(std::vector<std::filesystem::path> sorted,
+                     checkpoint::SortedCheckpoints(args_.output_dir(), state_.best_model_checkpoint),
+                     "--save_total_limit");
+    const std::filesystem::path best =
+        std::filesystem::path(*state_.best_model_checkpoint).lexically_normal();
+    for (const auto& c : sorted) {
+      if (c.lexically_normal() == best) continue;
+      LOG(INFO) << "Deleting older checkpoint [" << c.string() << "] due to args.save_total_limit";
+      RETURN_IF_ERROR(checkpoint::DeleteCheckpointFolder(c));
+    }
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace loom::trainer

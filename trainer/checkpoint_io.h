@@ -1,0 +1,79 @@
+// The Trainer's checkpoint glue: which files an HF checkpoint folder holds and how each piece
+// of training state goes in and out of them (spec/trainer.md §4.2, ARCHITECTURE.md "File
+// formats we match"). The folder mechanics (staging, atomic commit, checksums, discovery,
+// rotation) are checkpoint/folder's; the file formats are checkpoint/'s.
+//
+// A checkpoint folder written by WriteCheckpointFiles holds:
+//   model.safetensors (save_safetensors, with {"format": "pt"}) or pytorch_model.bin,
+//   config.json (when the model has one), training_args.bin, trainer_state.json,
+//   and unless save_only_model: optimizer.pt, scheduler.pt, rng_state.pth,
+//   plus loom's loom_resume.json, loom_epoch_rng_state.pth and, when a save falls inside an
+//   open accumulation window (an epoch-end save), loom_pending_grads.safetensors (exact
+//   continuation). checkpoint/folder adds loom_manifest.json when the folder is committed.
+//
+// Example:
+//   CheckpointContents c{.model = &model, .optimizer = opt, ...};
+//   RETURN_IF_ERROR(WriteCheckpointFiles(staged->path(), c));
+//   ...
+//   RETURN_IF_ERROR(LoadModelFiles(folder, &model));
+#ifndef LOOM_TRAINER_CHECKPOINT_IO_H_
+#define LOOM_TRAINER_CHECKPOINT_IO_H_
+
+#include <optional>
+#include <string>
+
+#include <torch/optim/optimizer.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "args/training_args.pb.h"
+#include "optim/lr_scheduler.h"
+#include "rng/rng_state.h"
+#include "trainer/model.h"
+#include "trainer/resume_position.h"
+#include "trainer/trainer_state.h"
+
+namespace loom::trainer {
+
+inline constexpr char kSafetensorsWeightsFile[] = "model.safetensors";
+inline constexpr char kPickleWeightsFile[] = "pytorch_model.bin";
+inline constexpr char kConfigFile[] = "config.json";
+inline constexpr char kTrainingArgsFile[] = "training_args.bin";
+inline constexpr char kTrainerStateFile[] = "trainer_state.json";
+inline constexpr char kOptimizerFile[] = "optimizer.pt";
+inline constexpr char kSchedulerFile[] = "scheduler.pt";
+inline constexpr char kRngStateFile[] = "rng_state.pth";
+inline constexpr char kEpochStartRngFile[] = "loom_epoch_rng_state.pth";
+inline constexpr char kPendingGradsFile[] = "loom_pending_grads.safetensors";
+
+struct CheckpointContents {
+  const Model* model = nullptr;
+  const torch::optim::Optimizer* optimizer = nullptr;
+  const optim::LrScheduler* scheduler = nullptr;
+  const TrainerState* state = nullptr;
+  const args::TrainingArguments* args = nullptr;
+  const rng::RngState* rng = nullptr;
+  const rng::RngState* epoch_start_rng = nullptr;
+  const ResumePosition* position = nullptr;
+  // Gradients accumulated but not yet applied (parameter name -> grad); empty when none.
+  std::vector<std::pair<std::string, at::Tensor>> pending_grads;
+};
+
+// HF save_model: weights (+ config.json) and training_args.bin into `dir`.
+absl::Status WriteModelFiles(const std::string& dir, const Model& model,
+                             const args::TrainingArguments& args);
+// Everything of a checkpoint into `dir` (a staged folder).
+absl::Status WriteCheckpointFiles(const std::string& dir, const CheckpointContents& contents);
+
+// Loads the weights of `dir` (model.safetensors, else pytorch_model.bin) into `model`;
+// errors name the file and list missing / unexpected keys and shape mismatches.
+absl::Status LoadModelFiles(const std::string& dir, Model* model);
+absl::Status LoadOptimizerAndSchedulerFiles(const std::string& dir,
+                                            torch::optim::Optimizer* optimizer,
+                                            optim::LrScheduler* scheduler);
+// Puts loom_pending_grads.safetensors (when present) back into the parameters' grads.
+absl::Status LoadPendingGrads(const std::string& dir, Model* model);
+
+}  // namespace loom::trainer
+
+#endif  // LOOM_TRAINER_CHECKPOINT_IO_H_
