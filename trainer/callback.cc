@@ -18,6 +18,10 @@ absl::Status TrainerCallback::OnPredict(const Event&) { return absl::OkStatus();
 absl::Status TrainerCallback::OnSave(const Event&) { return absl::OkStatus(); }
 absl::Status TrainerCallback::OnLog(const Event&) { return absl::OkStatus(); }
 absl::Status TrainerCallback::OnPredictionStep(const Event&) { return absl::OkStatus(); }
+std::optional<Metrics> TrainerCallback::ExportState() const { return std::nullopt; }
+absl::Status TrainerCallback::RestoreState(const Metrics&) {
+  return absl::UnimplementedError(absl::StrCat(Name(), " has no state to restore"));
+}
 
 void CallbackHandler::AddCallback(std::shared_ptr<TrainerCallback> callback) {
   callbacks_.push_back(std::move(callback));

@@ -28,6 +28,7 @@
 #define LOOM_TRAINER_CALLBACK_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,13 @@ class TrainerCallback {
   virtual absl::Status OnSave(const Event& e);
   virtual absl::Status OnLog(const Event& e);
   virtual absl::Status OnPredictionStep(const Event& e);
+
+  // Stateful callbacks (HF ExportableState, spec/trainer.md §11 item 88): the state stored in
+  // trainer_state.json's stateful_callbacks under Name(), as {"args": {...}, "attributes":
+  // {...}}; std::nullopt (the default) for callbacks without state. RestoreState(state) sets
+  // the callback as HF's `type(cb)(**args)` + setattr(attributes) would build it.
+  virtual std::optional<Metrics> ExportState() const;
+  virtual absl::Status RestoreState(const Metrics& state);
 };
 
 class CallbackHandler {

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "data/data_loader.h"
 #include "glog/logging.h"
 
@@ -155,6 +156,28 @@ absl::Status EarlyStoppingCallback::OnEvaluate(const Event& e) {
                        std::fabs(value - *best) > threshold_);
   counter_ = better ? 0 : counter_ + 1;
   if (counter_ >= patience_) e.control.should_training_stop = true;
+  return absl::OkStatus();
+}
+
+std::optional<Metrics> EarlyStoppingCallback::ExportState() const {
+  Metrics state = Metrics::object();
+  state["args"]["early_stopping_patience"] = patience_;
+  state["args"]["early_stopping_threshold"] = threshold_;
+  state["attributes"]["early_stopping_patience_counter"] = counter_;
+  return state;
+}
+
+absl::Status EarlyStoppingCallback::RestoreState(const Metrics& state) {
+  try {
+    const Metrics args = state.value("args", Metrics::object());
+    const Metrics attributes = state.value("attributes", Metrics::object());
+    patience_ = args.value("early_stopping_patience", 1);
+    threshold_ = args.value("early_stopping_threshold", 0.0);
+    counter_ = attributes.value("early_stopping_patience_counter", 0);
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stateful_callbacks.EarlyStoppingCallback: ", e.what()));
+  }
   return absl::OkStatus();
 }
 

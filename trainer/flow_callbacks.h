@@ -79,6 +79,10 @@ class EarlyStoppingCallback : public TrainerCallback {
   absl::Status OnTrainBegin(const Event& e) override;
   absl::Status OnEvaluate(const Event& e) override;
   int patience_counter() const { return counter_; }
+  // {"args": {"early_stopping_patience", "early_stopping_threshold"},
+  //  "attributes": {"early_stopping_patience_counter"}} (HF 4.41).
+  std::optional<Metrics> ExportState() const override;
+  absl::Status RestoreState(const Metrics& state) override;
 
  private:
   int patience_;

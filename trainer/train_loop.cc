@@ -102,6 +102,7 @@ absl::StatusOr<TrainOutput> Trainer::Train(std::optional<ResumeFrom> resume) {
     }
 
     state_ = TrainerState();
+    state_.stateful_callbacks = CallbackStates();
     state_.train_batch_size = train_batch_size;
     state_.logging_steps = AbsoluteSteps(args_.logging_steps(), max_steps);
     state_.eval_steps = AbsoluteSteps(args_.eval_steps(), max_steps);

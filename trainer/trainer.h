@@ -285,6 +285,12 @@ class Trainer {
   };
   absl::StatusOr<ResumedCheckpoint> LoadForResume(const ResumeFrom& resume,
                                                   int64_t num_update_steps_per_epoch);
+  // trainer_state.json's stateful_callbacks: every stateful callback's ExportState under its
+  // Name() (a list for several of one name) and "TrainerControl" (HF 4.41).
+  Metrics CallbackStates() const;
+  // restore_callback_states_from_checkpoint: restores the callbacks named in `states` (in
+  // order, per name) and the TrainerControl flags; names without a callback are warned about.
+  absl::Status RestoreCallbackStates(const Metrics& states);
 
   // Loop bookkeeping shared with the log/save/evaluate step (HF's private attributes), and
   // the data position and RNG state a checkpoint records.

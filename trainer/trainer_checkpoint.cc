@@ -64,6 +64,9 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
     }
   }
   if (!is_world_process_zero()) return absl::OkStatus();
+  // HF 4.41 refreshes only TrainerControl here; loom saves every stateful callback's state as it
+  // is now, so a restored EarlyStoppingCallback continues with the right patience counter.
+  state_.stateful_callbacks = CallbackStates();
   RETURN_IF_ERROR(base::MakeDirs(args_.output_dir()));
   ASSIGN_OR_RETURN(checkpoint::StagedFolder staged,
                    checkpoint::StagedFolder::Begin(args_.output_dir(), name));
@@ -147,6 +150,9 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
   // The loaded state keeps the run's log history, best metric and counters; the caller then
   // sets this run's plan (max_steps, epochs) over it, as HF does.
   state_ = std::move(loaded);
+  if (args_.restore_callback_states_from_checkpoint()) {
+    RETURN_IF_ERROR(RestoreCallbackStates(state_.stateful_callbacks));
+  }
   if (args_.save_only_model() || !std::filesystem::exists(dir + "/" + kOptimizerFile)) {
     return absl::FailedPreconditionError(absl::StrCat(
         dir, " holds only the model (saved with --save_only_model); it cannot be resumed from. "
@@ -159,6 +165,57 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
     ASSIGN_OR_RETURN(out.epoch_start_rng, rng::LoadRngState(dir + "/" + kEpochStartRngFile));
   }
   return out;
+}
+
+Metrics Trainer::CallbackStates() const {
+  Metrics states = Metrics::object();
+  for (const auto& cb : callbacks_.callbacks()) {
+    std::optional<Metrics> state = cb->ExportState();
+    if (!state) continue;
+    const std::string name = cb->Name();
+    if (!states.contains(name)) {
+      states[name] = *state;
+    } else {
+      if (!states[name].is_array()) states[name] = Metrics::array({states[name]});
+      states[name].push_back(*state);
+    }
+  }
+  Metrics control = Metrics::object();
+  control["args"]["should_training_stop"] = control_.should_training_stop;
+  control["args"]["should_epoch_stop"] = control_.should_epoch_stop;
+  control["args"]["should_save"] = control_.should_save;
+  control["args"]["should_evaluate"] = control_.should_evaluate;
+  control["args"]["should_log"] = control_.should_log;
+  control["attributes"] = Metrics::object();
+  states["TrainerControl"] = control;
+  return states;
+}
+
+absl::Status Trainer::RestoreCallbackStates(const Metrics& states) {
+  for (auto it = states.begin(); it != states.end(); ++it) {
+    const Metrics list = it->is_array() ? *it : Metrics::array({*it});
+    if (it.key() == "TrainerControl") {
+      const Metrics args = list.at(0).value("args", Metrics::object());
+      control_.should_training_stop = args.value("should_training_stop", false);
+      control_.should_epoch_stop = args.value("should_epoch_stop", false);
+      control_.should_save = args.value("should_save", false);
+      control_.should_evaluate = args.value("should_evaluate", false);
+      control_.should_log = args.value("should_log", false);
+      continue;
+    }
+    size_t next = 0;
+    for (const auto& cb : callbacks_.callbacks()) {
+      if (cb->Name() != it.key() || next >= list.size()) continue;
+      RETURN_IF_ERROR_CTX(cb->RestoreState(list[next++]),
+                          "--restore_callback_states_from_checkpoint");
+    }
+    if (next == 0) {
+      LOG(WARNING) << "Checkpoint included callbacks not included in current configuration. "
+                      "Ignoring. ("
+                   << it.key() << ")";
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::FinishCheckpoints() {

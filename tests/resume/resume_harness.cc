@@ -53,7 +53,8 @@ void AppendBytes(const at::Tensor& t, std::string* out) {
 
 absl::StatusOr<std::unique_ptr<trainer::Trainer>> MakeResumeTrainer(
     const std::string& output_dir, std::vector<std::shared_ptr<trainer::TrainerCallback>> callbacks,
-    const std::string& save_strategy, int64_t save_steps) {
+    const std::string& save_strategy, int64_t save_steps,
+    const std::function<void(trainer::TrainerOptions&)>& customize) {
   trainer::TrainerOptions o;
   o.args.set_output_dir(output_dir);
   o.args.set_num_train_epochs(3);
@@ -78,6 +79,7 @@ absl::StatusOr<std::unique_ptr<trainer::Trainer>> MakeResumeTrainer(
     return std::make_shared<DropoutClassifier>();
   };
   o.callbacks = std::move(callbacks);
+  if (customize) customize(o);
   return trainer::Trainer::Create(std::move(o));
 }
 

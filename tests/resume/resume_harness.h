@@ -17,6 +17,7 @@
 #ifndef LOOM_TESTS_RESUME_RESUME_HARNESS_H_
 #define LOOM_TESTS_RESUME_RESUME_HARNESS_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,7 +30,8 @@ namespace loom::tests {
 // Builds the Trainer of the run above writing into `output_dir`; `callbacks` are added.
 absl::StatusOr<std::unique_ptr<trainer::Trainer>> MakeResumeTrainer(
     const std::string& output_dir, std::vector<std::shared_ptr<trainer::TrainerCallback>> callbacks,
-    const std::string& save_strategy = "steps", int64_t save_steps = 3);
+    const std::string& save_strategy = "steps", int64_t save_steps = 3,
+    const std::function<void(trainer::TrainerOptions&)>& customize = nullptr);
 
 // The raw bytes of every parameter and every optimizer state tensor (in parameter order),
 // the lr scheduler's last lrs, and the log history without wall-clock values (*_runtime,

@@ -1,0 +1,94 @@
+// Stateful callbacks across a resume (spec/trainer.md §11 item 88): trainer_state.json stores
+// EarlyStoppingCallback's patience counter and TrainerControl in HF 4.41's layout, and with
+// --restore_callback_states_from_checkpoint a resumed run stops at the step an uninterrupted
+// one does; without it the counter starts over (HF's behaviour).
+//
+// The scripted metric (greater is better): 0.5 at step 1, 0.6 at step 2, 0.55 afterwards, so
+// with patience 3 the counter is 1, 2, 3 at steps 3, 4, 5 and training stops at step 5.
+#include <cstdlib>
+#include <filesystem>
+
+#include "base/file_util.h"
+#include "base/status_matchers.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/resume/resume_harness.h"
+#include "trainer/flow_callbacks.h"
+
+namespace loom::tests {
+namespace {
+
+struct TrainerRun {
+  std::unique_ptr<trainer::Trainer> trainer;
+  std::shared_ptr<trainer::Trainer*> self = std::make_shared<trainer::Trainer*>(nullptr);
+};
+
+TrainerRun Make(const std::string& dir, bool restore, std::shared_ptr<trainer::TrainerCallback> extra) {
+  TrainerRun run;
+  auto self = run.self;
+  std::vector<std::shared_ptr<trainer::TrainerCallback>> callbacks = {
+      std::make_shared<trainer::EarlyStoppingCallback>(3)};
+  if (extra) callbacks.push_back(extra);
+  auto t = MakeResumeTrainer(dir, callbacks, "steps", 1, [&](trainer::TrainerOptions& o) {
+    o.args.set_eval_steps(1);
+    o.args.set_load_best_model_at_end(true);
+    o.args.set_metric_for_best_model("accuracy");
+    o.args.set_restore_callback_states_from_checkpoint(restore);
+    o.compute_metrics = [self](const trainer::EvalPrediction&) -> absl::StatusOr<trainer::Metrics> {
+      const int64_t step = (*self)->state().global_step;
+      trainer::Metrics m = trainer::Metrics::object();
+      m["accuracy"] = step == 1 ? 0.5 : step == 2 ? 0.6 : 0.55;
+      return m;
+    };
+  });
+  EXPECT_OK(t.status());
+  run.trainer = std::move(*t);
+  *run.self = run.trainer.get();
+  return run;
+}
+
+std::string Dir(const std::string& name) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+int64_t ResumedStopStep(bool restore, const std::string& name) {
+  const std::string dir = Dir(name);
+  {
+    TrainerRun first = Make(dir, restore, std::make_shared<StopAfterSave>(4));
+    EXPECT_OK(first.trainer->Train().status());
+    EXPECT_EQ(first.trainer->state().global_step, 4);
+  }
+  // The checkpoint records the counter (2) and the control flags in HF's layout.
+  auto text = base::ReadFile(dir + "/checkpoint-4/trainer_state.json");
+  EXPECT_OK(text.status());
+  const nlohmann::json cbs = nlohmann::json::parse(*text)["stateful_callbacks"];
+  EXPECT_EQ(cbs["EarlyStoppingCallback"].dump(),
+            R"({"args":{"early_stopping_patience":3,"early_stopping_threshold":0.0},)"
+            R"("attributes":{"early_stopping_patience_counter":2}})");
+  EXPECT_EQ(cbs["TrainerControl"]["args"].size(), 5u);
+  EXPECT_TRUE(cbs["TrainerControl"]["attributes"].empty());
+  TrainerRun second = Make(dir, restore, nullptr);
+  EXPECT_OK(second.trainer->Train(trainer::ResumeFrom::Latest()).status());
+  return second.trainer->state().global_step;
+}
+
+TEST(CallbackStateTest, UninterruptedRunStopsAtStep5) {
+  TrainerRun run = Make(Dir("plain"), false, nullptr);
+  ASSERT_OK(run.trainer->Train().status());
+  EXPECT_EQ(run.trainer->state().global_step, 5);
+  EXPECT_EQ(run.trainer->state().best_metric, 0.6);
+}
+
+TEST(CallbackStateTest, RestoredCounterStopsWhereTheUninterruptedRunDoes) {
+  EXPECT_EQ(ResumedStopStep(/*restore=*/true, "restore"), 5);
+}
+
+TEST(CallbackStateTest, WithoutRestoreTheCounterStartsOver) {
+  // Counter 1, 2, 3 at steps 5, 6, 7.
+  EXPECT_EQ(ResumedStopStep(/*restore=*/false, "no_restore"), 7);
+}
+
+}  // namespace
+}  // namespace loom::tests
