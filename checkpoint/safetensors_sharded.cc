@@ -40,9 +40,9 @@ bool LooksLikeShard(absl::string_view name_no_suffix) {
   return true;
 }
 
-// HF's clean-up of an earlier save's shards in `dir`, then of a stale index.
+// HF's clean-up of an earlier save's shards in `dir`, and loom's of the other layout.
 absl::Status RemoveStaleFiles(const std::string& dir, const std::string& weights_name,
-                              const std::set<std::string>& keep, bool remove_index) {
+                              const std::set<std::string>& keep, bool sharded) {
   const std::string stem = StripWeightSuffixes(weights_name);
   std::error_code ec;
   std::vector<std::string> doomed;
@@ -54,10 +54,10 @@ absl::Status RemoveStaleFiles(const std::string& dir, const std::string& weights
     }
   }
   if (ec) return absl::InternalError(absl::StrCat("cannot list '", dir, "': ", ec.message()));
-  if (remove_index) {
-    const std::string index = absl::StrCat(dir, "/", weights_name, ".index.json");
-    if (fs::exists(index, ec)) doomed.push_back(index);
-  }
+  // The other layout's leftover: a single file after a sharded save, an index after a
+  // single-file save.
+  const std::string other = absl::StrCat(dir, "/", weights_name, sharded ? "" : ".index.json");
+  if (fs::exists(other, ec)) doomed.push_back(other);
   for (const std::string& path : doomed) {
     if (!fs::remove(path, ec) && ec) {
       return absl::InternalError(
@@ -139,69 +139,90 @@ std::string ShardIndexJson(uint64_t total_size,
   return index.dump(2, ' ', /*ensure_ascii=*/true) + "\n";
 }
 
-absl::StatusOr<std::vector<std::string>> SaveShardedSafetensors(const std::string& dir,
-                                                                const NamedTensors& tensors,
-                                                                const SaveShardedOptions& options) {
-  const ShardPlan plan = PlanShards(tensors, options.max_shard_size);
+absl::StatusOr<std::vector<std::string>> SaveShardedFiles(const std::string& dir,
+                                                          const NamedTensors& tensors,
+                                                          uint64_t max_shard_size,
+                                                          const std::string& weights_name,
+                                                          const ShardWriter& write_file) {
+  const ShardPlan plan = PlanShards(tensors, max_shard_size);
   std::vector<std::string> written;
-  const std::string index_name = options.weights_name + ".index.json";
+  const std::string index_name = weights_name + ".index.json";
   if (plan.shards.size() == 1) {
-    RETURN_IF_ERROR(
-        SaveSafetensors(absl::StrCat(dir, "/", options.weights_name), tensors, options.metadata));
-    written.push_back(options.weights_name);
+    RETURN_IF_ERROR(write_file(absl::StrCat(dir, "/", weights_name), tensors));
+    written.push_back(weights_name);
   } else {
     std::map<std::string, std::string> weight_map;
     for (size_t s = 0; s < plan.shards.size(); ++s) {
-      const std::string file = ShardFileName(options.weights_name, s, plan.shards.size());
+      const std::string file = ShardFileName(weights_name, s, plan.shards.size());
       NamedTensors shard;
       for (size_t i : plan.shards[s]) {
         shard.push_back(tensors[i]);
         weight_map[tensors[i].first] = file;
       }
-      RETURN_IF_ERROR(SaveSafetensors(absl::StrCat(dir, "/", file), shard, options.metadata));
+      RETURN_IF_ERROR(write_file(absl::StrCat(dir, "/", file), shard));
       written.push_back(file);
     }
     RETURN_IF_ERROR(base::WriteFileAtomically(absl::StrCat(dir, "/", index_name),
                                               ShardIndexJson(plan.total_size, weight_map)));
     written.push_back(index_name);
   }
-  RETURN_IF_ERROR(RemoveStaleFiles(dir, options.weights_name,
+  RETURN_IF_ERROR(RemoveStaleFiles(dir, weights_name,
                                    std::set<std::string>(written.begin(), written.end()),
-                                   /*remove_index=*/plan.shards.size() == 1));
+                                   /*sharded=*/plan.shards.size() > 1));
   return written;
 }
 
-absl::StatusOr<SafetensorsFile> LoadShardedSafetensors(const std::string& index_path,
-                                                       SafetensorsLoadOptions options) {
+absl::StatusOr<NamedTensors> LoadShardedFiles(const std::string& index_path,
+                                              const ShardReader& read_file) {
   ASSIGN_OR_RETURN(const auto weight_map, ReadWeightMap(index_path));
   const std::string dir = base::Dirname(index_path);
   std::map<std::string, std::vector<std::string>> by_shard;  // sorted by shard name
   for (const auto& [tensor, file] : weight_map) by_shard[file].push_back(tensor);
 
-  SafetensorsFile result;
+  NamedTensors result;
   std::unordered_map<std::string, std::string> seen;  // tensor -> shard
-  bool first = true;
   for (const auto& [file, expected] : by_shard) {
-    const std::string shard_path = absl::StrCat(dir, "/", file);
-    ASSIGN_OR_RETURN(SafetensorsFile shard, LoadSafetensors(shard_path, options),
+    ASSIGN_OR_RETURN(NamedTensors shard, read_file(absl::StrCat(dir, "/", file)),
                      absl::StrCat("loading a shard named by ", index_path));
     for (const std::string& name : expected) {
-      if (FindTensor(shard.tensors, name) == nullptr) {
+      if (FindTensor(shard, name) == nullptr) {
         return IndexError(index_path, absl::StrCat("tensor \"", name, "\" is mapped to ", file,
                                                    ", which does not hold it"));
       }
     }
-    for (auto& [name, tensor] : shard.tensors) {
+    for (auto& [name, tensor] : shard) {
       auto [it, inserted] = seen.emplace(name, file);
       if (!inserted) {
         return IndexError(index_path, absl::StrCat("tensor \"", name, "\" is in both ", it->second,
                                                    " and ", file));
       }
-      result.tensors.emplace_back(name, std::move(tensor));
+      result.emplace_back(name, std::move(tensor));
     }
-    if (first) result.metadata = std::move(shard.metadata);
-    first = false;
   }
+  return result;
+}
+
+absl::StatusOr<std::vector<std::string>> SaveShardedSafetensors(const std::string& dir,
+                                                                const NamedTensors& tensors,
+                                                                const SaveShardedOptions& options) {
+  return SaveShardedFiles(dir, tensors, options.max_shard_size, options.weights_name,
+                          [&options](const std::string& path, const NamedTensors& shard) {
+                            return SaveSafetensors(path, shard, options.metadata);
+                          });
+}
+
+absl::StatusOr<SafetensorsFile> LoadShardedSafetensors(const std::string& index_path,
+                                                       SafetensorsLoadOptions options) {
+  SafetensorsFile result;
+  bool first = true;
+  ASSIGN_OR_RETURN(
+      result.tensors,
+      LoadShardedFiles(index_path, [&](const std::string& path) -> absl::StatusOr<NamedTensors> {
+        ASSIGN_OR_RETURN(SafetensorsFile shard, LoadSafetensors(path, options));
+        if (first) result.metadata = std::move(shard.metadata);
+        first = false;
+        return std::move(shard.tensors);
+      }));
   return result;
 }
 

@@ -16,9 +16,10 @@
 //     <stem>-<i:05d>-of-<n:05d>.safetensors and the index. Every file is written atomically and
 //     the index last, so a reader never sees an index naming missing shards. Then, like HF, it
 //     removes files of an earlier save in `dir` that match <stem>-NNNNN-of-NNNNN.safetensors but
-//     are not part of this one; it also removes a stale index when writing a single file
-//     (HF leaves it; loom's loader and HF's both prefer the single file, but a stale index
-//     invites confusion). Shards carry options.metadata (default {"format": "pt"}).
+//     are not part of this one. Deviation: it also removes the other layout's leftover, a
+//     single <weights_name> after a sharded save and a stale index after a single-file save
+//     (HF leaves both; loaders, HF's too, prefer the single file, so a stale one would shadow
+//     the new shards). Shards carry options.metadata (default {"format": "pt"}).
 //   LoadShardedSafetensors(index_path): reads the index (InvalidArgument naming the file for a
 //     malformed one, or a shard name that is not a plain file name in the index's folder), loads
 //     each shard once (sorted by name), and checks that every weight_map entry is in the shard
@@ -37,6 +38,7 @@
 #define LOOM_CHECKPOINT_SAFETENSORS_SHARDED_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -72,6 +74,20 @@ struct SaveShardedOptions {
   SafetensorsMetadata metadata = kHfSafetensorsMetadata;
   std::string weights_name = std::string(kSafetensorsWeightsName);
 };
+
+// The format-independent halves, used for safetensors here and for pytorch_model.bin shards
+// by model_weights.h: plan, name, write each shard with `write_file(path, shard)`, write the
+// index, clean up (see the header comment); and read an index, each shard once with
+// `read_file(path)`, with the same checks as LoadShardedSafetensors.
+using ShardWriter = std::function<absl::Status(const std::string& path, const NamedTensors&)>;
+using ShardReader = std::function<absl::StatusOr<NamedTensors>(const std::string& path)>;
+absl::StatusOr<std::vector<std::string>> SaveShardedFiles(const std::string& dir,
+                                                          const NamedTensors& tensors,
+                                                          uint64_t max_shard_size,
+                                                          const std::string& weights_name,
+                                                          const ShardWriter& write_file);
+absl::StatusOr<NamedTensors> LoadShardedFiles(const std::string& index_path,
+                                              const ShardReader& read_file);
 
 // Returns the names of the files written (shards, then the index), relative to `dir`.
 absl::StatusOr<std::vector<std::string>> SaveShardedSafetensors(

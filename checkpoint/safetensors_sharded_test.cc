@@ -138,12 +138,18 @@ TEST(SaveShardedTest, RemovesAnEarlierSavesShardsLikeHf) {
               ElementsAre("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
                           "model-notes.txt", "model.safetensors.index.json",
                           "other-00001-of-00002.safetensors"));
-  // A single-file save then removes the shards and the index.
+  // A single-file save then removes the shards and the index, and a sharded save the single
+  // file.
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> written,
                        SaveShardedSafetensors(dir, OfSizes({8, 8})));
   EXPECT_THAT(written, ElementsAre("model.safetensors"));
   EXPECT_THAT(Listing(dir), ElementsAre("model-notes.txt", "model.safetensors",
                                         "other-00001-of-00002.safetensors"));
+  ASSERT_OK(SaveShardedSafetensors(dir, OfSizes({8, 8}), options).status());
+  EXPECT_THAT(Listing(dir),
+              ElementsAre("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+                          "model-notes.txt", "model.safetensors.index.json",
+                          "other-00001-of-00002.safetensors"));
 }
 
 TEST(LoadShardedTest, BadIndexesAreReported) {
