@@ -15,12 +15,31 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 
 namespace loom::trainer {
 
 inline constexpr char kResumePositionFile[] = "loom_resume.json";
+
+// Where Train() resumes from (HF train(resume_from_checkpoint=...)): the newest complete
+// checkpoint-<N> in output_dir (HF's True), or a given folder.
+struct ResumeFrom {
+  static ResumeFrom Latest() {
+    ResumeFrom r;
+    r.latest = true;
+    return r;
+  }
+  static ResumeFrom Path(std::string path) {
+    ResumeFrom r;
+    r.path = std::move(path);
+    return r;
+  }
+  bool latest = false;
+  std::string path;
+};
+
 
 struct ResumePosition {
   // The epoch in progress and how many of its micro-batches were consumed. With

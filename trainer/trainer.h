@@ -104,23 +104,6 @@ struct PredictionStepOutput {
   std::vector<at::Tensor> labels;   // empty without labels
 };
 
-// Where Train() resumes from (HF train(resume_from_checkpoint=...)): the newest complete
-// checkpoint-<N> in output_dir (HF's True), or a given folder.
-struct ResumeFrom {
-  static ResumeFrom Latest() {
-    ResumeFrom r;
-    r.latest = true;
-    return r;
-  }
-  static ResumeFrom Path(std::string path) {
-    ResumeFrom r;
-    r.path = std::move(path);
-    return r;
-  }
-  bool latest = false;
-  std::string path;
-};
-
 struct TrainerOptions {
   // The model, or a factory called at every Train() (model_init); one of them is required.
   std::shared_ptr<Model> model;

@@ -5,8 +5,10 @@
 //   ./bazelw run //trainer/examples:run_synthetic -- --output_dir /tmp/loom_demo \
 //       --do_train --do_eval --num_train_epochs 3 --learning_rate 1e-2 --logging_steps 16
 //
-// Writes output_dir/{train,eval,all}_results.json and trainer_state.json, TensorBoard events in
-// logging_dir, and checkpoint-N folders per save_strategy. Exit status 2 for bad arguments,
+// Writes the final model (model.safetensors, training_args.bin), {train,eval,all}_results.json
+// and trainer_state.json into output_dir, TensorBoard events in logging_dir, and checkpoint-N
+// folders per save_strategy. Rerunning the same command resumes from the newest checkpoint
+// (HF's scripts; --overwrite_output_dir starts over). Exit status 2 for bad arguments,
 // 1 when training fails.
 #include <cstdlib>
 #include <iostream>
@@ -19,6 +21,7 @@
 #include "base/status_macros.h"
 #include "trainer/examples/synthetic_args.pb.h"
 #include "trainer/examples/synthetic_task.h"
+#include "trainer/script_resume.h"
 #include "trainer/trainer.h"
 
 namespace loom::trainer::examples {
@@ -59,8 +62,11 @@ absl::Status Run(const args::TrainingArguments& targs, const SyntheticArguments&
   options.compute_metrics = Accuracy;
   ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(options)));
   if (targs.do_train()) {
-    ASSIGN_OR_RETURN(TrainOutput result, trainer->Train());
+    // HF's scripts: rerunning the same command resumes from the newest checkpoint.
+    ASSIGN_OR_RETURN(std::optional<ResumeFrom> resume, ResumeFromArgs(targs));
+    ASSIGN_OR_RETURN(TrainOutput result, trainer->Train(resume));
     result.metrics["train_samples"] = sargs.num_train_examples();
+    RETURN_IF_ERROR(trainer->SaveModel());
     trainer->LogMetrics("train", result.metrics);
     RETURN_IF_ERROR(trainer->SaveMetrics("train", result.metrics));
     RETURN_IF_ERROR(trainer->SaveState());

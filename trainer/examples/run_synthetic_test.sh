@@ -25,4 +25,25 @@ rc=$?
 set -e
 [[ $rc -eq 2 ]] || { echo "FAIL: exit $rc for a bad flag"; exit 1; }
 grep -q -- "--learning_rate" "$TEST_TMPDIR/err.txt" || { echo "FAIL: no suggestion"; cat "$TEST_TMPDIR/err.txt"; exit 1; }
+[[ -s $out/model.safetensors && -s $out/training_args.bin ]] || { echo "FAIL: final model not saved"; exit 1; }
+
+# Rerunning into a non-empty output dir without checkpoints is refused, as HF's scripts do.
+set +e
+"$bin" --output_dir "$out" --do_train --disable_tqdm 2> "$TEST_TMPDIR/err2.txt"
+rc=$?
+set -e
+[[ $rc -eq 2 ]] || { echo "FAIL: exit $rc for a non-empty output dir"; exit 1; }
+grep -q -- "Use --overwrite_output_dir to overcome" "$TEST_TMPDIR/err2.txt" || { cat "$TEST_TMPDIR/err2.txt"; exit 1; }
+
+# A rerun with checkpoints resumes from the newest one.
+ck="${TEST_TMPDIR:-/tmp}/run_synthetic_ck"
+rm -rf "$ck"
+"$bin" --output_dir "$ck" --do_train --max_steps 40 --save_steps 20 --disable_tqdm \
+  --report_to none > /dev/null 2>&1
+ls -d "$ck"/checkpoint-20 "$ck"/checkpoint-40 > /dev/null
+"$bin" --output_dir "$ck" --do_train --max_steps 60 --save_steps 20 --disable_tqdm \
+  --report_to none > /dev/null 2> "$TEST_TMPDIR/resume.txt"
+grep -q "Checkpoint detected, resuming training at .*checkpoint-40" "$TEST_TMPDIR/resume.txt" || {
+  cat "$TEST_TMPDIR/resume.txt"; echo "FAIL: no resume"; exit 1; }
+grep -q '"global_step": 60,' "$ck/trainer_state.json" || { echo "FAIL: resumed run did not reach 60"; exit 1; }
 echo "run_synthetic_test: PASS (eval_accuracy $acc)"

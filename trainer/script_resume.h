@@ -1,0 +1,29 @@
+// ResumeFromArgs: the output-directory check HF's example scripts (run_glue.py & co.) run
+// before training, so a rerun of the same command continues where it stopped:
+//   - --resume_from_checkpoint PATH: resume from PATH;
+//   - else, with --do_train, an existing --output_dir and no --overwrite_output_dir: the newest
+//     complete checkpoint-<N> there is resumed ("Checkpoint detected, resuming training at
+//     ..."); an output dir that is not empty but has no checkpoint is an error
+//     ("Output directory (...) already exists and is not empty. Use --overwrite_output_dir to
+//     overcome.");
+//   - else: a fresh start (std::nullopt).
+//
+// Example:
+//   ASSIGN_OR_RETURN(std::optional<ResumeFrom> resume, ResumeFromArgs(args));
+//   ASSIGN_OR_RETURN(TrainOutput out, trainer->Train(resume));
+#ifndef LOOM_TRAINER_SCRIPT_RESUME_H_
+#define LOOM_TRAINER_SCRIPT_RESUME_H_
+
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "args/training_args.pb.h"
+#include "trainer/resume_position.h"
+
+namespace loom::trainer {
+
+absl::StatusOr<std::optional<ResumeFrom>> ResumeFromArgs(const args::TrainingArguments& args);
+
+}  // namespace loom::trainer
+
+#endif  // LOOM_TRAINER_SCRIPT_RESUME_H_
