@@ -15,6 +15,7 @@
 #include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "glog/logging.h"
+#include "logging/log_level.h"
 #include "optim/optimizer_factory.h"
 #include "rng/seed.h"
 #include "trainer/flow_callbacks.h"
@@ -41,6 +42,16 @@ absl::Status Trainer::Seed() {
 absl::Status Trainer::Init() {
   ASSIGN_OR_RETURN(std::vector<std::string> warnings, args::PostInit(&args_),
                    "Trainer: resolving TrainingArguments");
+  // The process log level (spec/trainer.md §5.2): log_level on the main process,
+  // log_level_replica on the others; passive keeps the current level.
+  logging::ProcessLogPolicy policy;
+  policy.log_level = args_.log_level();
+  policy.log_level_replica = args_.log_level_replica();
+  policy.log_on_each_node = args_.log_on_each_node();
+  ASSIGN_OR_RETURN(int level,
+                   logging::ProcessLogLevel(policy, logging::ProcessPlacement(),
+                                            logging::CurrentLogLevel()));
+  RETURN_IF_ERROR(logging::ApplyLogLevel(level));
   for (const std::string& w : warnings) LOG(WARNING) << w;
   memory_tracker_ = std::make_unique<MemoryTracker>(args_.skip_memory_metrics());
   memory_tracker_->Start("init");

@@ -8,6 +8,7 @@
 
 #include "base/status_matchers.h"
 #include "data/sampler.h"
+#include "logging/log_level.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -74,6 +75,17 @@ TEST(TrainerCreateTest, SchedulerWithoutOptimizerIsRejected) {
   o.lr_scheduler = optim::CreateScheduler(probe->args(), probe->optimizer(), 1).value();
   EXPECT_THAT(Trainer::Create(std::move(o)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("without")));
+}
+
+TEST(TrainerCreateTest, AppliesTheProcessLogLevel) {
+  // A single process is the main process: --log_level applies; passive keeps the level.
+  TrainerOptions o = Options(nullptr);
+  o.args.set_log_level("error");
+  ASSERT_OK(Trainer::Create(std::move(o)).status());
+  EXPECT_EQ(logging::CurrentLogLevel(), 40);
+  ASSERT_OK(Trainer::Create(Options(nullptr)).status());
+  EXPECT_EQ(logging::CurrentLogLevel(), 40);
+  ASSERT_OK(logging::ApplyLogLevel(20));
 }
 
 TEST(TrainerTrainTest, NanLossIsReplacedByTheWindowAverageForLogging) {
