@@ -7,30 +7,20 @@
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
+#include "checkpoint/model_weights.h"
 #include "checkpoint/module_state.h"
 #include "checkpoint/optimizer_state.h"
 #include "checkpoint/safetensors.h"
-#include "checkpoint/safetensors_sharded.h"
 #include "checkpoint/scheduler_state.h"
-#include "checkpoint/torch_pickle.h"
 #include "rng/rng_state_file.h"
 
 namespace loom::trainer {
-namespace {
-
-bool Exists(const std::string& path) { return std::filesystem::exists(path); }
-
-}  // namespace
-
 absl::Status WriteModelFiles(const std::string& dir, const Model& model,
                              const args::TrainingArguments& args) {
-  const checkpoint::NamedTensors state = checkpoint::ModuleStateDict(model);
-  if (args.save_safetensors()) {
-    RETURN_IF_ERROR(checkpoint::SaveSafetensors(dir + "/" + kSafetensorsWeightsFile, state,
-                                                checkpoint::kHfSafetensorsMetadata));
-  } else {
-    RETURN_IF_ERROR(checkpoint::SaveTorchStateDict(dir + "/" + kPickleWeightsFile, state));
-  }
+  checkpoint::SaveModelWeightsOptions options;
+  options.safe_serialization = args.save_safetensors();
+  RETURN_IF_ERROR(
+      checkpoint::SaveModelWeights(dir, checkpoint::ModuleStateDict(model), options).status());
   if (const std::string config = model.ConfigJson(); !config.empty()) {
     RETURN_IF_ERROR(base::WriteFileAtomically(dir + "/" + kConfigFile, config));
   }
@@ -60,23 +50,7 @@ absl::Status WriteCheckpointFiles(const std::string& dir, const CheckpointConten
 }
 
 absl::Status LoadModelFiles(const std::string& dir, Model* model) {
-  checkpoint::NamedTensors tensors;
-  std::string source;
-  if (Exists(dir + "/" + kSafetensorsWeightsFile) ||
-      Exists(dir + "/" + std::string(kSafetensorsWeightsFile) + ".index.json")) {
-    ASSIGN_OR_RETURN(checkpoint::SafetensorsFile file, checkpoint::LoadSafetensorsCheckpoint(dir));
-    tensors = std::move(file.tensors);
-    source = dir + "/" + kSafetensorsWeightsFile;
-  } else if (Exists(dir + "/" + kPickleWeightsFile)) {
-    source = dir + "/" + kPickleWeightsFile;
-    ASSIGN_OR_RETURN(tensors, checkpoint::LoadTorchStateDict(source));
-  } else {
-    return absl::NotFoundError(absl::StrCat("no model weights in ", dir, " (looked for ",
-                                            kSafetensorsWeightsFile, " and ", kPickleWeightsFile,
-                                            ")"));
-  }
-  RETURN_IF_ERROR_CTX(checkpoint::LoadStateDict(*model, tensors).status(), source);
-  return absl::OkStatus();
+  return checkpoint::LoadModelWeightsInto(*model, dir).status();
 }
 
 absl::Status LoadOptimizerAndSchedulerFiles(const std::string& dir,
@@ -88,7 +62,7 @@ absl::Status LoadOptimizerAndSchedulerFiles(const std::string& dir,
 
 absl::Status LoadPendingGrads(const std::string& dir, Model* model) {
   const std::string path = dir + "/" + kPendingGradsFile;
-  if (!Exists(path)) return absl::OkStatus();
+  if (!std::filesystem::exists(path)) return absl::OkStatus();
   ASSIGN_OR_RETURN(checkpoint::SafetensorsFile file, checkpoint::LoadSafetensors(path));
   auto params = model->named_parameters();
   for (const auto& [name, grad] : file.tensors) {

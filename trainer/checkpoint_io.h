@@ -35,8 +35,6 @@
 
 namespace loom::trainer {
 
-inline constexpr char kSafetensorsWeightsFile[] = "model.safetensors";
-inline constexpr char kPickleWeightsFile[] = "pytorch_model.bin";
 inline constexpr char kConfigFile[] = "config.json";
 inline constexpr char kTrainingArgsFile[] = "training_args.bin";
 inline constexpr char kTrainerStateFile[] = "trainer_state.json";
@@ -59,14 +57,16 @@ struct CheckpointContents {
   std::vector<std::pair<std::string, at::Tensor>> pending_grads;
 };
 
-// HF save_model: weights (+ config.json) and training_args.bin into `dir`.
+// HF save_model: weights (checkpoint/model_weights.h: model.safetensors or pytorch_model.bin,
+// sharded past 5GB as save_pretrained does), config.json and training_args.bin into `dir`.
 absl::Status WriteModelFiles(const std::string& dir, const Model& model,
                              const args::TrainingArguments& args);
 // Everything of a checkpoint into `dir` (a staged folder).
 absl::Status WriteCheckpointFiles(const std::string& dir, const CheckpointContents& contents);
 
-// Loads the weights of `dir` (model.safetensors, else pytorch_model.bin) into `model`;
-// errors name the file and list missing / unexpected keys and shape mismatches.
+// Loads the weights of `dir` into `model` (the Trainer's lookup: model.safetensors,
+// pytorch_model.bin, or a sharded index); errors name the file and list missing /
+// unexpected keys and shape mismatches.
 absl::Status LoadModelFiles(const std::string& dir, Model* model);
 absl::Status LoadOptimizerAndSchedulerFiles(const std::string& dir,
                                             torch::optim::Optimizer* optimizer,
