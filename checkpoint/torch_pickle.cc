@@ -10,6 +10,7 @@
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
+#include "checkpoint/python_unpickler.h"
 
 namespace loom::checkpoint {
 
@@ -26,16 +27,20 @@ absl::Status SavePickle(const std::string& path, const c10::IValue& value) {
 
 absl::StatusOr<c10::IValue> LoadPickle(const std::string& path) {
   ASSIGN_OR_RETURN(const std::string bytes, base::ReadFile(path));
+  std::string libtorch_error;
   try {
     return torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": LibTorch's torch::pickle_load cannot read this file (", base::TorchErrorMessage(e),
-        "). It reads files written by loom and simple Python torch.save files; Python objects "
-        "such as an OrderedDict (module.state_dict()) or one-element lists are beyond it. Save "
-        "weights as safetensors instead (safetensors.torch.save_file), or re-save from Python "
-        "with plain dicts, e.g. torch.save(dict(model.state_dict()), path)"));
+    libtorch_error = base::TorchErrorMessage(e);
   }
+  absl::StatusOr<c10::IValue> value = UnpickleTorchSave(bytes);
+  if (value.ok()) return value;
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": cannot read this torch pickle: ", value.status().message(),
+      " (LibTorch's torch::pickle_load said: ", libtorch_error,
+      "). loom reads torch.save files of plain state dicts; save weights as safetensors "
+      "(safetensors.torch.save_file) or re-save the file holding only dicts, lists, tuples, "
+      "numbers, strings and tensors"));
 }
 
 absl::Status SaveTorchStateDict(const std::string& path, const NamedTensors& tensors) {

@@ -6,14 +6,13 @@
 //     rename). The bytes are the zip-based format of torch.save, so Python's torch.load reads
 //     them: c10 dicts become dicts (in insertion order, int keys kept), lists lists, tuples
 //     tuples, tensors tensors (dtype, incl. bfloat16, and strides kept).
-//   LoadPickle(path): torch::pickle_load. It reads what SavePickle writes and simple Python
-//     torch.save files (plain dicts of tensors, numbers, strings). LibTorch 1.13's unpickler
-//     stops at much of what Python writes: an OrderedDict (every module.state_dict()) and a
-//     one-element list (pickle's APPEND opcode, e.g. a scheduler's base_lrs) among others. Such
-//     a file is an InvalidArgument naming the file, LibTorch's reason, and the way out.
-//     Pickles are trusted input (as with Python's torch.load, which runs code from the file):
-//     LibTorch's unpickler is not hardened against hostile bytes. Use safetensors for weights
-//     from elsewhere.
+//   LoadPickle(path): torch::pickle_load, which reads what SavePickle writes; when it fails
+//     (LibTorch 1.13's unpickler stops at much of what Python writes: an OrderedDict, as every
+//     module.state_dict() is, or a one-element list, as in optimizer and scheduler state
+//     dicts), python_unpickler.h's reader of Python's torch.save files. A file neither reads is
+//     an InvalidArgument naming the file, both reasons, and the way out. Pickles are trusted
+//     input (as with Python's torch.load, which runs code from the file); use safetensors for
+//     weights from elsewhere.
 //   SaveTorchStateDict(path, tensors) writes pytorch_model.bin: a dict name -> tensor in the
 //     given order (Python's torch.load gives a dict, which model.load_state_dict and HF's
 //     from_pretrained accept like the OrderedDict Python would have saved); tensors are

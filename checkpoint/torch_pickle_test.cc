@@ -63,9 +63,14 @@ TEST(TorchPickleTest, ErrorsNameTheFile) {
   ASSERT_OK(base::WriteFileAtomically(junk, "not a pickle"));
   EXPECT_THAT(LoadPickle(junk).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(StartsWith(junk + ": LibTorch's torch::pickle_load cannot read this "
-                                               "file ("),
-                             HasSubstr("Save weights as safetensors instead"))));
+                       Eq(junk + ": cannot read this torch pickle: not a zip archive: the legacy "
+                                 "torch.save format (_use_new_zipfile_serialization=False) is not "
+                                 "supported; re-save with torch >= 1.6's default format "
+                                 "(LibTorch's torch::pickle_load said: PytorchStreamReader failed "
+                                 "reading zip archive: not a ZIP archive). loom reads torch.save "
+                                 "files of plain state dicts; save weights as safetensors "
+                                 "(safetensors.torch.save_file) or re-save the file holding only "
+                                 "dicts, lists, tuples, numbers, strings and tensors")));
   EXPECT_THAT(LoadPickle(TempPath("missing.pt")).status(),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing.pt")));
 

@@ -8,8 +8,9 @@
    training (same model, values, gradients, AdamW groups and HF linear schedule).
 2. Resumes that run in Python from loom's pytorch_model.bin, optimizer.pt and scheduler.pt
    and checks the next step against loom's.
-3. Writes safetensors files by hand (struct + numpy) and torch.save files for the C++ side to
-   read (checkpoint_interop_tool read DIR).
+3. Writes safetensors files by hand (struct + numpy) and torch.save files (state dicts, its
+   own optimizer.pt and scheduler.pt) for the C++ side to read (checkpoint_interop_tool read
+   DIR).
 Raises (non-zero exit) on the first mismatch.
 """
 import functools
@@ -296,8 +297,9 @@ def write_files_for_cpp(d):
     missing = {k: v for k, v in sd.items() if not k.startswith("norm.")}
     missing["lm_head.weight"] = torch.zeros(2, 2)
     write_safetensors(os.path.join(d, "py_missing.safetensors"), missing, None)
-    torch.save(sd, os.path.join(d, "py_state_dict.bin"))
+    torch.save(sd, os.path.join(d, "py_state_dict.bin"))  # an OrderedDict with _metadata
     torch.save(dict(sd), os.path.join(d, "py_plain.bin"))
+    torch.save(sd, os.path.join(d, "py_legacy.bin"), _use_new_zipfile_serialization=False)
 
 
 def main():
@@ -308,6 +310,9 @@ def main():
     opt, sched = make_run(model)
     for t in range(3):
         step(model, opt, sched, t)
+    # Python's own optimizer.pt / scheduler.pt for the C++ side to resume from.
+    torch.save(opt.state_dict(), os.path.join(d, "py_optimizer.pt"))
+    torch.save(sched.state_dict(), os.path.join(d, "py_scheduler.pt"))
     check_model_files(d, model)
     check_dtypes(d)
     check_optimizer_and_resume(d, model, opt, sched)

@@ -9,9 +9,11 @@
 //       patterns) and DIR/after_step4.safetensors (the parameters after one more step).
 //   checkpoint_interop_tool read DIR
 //       loads the files check_checkpoint.py wrote: py_model.safetensors (values
-//       w(i, k) = k * 0.02 - i) and py_plain.bin into the model and checks every value; checks
-//       the exact errors for py_bad_shape.safetensors, py_missing.safetensors and
-//       py_state_dict.bin (an OrderedDict, which LibTorch's unpickler cannot read).
+//       w(i, k) = k * 0.02 - i), py_plain.bin and py_state_dict.bin (Python's OrderedDict) into
+//       the model and checks every value; checks the exact errors for
+//       py_bad_shape.safetensors, py_missing.safetensors and py_legacy.bin; resumes the run
+//       from Python's py_optimizer.pt and py_scheduler.pt (written after 3 steps) and expects
+//       the next step to equal its own run's.
 // Exit status 0 on success; otherwise a message on stderr.
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
@@ -193,11 +195,11 @@ absl::Status Read(const std::string& dir) {
     RETURN_IF_ERROR(LoadStateDict(*model, file.tensors).status());
     RETURN_IF_ERROR(ExpectValues(model, "py_model.safetensors"));
   }
-  {
+  for (const char* file : {"py_plain.bin", "py_state_dict.bin"}) {
     Tiny model;
-    ASSIGN_OR_RETURN(NamedTensors sd, LoadTorchStateDict(dir + "/py_plain.bin"));
+    ASSIGN_OR_RETURN(NamedTensors sd, LoadTorchStateDict(dir + "/" + file));
     RETURN_IF_ERROR(LoadStateDict(*model, sd).status());
-    RETURN_IF_ERROR(ExpectValues(model, "py_plain.bin"));
+    RETURN_IF_ERROR(ExpectValues(model, file));
   }
   {
     Tiny model;
@@ -213,10 +215,36 @@ absl::Status Read(const std::string& dir) {
                                 "state_dict: \"norm.weight\", \"norm.bias\". \n\tUnexpected "
                                 "key(s) in state_dict: \"lm_head.weight\". "));
   }
-  const std::string ordered = dir + "/py_state_dict.bin";
-  return ExpectError(LoadTorchStateDict(ordered).status(),
-                     ordered + ": LibTorch's torch::pickle_load cannot read this file (",
-                     /*exact=*/false);
+  RETURN_IF_ERROR(ExpectError(LoadTorchStateDict(dir + "/py_legacy.bin").status(),
+                              "not a zip archive: the legacy torch.save format", /*exact=*/false));
+
+  // Resume from Python's optimizer and scheduler state: the next step matches loom's own run.
+  Run own;
+  for (int t = 0; t < 3; ++t) own.Step(t);
+  Run resumed;
+  {
+    at::NoGradGuard no_grad;
+    const NamedTensors from = ModuleStateDict(*own.model);
+    NamedTensors to = ModuleStateDict(*resumed.model);
+    for (size_t i = 0; i < to.size(); ++i) to[i].second.copy_(from[i].second);
+  }
+  RETURN_IF_ERROR(LoadOptimizerState(dir + "/py_optimizer.pt", *resumed.optimizer));
+  RETURN_IF_ERROR(LoadSchedulerState(dir + "/py_scheduler.pt", *resumed.scheduler));
+  if (resumed.scheduler->last_epoch() != 3 ||
+      resumed.scheduler->LastLr() != own.scheduler->LastLr()) {
+    return absl::InternalError("py_scheduler.pt: last_epoch or last lr differ from loom's run");
+  }
+  own.Step(3);
+  resumed.Step(3);
+  const NamedTensors a = ModuleStateDict(*own.model);
+  const NamedTensors b = ModuleStateDict(*resumed.model);
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!at::equal(a[i].second, b[i].second)) {
+      return absl::InternalError(absl::StrCat(
+          "after resuming from Python's optimizer.pt, step 4 differs for ", a[i].first));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace

@@ -1,0 +1,561 @@
+#include "checkpoint/python_unpickler.h"
+
+#include <ATen/ATen.h>
+#include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/read_adapter_interface.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/torch_status.h"
+
+namespace loom::checkpoint {
+namespace {
+
+using c10::IValue;
+
+absl::Status PickleError(size_t at, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("pickle byte ", at, ": ", what));
+}
+
+const std::map<std::string, c10::ScalarType>& StorageTypes() {
+  static const auto* types = new std::map<std::string, c10::ScalarType>{
+      {"torch.DoubleStorage", c10::ScalarType::Double},
+      {"torch.FloatStorage", c10::ScalarType::Float},
+      {"torch.HalfStorage", c10::ScalarType::Half},
+      {"torch.BFloat16Storage", c10::ScalarType::BFloat16},
+      {"torch.LongStorage", c10::ScalarType::Long},
+      {"torch.IntStorage", c10::ScalarType::Int},
+      {"torch.ShortStorage", c10::ScalarType::Short},
+      {"torch.CharStorage", c10::ScalarType::Char},
+      {"torch.ByteStorage", c10::ScalarType::Byte},
+      {"torch.BoolStorage", c10::ScalarType::Bool},
+  };
+  return *types;
+}
+
+// A stack or memo entry: a value, a MARK, or a global (a Python callable or class, by name).
+struct Item {
+  enum class Kind { kValue, kMark, kGlobal };
+  Kind kind = Kind::kValue;
+  IValue value;
+  std::string global;  // "module.name"
+};
+
+class Machine {
+ public:
+  Machine(absl::string_view pickle, const StorageLoader& load_storage)
+      : in_(pickle), load_storage_(load_storage) {}
+
+  absl::StatusOr<IValue> Run();
+
+ private:
+  absl::StatusOr<absl::string_view> Take(uint64_t n) {
+    if (n > in_.size() - pos_) return PickleError(op_at_, "the pickle ends inside an opcode");
+    absl::string_view out = in_.substr(pos_, n);
+    pos_ += n;
+    return out;
+  }
+  template <typename T>
+  absl::StatusOr<T> TakeLe() {  // little-endian integer
+    ASSIGN_OR_RETURN(absl::string_view b, Take(sizeof(T)));
+    T v;
+    std::memcpy(&v, b.data(), sizeof(T));
+    return v;
+  }
+  absl::StatusOr<std::string> TakeLine() {
+    const size_t nl = in_.find('\n', pos_);
+    if (nl == absl::string_view::npos) return PickleError(pos_, "unterminated text argument");
+    std::string line(in_.substr(pos_, nl - pos_));
+    pos_ = nl + 1;
+    return line;
+  }
+  absl::StatusOr<Item> Pop() {
+    if (stack_.empty()) return PickleError(op_at_, "stack underflow");
+    Item top = std::move(stack_.back());
+    stack_.pop_back();
+    return top;
+  }
+  absl::StatusOr<IValue> PopValue() {
+    ASSIGN_OR_RETURN(Item item, Pop());
+    if (item.kind != Item::Kind::kValue) return Unsupported(item, "as a value");
+    return std::move(item.value);
+  }
+  // The values above the topmost MARK, which is removed.
+  absl::StatusOr<std::vector<IValue>> PopToMark() {
+    size_t mark = stack_.size();
+    while (mark > 0 && stack_[mark - 1].kind != Item::Kind::kMark) --mark;
+    if (mark == 0) return PickleError(op_at_, "no MARK on the stack");
+    std::vector<IValue> values;
+    for (size_t i = mark; i < stack_.size(); ++i) {
+      if (stack_[i].kind != Item::Kind::kValue) return Unsupported(stack_[i], "as a value");
+      values.push_back(std::move(stack_[i].value));
+    }
+    stack_.resize(mark - 1);
+    return values;
+  }
+  absl::Status Unsupported(const Item& item, absl::string_view use) {
+    return PickleError(op_at_, absl::StrCat(item.kind == Item::Kind::kMark
+                                                ? std::string("a MARK")
+                                                : absl::StrCat("the Python object ", item.global),
+                                            " cannot be used ", use));
+  }
+  absl::Status Push(IValue v) {
+    stack_.push_back(Item{Item::Kind::kValue, std::move(v), {}});
+    return absl::OkStatus();
+  }
+  absl::Status Memoize(uint64_t index) {
+    if (stack_.empty()) return PickleError(op_at_, "memoizing with an empty stack");
+    memo_[index] = stack_.back();
+    return absl::OkStatus();
+  }
+  absl::Status Get(uint64_t index) {
+    auto it = memo_.find(index);
+    if (it == memo_.end()) return PickleError(op_at_, absl::StrCat("memo ", index, " is unset"));
+    stack_.push_back(it->second);
+    return absl::OkStatus();
+  }
+  absl::Status SetItems(std::vector<IValue> items) {
+    if (items.size() % 2 != 0) return PickleError(op_at_, "an odd number of dict items");
+    if (stack_.empty() || stack_.back().kind != Item::Kind::kValue ||
+        !stack_.back().value.isGenericDict()) {
+      return PickleError(op_at_, "SETITEM(S) on something that is not a dict");
+    }
+    c10::impl::GenericDict dict = stack_.back().value.toGenericDict();
+    for (size_t i = 0; i < items.size(); i += 2) {
+      const IValue& key = items[i];
+      if (!(key.isInt() || key.isString() || key.isDouble() || key.isBool() || key.isTensor())) {
+        return PickleError(op_at_, absl::StrCat("a dict key of type ", key.tagKind()));
+      }
+      dict.insert_or_assign(key, std::move(items[i + 1]));
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Append(std::vector<IValue> items) {
+    if (stack_.empty() || stack_.back().kind != Item::Kind::kValue ||
+        !stack_.back().value.isList()) {
+      return PickleError(op_at_, "APPEND(S) on something that is not a list");
+    }
+    c10::List<IValue> list = stack_.back().value.toList();
+    for (IValue& v : items) list.push_back(std::move(v));
+    return absl::OkStatus();
+  }
+  absl::Status Global(std::string module, std::string name) {
+    stack_.push_back(Item{Item::Kind::kGlobal, IValue(), absl::StrCat(module, ".", name)});
+    return absl::OkStatus();
+  }
+  absl::Status Reduce();
+  absl::Status PersistentLoad();
+  absl::StatusOr<IValue> RebuildTensor(const std::vector<IValue>& args);
+
+  absl::string_view in_;
+  const StorageLoader& load_storage_;
+  size_t pos_ = 0;
+  size_t op_at_ = 0;
+  std::vector<Item> stack_;
+  std::unordered_map<uint64_t, Item> memo_;
+  std::map<std::string, at::Tensor> storages_;
+};
+
+IValue NewDict() { return c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get()); }
+IValue NewList() { return c10::impl::GenericList(c10::AnyType::get()); }
+
+absl::StatusOr<std::vector<int64_t>> IntTuple(const IValue& v, absl::string_view what) {
+  if (!v.isTuple()) return absl::InvalidArgumentError(absl::StrCat(what, " is not a tuple"));
+  std::vector<int64_t> out;
+  for (const IValue& e : v.toTupleRef().elements()) {
+    if (!e.isInt() || e.toInt() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " holds a non-integer or negative"));
+    }
+    out.push_back(e.toInt());
+  }
+  return out;
+}
+
+absl::StatusOr<IValue> Machine::RebuildTensor(const std::vector<IValue>& args) {
+  // (storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])
+  if (args.size() < 5 || !args[0].isTensor() || !args[1].isInt() || !args[4].isBool()) {
+    return PickleError(op_at_, "_rebuild_tensor_v2 with unexpected arguments");
+  }
+  const at::Tensor& storage = args[0].toTensor();
+  const int64_t offset = args[1].toInt();
+  ASSIGN_OR_RETURN(std::vector<int64_t> size, IntTuple(args[2], "a tensor's size"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> stride, IntTuple(args[3], "a tensor's stride"));
+  if (size.size() != stride.size() || offset < 0) {
+    return PickleError(op_at_, "a tensor's size, stride or offset is malformed");
+  }
+  // The last element the view touches must lie inside the storage; no count may overflow.
+  bool empty = false;
+  int64_t last = offset;
+  int64_t numel = 1;
+  for (size_t i = 0; i < size.size(); ++i) {
+    if (size[i] == 0) {
+      empty = true;
+      continue;
+    }
+    int64_t reach = 0;
+    if (__builtin_mul_overflow(size[i] - 1, stride[i], &reach) ||
+        __builtin_add_overflow(last, reach, &last) ||
+        __builtin_mul_overflow(numel, size[i], &numel)) {
+      return PickleError(op_at_, "a tensor's size and stride overflow 64 bits");
+    }
+  }
+  if (!empty && last >= storage.numel()) {
+    return PickleError(op_at_, absl::StrCat("a tensor view reaches element ", last,
+                                            " of a storage of ", storage.numel()));
+  }
+  at::Tensor t =
+      empty ? at::empty(size, storage.options()) : storage.as_strided(size, stride, offset);
+  if (args[4].toBool() && t.is_floating_point()) t.set_requires_grad(true);
+  return IValue(t);
+}
+
+absl::Status Machine::Reduce() {
+  ASSIGN_OR_RETURN(IValue args_value, PopValue());
+  ASSIGN_OR_RETURN(Item callable, Pop());
+  if (callable.kind != Item::Kind::kGlobal) return Unsupported(callable, "as a callable");
+  if (!args_value.isTuple()) return PickleError(op_at_, "REDUCE arguments are not a tuple");
+  const std::vector<IValue> args = args_value.toTupleRef().elements().vec();
+  const std::string& f = callable.global;
+  if (f == "collections.OrderedDict" && args.empty()) return Push(NewDict());
+  if (f == "torch._utils._rebuild_tensor_v2") {
+    ASSIGN_OR_RETURN(IValue t, RebuildTensor(args));
+    return Push(std::move(t));
+  }
+  if (f == "torch._utils._rebuild_parameter" && !args.empty() && args[0].isTensor()) {
+    return Push(args[0]);
+  }
+  if (f == "torch.device" && !args.empty() && args[0].isString()) {
+    std::string device = args[0].toStringRef();
+    if (args.size() == 2 && args[1].isInt()) absl::StrAppend(&device, ":", args[1].toInt());
+    return Push(IValue(device));
+  }
+  return PickleError(op_at_, absl::StrCat("the Python object ", f,
+                                          " is not supported (loom reads plain torch state "
+                                          "dicts: dicts, lists, tuples, numbers, strings, "
+                                          "tensors)"));
+}
+
+absl::Status Machine::PersistentLoad() {
+  ASSIGN_OR_RETURN(Item pid_item, Pop());
+  if (pid_item.kind != Item::Kind::kValue || !pid_item.value.isTuple()) {
+    return PickleError(op_at_, "a persistent id that is not a tuple");
+  }
+  // The storage type is a global inside the tuple; the tuple was built from stack items, so
+  // it arrives here as values only if the global was turned into one. See Run(): TUPLE keeps
+  // the storage type's name as a string marker "<global>torch.FloatStorage".
+  const auto& pid = pid_item.value.toTupleRef().elements();
+  if (pid.size() != 5 || !pid[0].isString() || pid[0].toStringRef() != "storage" ||
+      !pid[1].isString() || !pid[2].isString() || !pid[4].isInt()) {
+    return PickleError(op_at_,
+                       "a persistent id other than ('storage', type, key, location, "
+                       "numel)");
+  }
+  std::string type = pid[1].toStringRef();
+  const std::string marker = "<global>";
+  if (type.rfind(marker, 0) == 0) type = type.substr(marker.size());
+  auto dtype = StorageTypes().find(type);
+  if (dtype == StorageTypes().end()) {
+    return PickleError(op_at_, absl::StrCat("storage type ", type, " is not supported"));
+  }
+  const std::string key = pid[2].toStringRef();
+  auto cached = storages_.find(key);
+  if (cached == storages_.end()) {
+    ASSIGN_OR_RETURN(at::Tensor storage, load_storage_(key, dtype->second, pid[4].toInt()));
+    cached = storages_.emplace(key, std::move(storage)).first;
+  }
+  return Push(IValue(cached->second));
+}
+
+absl::StatusOr<IValue> Machine::Run() {
+  while (true) {
+    op_at_ = pos_;
+    ASSIGN_OR_RETURN(absl::string_view op_byte, Take(1));
+    const auto op = static_cast<unsigned char>(op_byte[0]);
+    switch (op) {
+      case 0x80:  // PROTO
+        RETURN_IF_ERROR(Take(1).status());
+        break;
+      case 0x95:  // FRAME
+        RETURN_IF_ERROR(Take(8).status());
+        break;
+      case '.': {  // STOP
+        ASSIGN_OR_RETURN(IValue result, PopValue());
+        return result;
+      }
+      case '(':
+        stack_.push_back(Item{Item::Kind::kMark, IValue(), {}});
+        break;
+      case '0':
+        RETURN_IF_ERROR(Pop().status());
+        break;
+      case '1':
+        RETURN_IF_ERROR(PopToMark().status());
+        break;
+      case '2':
+        if (stack_.empty()) return PickleError(op_at_, "DUP on an empty stack");
+        stack_.push_back(stack_.back());
+        break;
+      case 'N':
+        RETURN_IF_ERROR(Push(IValue()));
+        break;
+      case 0x88:
+        RETURN_IF_ERROR(Push(IValue(true)));
+        break;
+      case 0x89:
+        RETURN_IF_ERROR(Push(IValue(false)));
+        break;
+      case 'K': {
+        ASSIGN_OR_RETURN(uint8_t v, TakeLe<uint8_t>());
+        RETURN_IF_ERROR(Push(IValue(int64_t{v})));
+        break;
+      }
+      case 'M': {
+        ASSIGN_OR_RETURN(uint16_t v, TakeLe<uint16_t>());
+        RETURN_IF_ERROR(Push(IValue(int64_t{v})));
+        break;
+      }
+      case 'J': {
+        ASSIGN_OR_RETURN(int32_t v, TakeLe<int32_t>());
+        RETURN_IF_ERROR(Push(IValue(int64_t{v})));
+        break;
+      }
+      case 0x8a:    // LONG1
+      case 0x8b: {  // LONG4
+        uint64_t n = 0;
+        if (op == 0x8a) {
+          ASSIGN_OR_RETURN(uint8_t n1, TakeLe<uint8_t>());
+          n = n1;
+        } else {
+          ASSIGN_OR_RETURN(uint32_t n4, TakeLe<uint32_t>());
+          n = n4;
+        }
+        if (n > 8) return PickleError(op_at_, "an integer wider than 64 bits");
+        ASSIGN_OR_RETURN(absl::string_view b, Take(n));
+        uint64_t u = 0;
+        for (size_t i = 0; i < n; ++i) u |= uint64_t{static_cast<unsigned char>(b[i])} << (8 * i);
+        if (n > 0 && n < 8 && (b[n - 1] & 0x80)) u |= ~uint64_t{0} << (8 * n);  // sign-extend
+        RETURN_IF_ERROR(Push(IValue(static_cast<int64_t>(u))));
+        break;
+      }
+      case 'G': {  // BINFLOAT, big-endian
+        ASSIGN_OR_RETURN(absl::string_view b, Take(8));
+        uint64_t u = 0;
+        for (int i = 0; i < 8; ++i) u = (u << 8) | static_cast<unsigned char>(b[i]);
+        double d;
+        std::memcpy(&d, &u, 8);
+        RETURN_IF_ERROR(Push(IValue(d)));
+        break;
+      }
+      case 'X':     // BINUNICODE
+      case 'T':     // BINSTRING
+      case 'B':     // BINBYTES
+      case 0x8c:    // SHORT_BINUNICODE
+      case 'U':     // SHORT_BINSTRING
+      case 'C':     // SHORT_BINBYTES
+      case 0x8d:    // BINUNICODE8
+      case 0x8e: {  // BINBYTES8
+        uint64_t n = 0;
+        if (op == 'X' || op == 'T' || op == 'B') {
+          ASSIGN_OR_RETURN(uint32_t n4, TakeLe<uint32_t>());
+          n = n4;
+        } else if (op == 0x8c || op == 'U' || op == 'C') {
+          ASSIGN_OR_RETURN(uint8_t n1, TakeLe<uint8_t>());
+          n = n1;
+        } else {
+          ASSIGN_OR_RETURN(n, TakeLe<uint64_t>());
+        }
+        ASSIGN_OR_RETURN(absl::string_view s, Take(n));
+        RETURN_IF_ERROR(Push(IValue(std::string(s))));
+        break;
+      }
+      case '}':
+        RETURN_IF_ERROR(Push(NewDict()));
+        break;
+      case ']':
+        RETURN_IF_ERROR(Push(NewList()));
+        break;
+      case ')':
+        RETURN_IF_ERROR(Push(c10::ivalue::Tuple::create({})));
+        break;
+      case 't':
+      case 0x85:
+      case 0x86:
+      case 0x87: {
+        std::vector<IValue> items;
+        if (op == 't') {
+          // A tuple may hold globals (a persistent id's storage type): keep their names.
+          size_t mark = stack_.size();
+          while (mark > 0 && stack_[mark - 1].kind != Item::Kind::kMark) --mark;
+          if (mark == 0) return PickleError(op_at_, "TUPLE without a MARK");
+          for (size_t i = mark; i < stack_.size(); ++i) {
+            Item& it = stack_[i];
+            items.push_back(it.kind == Item::Kind::kGlobal ? IValue("<global>" + it.global)
+                                                           : std::move(it.value));
+          }
+          stack_.resize(mark - 1);
+        } else {
+          for (int i = 0; i < op - 0x84; ++i) {
+            ASSIGN_OR_RETURN(IValue v, PopValue());
+            items.insert(items.begin(), std::move(v));
+          }
+        }
+        RETURN_IF_ERROR(Push(c10::ivalue::Tuple::create(std::move(items))));
+        break;
+      }
+      case 'a': {
+        ASSIGN_OR_RETURN(IValue v, PopValue());
+        RETURN_IF_ERROR(Append({std::move(v)}));
+        break;
+      }
+      case 'e': {
+        ASSIGN_OR_RETURN(std::vector<IValue> items, PopToMark());
+        RETURN_IF_ERROR(Append(std::move(items)));
+        break;
+      }
+      case 's': {
+        ASSIGN_OR_RETURN(IValue value, PopValue());
+        ASSIGN_OR_RETURN(IValue key, PopValue());
+        RETURN_IF_ERROR(SetItems({std::move(key), std::move(value)}));
+        break;
+      }
+      case 'u': {
+        ASSIGN_OR_RETURN(std::vector<IValue> items, PopToMark());
+        RETURN_IF_ERROR(SetItems(std::move(items)));
+        break;
+      }
+      case 'q': {
+        ASSIGN_OR_RETURN(uint8_t i, TakeLe<uint8_t>());
+        RETURN_IF_ERROR(Memoize(i));
+        break;
+      }
+      case 'r': {
+        ASSIGN_OR_RETURN(uint32_t i, TakeLe<uint32_t>());
+        RETURN_IF_ERROR(Memoize(i));
+        break;
+      }
+      case 0x94:  // MEMOIZE
+        RETURN_IF_ERROR(Memoize(memo_.size()));
+        break;
+      case 'h': {
+        ASSIGN_OR_RETURN(uint8_t i, TakeLe<uint8_t>());
+        RETURN_IF_ERROR(Get(i));
+        break;
+      }
+      case 'j': {
+        ASSIGN_OR_RETURN(uint32_t i, TakeLe<uint32_t>());
+        RETURN_IF_ERROR(Get(i));
+        break;
+      }
+      case 'c': {
+        ASSIGN_OR_RETURN(std::string module, TakeLine());
+        ASSIGN_OR_RETURN(std::string name, TakeLine());
+        RETURN_IF_ERROR(Global(std::move(module), std::move(name)));
+        break;
+      }
+      case 0x93: {  // STACK_GLOBAL
+        ASSIGN_OR_RETURN(IValue name, PopValue());
+        ASSIGN_OR_RETURN(IValue module, PopValue());
+        if (!name.isString() || !module.isString()) {
+          return PickleError(op_at_, "STACK_GLOBAL without two strings");
+        }
+        RETURN_IF_ERROR(Global(module.toStringRef(), name.toStringRef()));
+        break;
+      }
+      case 'R':
+        RETURN_IF_ERROR(Reduce());
+        break;
+      case 'Q':
+        RETURN_IF_ERROR(PersistentLoad());
+        break;
+      case 'b': {  // BUILD: only the attributes of an OrderedDict (state_dict's _metadata)
+        ASSIGN_OR_RETURN(IValue state, PopValue());
+        if (stack_.empty() || stack_.back().kind != Item::Kind::kValue ||
+            !stack_.back().value.isGenericDict() || !state.isGenericDict()) {
+          return PickleError(op_at_, "BUILD of an object other than a dict's attributes");
+        }
+        break;
+      }
+      default:
+        return PickleError(op_at_, absl::StrCat("opcode 0x", absl::Hex(op),
+                                                " is not supported (loom reads torch.save's "
+                                                "pickle protocols 2 to 5)"));
+    }
+  }
+}
+
+// Reads a whole in-memory buffer for PyTorchStreamReader.
+class BufferAdapter : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit BufferAdapter(absl::string_view bytes) : bytes_(bytes) {}
+  size_t size() const override { return bytes_.size(); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char*) const override {
+    if (pos >= bytes_.size()) return 0;
+    n = std::min<size_t>(n, bytes_.size() - pos);
+    std::memcpy(buf, bytes_.data() + pos, n);
+    return n;
+  }
+
+ private:
+  absl::string_view bytes_;
+};
+
+}  // namespace
+
+absl::StatusOr<c10::IValue> RunTorchPickle(absl::string_view pickle,
+                                           const StorageLoader& load_storage) {
+  try {
+    Machine machine(pickle, load_storage);
+    return machine.Run();
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, "unpickling");
+  }
+}
+
+absl::StatusOr<c10::IValue> UnpickleTorchSave(absl::string_view zip_bytes) {
+  if (zip_bytes.substr(0, 4) != absl::string_view("PK\x03\x04", 4)) {
+    return absl::InvalidArgumentError(
+        "not a zip archive: the legacy torch.save format (_use_new_zipfile_serialization="
+        "False) is not supported; re-save with torch >= 1.6's default format");
+  }
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(std::make_shared<BufferAdapter>(zip_bytes));
+    if (!reader.hasRecord("data.pkl")) {
+      return absl::InvalidArgumentError("the archive has no data.pkl: not a torch.save file");
+    }
+    auto [pickle, pickle_size] = reader.getRecord("data.pkl");
+    const absl::string_view program(static_cast<const char*>(pickle.get()), pickle_size);
+    return RunTorchPickle(
+        program,
+        [&reader](const std::string& key, c10::ScalarType dtype,
+                  int64_t numel) -> absl::StatusOr<at::Tensor> {
+          const std::string record = "data/" + key;
+          if (numel < 0 || !reader.hasRecord(record)) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("storage ", absl::CHexEscape(key), " is missing from the archive"));
+          }
+          auto [data, size] = reader.getRecord(record);
+          const uint64_t expected = static_cast<uint64_t>(numel) * c10::elementSize(dtype);
+          if (size != expected) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "storage ", absl::CHexEscape(key), " holds ", size, " bytes, not ", expected));
+          }
+          at::Tensor storage = at::empty({numel}, at::TensorOptions().dtype(dtype));
+          if (size > 0) std::memcpy(storage.data_ptr(), data.get(), size);
+          return storage;
+        });
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument,
+                                    "reading the torch.save archive");
+  }
+}
+
+}  // namespace loom::checkpoint

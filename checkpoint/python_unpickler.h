@@ -1,0 +1,54 @@
+// A reader for what Python's torch.save writes into .pt / .bin files, for the cases LibTorch
+// 1.13's own unpickler (torch::pickle_load) rejects: OrderedDict state dicts (every
+// module.state_dict()), one-element lists (pickle's APPEND), optimizer and scheduler state
+// dicts. Hand-written: LibTorch has no such reader and Debian packages none.
+//
+// Contract: UnpickleTorchSave(bytes) reads a torch.save zip archive (torch >= 1.6's default
+// format; the records "<name>/data.pkl" and "<name>/data/<key>", read with LibTorch's
+// PyTorchStreamReader) and runs its pickle program (protocols 2 to 5) on a small stack machine
+// that knows only the plain values torch state dicts hold:
+//   None, bool, int (up to 64 bits), float, str, bytes (as a string), tuple, list, dict
+//   collections.OrderedDict            a dict; its attributes (state_dict's _metadata) dropped
+//   torch._utils._rebuild_tensor_v2    a tensor viewing its storage (storage_offset, size,
+//                                      stride checked against the storage), requires_grad kept
+//   torch._utils._rebuild_parameter    the tensor
+//   torch.<Dtype>Storage               storages of float64/32/16, bfloat16, int64/32/16/8,
+//                                      uint8, bool; each storage is read once, so tensors that
+//                                      shared storage in Python share it here
+//   torch.device("...")                the device string
+// Anything else (another global, a set, an object with state, the legacy non-zip format,
+// a storage whose record is missing or of the wrong size, malformed pickle bytes) is an
+// InvalidArgument naming what was found and where; the machine never reads out of bounds.
+// Dicts come back as c10 GenericDicts with Any keys and values, lists as Any lists.
+// Pickles remain trusted input: loom runs no code from them, but values nested millions deep
+// could exhaust the stack when destroyed.
+//
+// Example (torch_pickle.h's LoadPickle falls back to this):
+//   ASSIGN_OR_RETURN(c10::IValue sd, UnpickleTorchSave(bytes));
+#ifndef LOOM_CHECKPOINT_PYTHON_UNPICKLER_H_
+#define LOOM_CHECKPOINT_PYTHON_UNPICKLER_H_
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace loom::checkpoint {
+
+absl::StatusOr<c10::IValue> UnpickleTorchSave(absl::string_view zip_bytes);
+
+// The pickle machine alone: `load_storage(key, dtype, numel)` supplies the storage named by a
+// persistent id ('storage', torch.<Dtype>Storage, key, location, numel) as a 1-D tensor.
+using StorageLoader =
+    std::function<absl::StatusOr<at::Tensor>(const std::string& key, c10::ScalarType, int64_t)>;
+absl::StatusOr<c10::IValue> RunTorchPickle(absl::string_view pickle,
+                                           const StorageLoader& load_storage);
+
+}  // namespace loom::checkpoint
+
+#endif  // LOOM_CHECKPOINT_PYTHON_UNPICKLER_H_

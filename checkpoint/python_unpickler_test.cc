@@ -1,0 +1,230 @@
+#include "checkpoint/python_unpickler.h"
+
+#include <ATen/ATen.h>
+#include <caffe2/serialize/inline_container.h>
+
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace loom::checkpoint {
+namespace {
+
+using ::loom::base::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::Eq;
+using ::testing::HasSubstr;
+
+// Pickle opcodes written from the pickle format description (Lib/pickletools.py's table).
+std::string Str(const std::string& s) {  // BINUNICODE
+  std::string out = "X";
+  const uint32_t n = s.size();
+  out.append(reinterpret_cast<const char*>(&n), 4);
+  return out + s;
+}
+std::string Int1(uint8_t v) { return std::string("K") + static_cast<char>(v); }
+std::string Float(double d) {  // BINFLOAT, big-endian
+  uint64_t u;
+  std::memcpy(&u, &d, 8);
+  std::string out = "G";
+  for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
+  return out;
+}
+std::string Global(const std::string& module, const std::string& name) {
+  return "c" + module + "\n" + name + "\n";
+}
+const std::string kProto2 = "\x80\x02";
+const std::string kMark = "(", kTuple = "t", kEmptyTuple = ")", kReduce = "R", kEmptyDict = "}",
+                  kSetItems = "u", kStop = ".", kNewFalse = "\x89", kNewTrue = "\x88",
+                  kTuple1 = "\x85", kTuple2 = "\x86", kEmptyList = "]", kAppend = "a",
+                  kAppends = "e", kNone = "N", kBinPersId = "Q", kBuild = "b";
+std::string Put(uint8_t i) { return std::string("q") + static_cast<char>(i); }
+std::string GetMemo(uint8_t i) { return std::string("h") + static_cast<char>(i); }
+
+// _rebuild_tensor_v2(('storage', torch.FloatStorage, key, 'cpu', numel), offset, size,
+// stride, requires_grad, OrderedDict()), each size and stride a 1-tuple.
+std::string RebuildFloat(const std::string& key, int numel, int offset, int size, int stride) {
+  return Global("torch._utils", "_rebuild_tensor_v2") + kMark + kMark + Str("storage") +
+         Global("torch", "FloatStorage") + Str(key) + Str("cpu") + Int1(numel) + kTuple +
+         kBinPersId + Int1(offset) + Int1(size) + kTuple1 + Int1(stride) + kTuple1 + kNewFalse +
+         Global("collections", "OrderedDict") + kEmptyTuple + kReduce + kTuple + kReduce;
+}
+
+StorageLoader Storages(std::map<std::string, at::Tensor> storages, int* loads = nullptr) {
+  return [storages, loads](const std::string& key, c10::ScalarType dtype,
+                           int64_t numel) -> absl::StatusOr<at::Tensor> {
+    if (loads != nullptr) ++*loads;
+    auto it = storages.find(key);
+    if (it == storages.end() || it->second.scalar_type() != dtype || it->second.numel() != numel) {
+      return absl::NotFoundError("no storage " + key);
+    }
+    return it->second;
+  };
+}
+
+TEST(RunTorchPickleTest, OrderedDictStateDictWithSharedStorage) {
+  // OrderedDict([("tied.a", view [0:3] of storage 0), ("tied.b", view [2:4] of storage 0)])
+  // with state_dict's _metadata attribute, as Python's torch.save writes it.
+  const std::string program =
+      kProto2 + Global("collections", "OrderedDict") + Put(0) + kEmptyTuple + kReduce + Put(1) +
+      kMark + Str("tied.a") + RebuildFloat("0", 5, 0, 3, 1) + Str("tied.b") +
+      RebuildFloat("0", 5, 2, 2, 1) + kSetItems + kEmptyDict + Str("_metadata") + GetMemo(0) +
+      kEmptyTuple + kReduce + "s" + kBuild + kStop;
+  int loads = 0;
+  ASSERT_OK_AND_ASSIGN(
+      c10::IValue v, RunTorchPickle(program, Storages({{"0", at::arange(5, at::kFloat)}}, &loads)));
+  ASSERT_TRUE(v.isGenericDict());
+  const auto dict = v.toGenericDict();
+  ASSERT_EQ(dict.size(), 2u);
+  const at::Tensor a = dict.at("tied.a").toTensor();
+  const at::Tensor b = dict.at("tied.b").toTensor();
+  EXPECT_TRUE(at::equal(a, at::tensor({0.0f, 1.0f, 2.0f})));
+  EXPECT_TRUE(at::equal(b, at::tensor({2.0f, 3.0f})));
+  EXPECT_EQ(static_cast<float*>(a.data_ptr()) + 2, b.data_ptr());  // one storage
+  EXPECT_EQ(loads, 1);
+  std::vector<std::string> keys;
+  for (const auto& e : dict) keys.push_back(e.key().toStringRef());
+  EXPECT_THAT(keys, ElementsAre("tied.a", "tied.b"));  // insertion order kept
+}
+
+TEST(RunTorchPickleTest, OptimizerStyleValues) {
+  // {'state': {0: {'step': 3, 'big': -2**40, 'v': [1.5]}},
+  //  'param_groups': [{'betas': (0.9, 0.999), 'foreach': None, 'amsgrad': False,
+  //                    'capturable': True, 'params': [0, 1]}]}
+  const std::string long1 = std::string("\x8a\x06\x00\x00\x00\x00\x00\xff", 8);  // -2**40
+  const std::string program =
+      kProto2 + kEmptyDict + kMark + Str("state") + kEmptyDict + kMark + Int1(0) + kEmptyDict +
+      kMark + Str("step") + Int1(3) + Str("big") + long1 + Str("v") + kEmptyList + Float(1.5) +
+      kAppend + kSetItems + kSetItems + Str("param_groups") + kEmptyList + kEmptyDict + kMark +
+      Str("betas") + Float(0.9) + Float(0.999) + kTuple2 + Str("foreach") + kNone + Str("amsgrad") +
+      kNewFalse + Str("capturable") + kNewTrue + Str("params") + kEmptyList + kMark + Int1(0) +
+      Int1(1) + kAppends + kSetItems + kAppend + kSetItems + kStop;
+  ASSERT_OK_AND_ASSIGN(c10::IValue v, RunTorchPickle(program, Storages({})));
+  const auto state = v.toGenericDict().at("state").toGenericDict().at(int64_t{0}).toGenericDict();
+  EXPECT_EQ(state.at("step").toInt(), 3);
+  EXPECT_EQ(state.at("big").toInt(), -(int64_t{1} << 40));
+  EXPECT_EQ(state.at("v").toListRef().at(0).toDouble(), 1.5);
+  const auto group = v.toGenericDict().at("param_groups").toListRef().at(0).toGenericDict();
+  EXPECT_EQ(group.at("betas").toTupleRef().elements()[1].toDouble(), 0.999);
+  EXPECT_TRUE(group.at("foreach").isNone());
+  EXPECT_FALSE(group.at("amsgrad").toBool());
+  EXPECT_TRUE(group.at("capturable").toBool());
+  EXPECT_THAT(group.at("params").toListRef()[1].toInt(), Eq(1));
+}
+
+TEST(RunTorchPickleTest, ErrorsSayWhatAndWhere) {
+  auto expect = [](const std::string& program, const std::string& message) {
+    EXPECT_THAT(RunTorchPickle(program, Storages({{"0", at::arange(5, at::kFloat)}})),
+                StatusIs(absl::StatusCode::kInvalidArgument, Eq(message)))
+        << program;
+  };
+  expect(kProto2 + Global("numpy.core.multiarray", "_reconstruct") + kEmptyTuple + kReduce + kStop,
+         "pickle byte 39: the Python object numpy.core.multiarray._reconstruct is not supported "
+         "(loom reads plain torch state dicts: dicts, lists, tuples, numbers, strings, tensors)");
+  expect(kProto2 + Str("abc").substr(0, 6), "pickle byte 2: the pickle ends inside an opcode");
+  expect(kProto2 + kStop, "pickle byte 2: stack underflow");
+  expect(kProto2 + "\xff",
+         "pickle byte 2: opcode 0xff is not supported (loom reads torch.save's "
+         "pickle protocols 2 to 5)");
+  expect(kProto2 + GetMemo(7) + kStop, "pickle byte 2: memo 7 is unset");
+  expect(kProto2 + kEmptyList + Int1(1) + Int1(2) + "s" + kStop,
+         "pickle byte 7: SETITEM(S) on something that is not a dict");
+  expect(kProto2 + RebuildFloat("0", 5, 3, 3, 1) + kStop,
+         "pickle byte 124: a tensor view reaches element 5 of a storage of 5");
+  // size 2**62 + 1 with stride 4: the reach overflows.
+  const std::string huge = std::string("\x8a\x08\x01\x00\x00\x00\x00\x00\x00\x40", 10);
+  expect(kProto2 + Global("torch._utils", "_rebuild_tensor_v2") + kMark + kMark + Str("storage") +
+             Global("torch", "FloatStorage") + Str("0") + Str("cpu") + Int1(5) + kTuple +
+             kBinPersId + Int1(0) + huge + kTuple1 + Int1(4) + kTuple1 + kNewFalse + kEmptyDict +
+             kTuple + kReduce + kStop,
+         "pickle byte 106: a tensor's size and stride overflow 64 bits");
+  expect(kProto2 + kMark + Str("storage") + Int1(1) + kTuple + kBinPersId + kStop,
+         "pickle byte 18: a persistent id other than ('storage', type, key, location, numel)");
+  expect(kProto2 + kEmptyDict + kEmptyList + kEmptyList + "s" + kStop,
+         "pickle byte 5: a dict key of type GenericList");
+  expect(kProto2 + kEmptyList + kEmptyDict + kBuild + kStop,
+         "pickle byte 4: BUILD of an object other than a dict's attributes");
+  EXPECT_THAT(RunTorchPickle(kProto2 + RebuildFloat("9", 5, 0, 1, 1) + kStop,
+                             Storages({{"0", at::arange(5, at::kFloat)}})),
+              StatusIs(absl::StatusCode::kNotFound, Eq("no storage 9")));
+}
+
+// Random edits of valid programs never crash the machine (the libFuzzer target covers the
+// safetensors parser; this is the deterministic stand-in for the pickle machine, which needs
+// LibTorch and so is built with the project's gcc toolchain).
+TEST(RunTorchPickleTest, MutatedProgramsGiveErrorsNotCrashes) {
+  const std::string base = kProto2 + Global("collections", "OrderedDict") + Put(0) + kEmptyTuple +
+                           kReduce + Put(1) + kMark + Str("a") + RebuildFloat("0", 5, 0, 3, 1) +
+                           Str("b") + kEmptyList + Float(1.5) + kAppend + Str("c") + kMark +
+                           Int1(1) + Int1(2) + kTuple + kSetItems + kStop;
+  ASSERT_OK(RunTorchPickle(base, Storages({{"0", at::arange(5, at::kFloat)}})).status());
+  std::mt19937 rng(20240601);
+  int ok = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string p = base;
+    const int edits = 1 + rng() % 4;
+    for (int e = 0; e < edits && !p.empty(); ++e) {
+      const size_t at = rng() % p.size();
+      switch (rng() % 4) {
+        case 0:
+          p[at] = static_cast<char>(rng());
+          break;
+        case 1:
+          p.insert(p.begin() + at, static_cast<char>(rng()));
+          break;
+        case 2:
+          p.erase(at, 1 + rng() % 8);
+          break;
+        default:
+          p.resize(at);
+      }
+    }
+    ok += RunTorchPickle(p, Storages({{"0", at::arange(5, at::kFloat)}})).ok();
+  }
+  EXPECT_LT(ok, 20000);  // most edits break the program; none may crash it
+}
+
+std::string Archive(const std::map<std::string, std::string>& records) {
+  std::string out;
+  caffe2::serialize::PyTorchStreamWriter writer([&out](const void* data, size_t n) {
+    out.append(static_cast<const char*>(data), n);
+    return n;
+  });
+  for (const auto& [name, bytes] : records) writer.writeRecord(name, bytes.data(), bytes.size());
+  writer.writeEndOfFile();
+  return out;
+}
+
+TEST(UnpickleTorchSaveTest, ReadsStoragesFromTheArchive) {
+  const float values[] = {1.5f, -2.0f, 3.0f};
+  const std::string program = kProto2 + RebuildFloat("0", 3, 1, 2, 1) + kStop;
+  ASSERT_OK_AND_ASSIGN(
+      c10::IValue v,
+      UnpickleTorchSave(Archive(
+          {{"data.pkl", program},
+           {"data/0", std::string(reinterpret_cast<const char*>(values), sizeof(values))}})));
+  EXPECT_TRUE(at::equal(v.toTensor(), at::tensor({-2.0f, 3.0f})));
+
+  EXPECT_THAT(UnpickleTorchSave(Archive({{"data.pkl", program}, {"data/0", "12345678"}})),
+              StatusIs(absl::StatusCode::kInvalidArgument, Eq("storage 0 holds 8 bytes, not 12")));
+  EXPECT_THAT(
+      UnpickleTorchSave(Archive({{"data.pkl", program}})),
+      StatusIs(absl::StatusCode::kInvalidArgument, Eq("storage 0 is missing from the archive")));
+  EXPECT_THAT(UnpickleTorchSave(Archive({{"other", "x"}})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       Eq("the archive has no data.pkl: not a torch.save file")));
+  EXPECT_THAT(UnpickleTorchSave("\x80\x02\x8a\x0a"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("legacy torch.save format")));
+  EXPECT_THAT(
+      UnpickleTorchSave(std::string("PK\x03\x04garbage", 11)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("reading the torch.save archive: ")));
+}
+
+}  // namespace
+}  // namespace loom::checkpoint
