@@ -232,7 +232,7 @@ absl::StatusOr<TrainOutput> Trainer::Train(std::optional<ResumeFrom> resume) {
       if (control_.should_training_stop) break;
     }
 
-    RETURN_IF_ERROR(FinishCheckpoints());
+    RETURN_IF_ERROR(LoadBestModelAtEnd());
     total_loss_scalar_ += tr_loss.item<float>();
     const double effective_global_step = std::max<double>(state_.global_step, 0.001);
     const double train_loss = total_loss_scalar_ / effective_global_step;
@@ -245,6 +245,7 @@ absl::StatusOr<TrainOutput> Trainer::Train(std::optional<ResumeFrom> resume) {
     is_in_train_ = false;
     memory_tracker_->StopAndUpdateMetrics("train", &metrics);
     RETURN_IF_ERROR(Log(metrics));
+    RETURN_IF_ERROR(CleanUpCheckpointsAtEnd());
     RETURN_IF_ERROR(callbacks_.OnTrainEnd(args_, state_, control_));
     ctx.train_dataloader = nullptr;
     TrainOutput output;

@@ -226,8 +226,10 @@ class Trainer {
   // HF _save_checkpoint: updates best_metric / best_model_checkpoint from `metrics`, writes
   // output_dir/checkpoint-<global_step>/ atomically (trainer_checkpoint.cc) and rotates.
   virtual absl::Status SaveCheckpoint(const Metrics* metrics);
-  // After training: load_best_model_at_end and the save_total_limit=1 clean-up (HF).
-  absl::Status FinishCheckpoints();
+  // After training (HF order): load_best_model_at_end before the final metrics, and the
+  // save_total_limit=1 clean-up (only the best kept) after they are logged.
+  absl::Status LoadBestModelAtEnd();
+  absl::Status CleanUpCheckpointsAtEnd();
   // Moves the batch's tensors to the training device.
   data::Batch PrepareInputs(const data::Batch& inputs) const;
   std::vector<std::string> LabelNames() const;

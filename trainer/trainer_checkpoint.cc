@@ -218,24 +218,31 @@ absl::Status Trainer::RestoreCallbackStates(const Metrics& states) {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::FinishCheckpoints() {
+absl::Status Trainer::LoadBestModelAtEnd() {
   if (!args_.load_best_model_at_end() || !state_.best_model_checkpoint) return absl::OkStatus();
   LOG(INFO) << "Loading best model from " << *state_.best_model_checkpoint << " (score: "
             << state_.best_metric.value_or(0) << ").";
   RETURN_IF_ERROR_CTX(LoadModelFiles(*state_.best_model_checkpoint, model_.get()),
                       "--load_best_model_at_end");
-  if (is_world_process_zero() && args_.has_save_total_limit() && args_.save_total_limit() == 1) {
-    // HF: with a limit of 1, only the best checkpoint is kept once training is over.
-    ASSIGN_OR_RETURN(std::vector<std::filesystem::path> sorted,
-                     checkpoint::SortedCheckpoints(args_.output_dir(), state_.best_model_checkpoint),
-                     "--save_total_limit");
-    const std::filesystem::path best =
-        std::filesystem::path(*state_.best_model_checkpoint).lexically_normal();
-    for (const auto& c : sorted) {
-      if (c.lexically_normal() == best) continue;
-      LOG(INFO) << "Deleting older checkpoint [" << c.string() << "] due to args.save_total_limit";
-      RETURN_IF_ERROR(checkpoint::DeleteCheckpointFolder(c));
-    }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::CleanUpCheckpointsAtEnd() {
+  // HF: with save_total_limit 1 and a tracked best (metric_for_best_model), only the best
+  // checkpoint is kept once training is over (rotation kept last + best until then).
+  if (!is_world_process_zero() || !state_.best_model_checkpoint ||
+      !args_.has_save_total_limit() || args_.save_total_limit() != 1) {
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(std::vector<std::filesystem::path> sorted,
+                   checkpoint::SortedCheckpoints(args_.output_dir(), state_.best_model_checkpoint),
+                   "--save_total_limit");
+  const std::filesystem::path best =
+      std::filesystem::path(*state_.best_model_checkpoint).lexically_normal();
+  for (const auto& c : sorted) {
+    if (c.lexically_normal() == best) continue;
+    LOG(INFO) << "Deleting older checkpoint [" << c.string() << "] due to args.save_total_limit";
+    RETURN_IF_ERROR(checkpoint::DeleteCheckpointFolder(c));
   }
   return absl::OkStatus();
 }

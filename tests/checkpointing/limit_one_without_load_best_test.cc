@@ -1,7 +1,6 @@
-// KNOWN BUG (tagged "manual" in BUILD so the default suite stays green; run it with
-//   ./bazelw test //tests/checkpointing:limit_one_without_load_best_test
-// ). It fails until trainer/trainer_checkpoint.cc's Trainer::FinishCheckpoints stops returning
-// early when load_best_model_at_end is false.
+// Regression test for a bug this suite found: loom ran the end-of-training limit-1 clean-up
+// only with load_best_model_at_end (fixed in trainer/trainer_checkpoint.cc,
+// Trainer::CleanUpCheckpointsAtEnd).
 //
 // HF 4.41's _inner_training_loop ends with (after self.log(metrics), before on_train_end):
 //   if self.args.should_save and self.state.best_model_checkpoint is not None
@@ -10,10 +9,8 @@
 //       if not os.path.samefile(checkpoint, self.state.best_model_checkpoint):
 //         shutil.rmtree(checkpoint, ignore_errors=True)
 // That clean-up depends on best_model_checkpoint (set whenever metric_for_best_model is set and
-// an evaluation precedes a save), not on load_best_model_at_end. loom only runs it inside
-// `if (!args_.load_best_model_at_end() || ...) return OkStatus();`, so with
-// metric_for_best_model set, load_best_model_at_end=false and save_total_limit=1 the last
-// checkpoint survives training (loom: checkpoint-4 and checkpoint-12; HF: checkpoint-4 only).
+// an evaluation precedes a save), not on load_best_model_at_end: with metric_for_best_model
+// set, load_best_model_at_end=false and save_total_limit=1 only checkpoint-4 (the best) stays.
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
