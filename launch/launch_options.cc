@@ -1,0 +1,204 @@
+#include "launch/launch_options.h"
+
+#include <cmath>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "base/status_macros.h"
+
+namespace loom::launch {
+namespace {
+
+absl::StatusOr<int> ParseInt(const std::string& flag, const std::string& value, int min,
+                             const char* what) {
+  int parsed = 0;
+  if (!absl::SimpleAtoi(value, &parsed) || parsed < min) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " '", value, "': expected ", what,
+                                                   " (e.g. --", flag, " ", std::max(min, 1), ")"));
+  }
+  return parsed;
+}
+
+// torchrun accepts --nnodes MIN:MAX for elastic jobs; only a fixed size is supported here.
+absl::StatusOr<int> ParseNnodes(const std::string& value) {
+  std::vector<std::string> parts = absl::StrSplit(value, ':');
+  if (parts.size() == 2) {
+    ASSIGN_OR_RETURN(int lo, ParseInt("nnodes", parts[0], 1, "a positive integer"));
+    ASSIGN_OR_RETURN(int hi, ParseInt("nnodes", parts[1], 1, "a positive integer"));
+    if (lo != hi) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--nnodes ", value,
+          ": elastic node ranges are not supported; give a fixed count (e.g. --nnodes ", hi, ")"));
+    }
+    return lo;
+  }
+  return ParseInt("nnodes", value, 1, "a positive integer");
+}
+
+}  // namespace
+
+std::string LaunchUsage() {
+  return R"(usage: launch [options] PROGRAM [ARGS...]
+
+Starts --nproc_per_node copies of PROGRAM ARGS... (torchrun style). Each gets RANK, LOCAL_RANK,
+WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR and MASTER_PORT. When a rank fails, the
+others are stopped and launch exits with the failed rank's code (128+signal for a signal).
+
+options (--opt value or --opt=value; dashes or underscores):
+  --nproc_per_node N   processes on this node (default 1)
+  --nnodes N           number of nodes (default 1)
+  --node_rank R        rank of this node, 0 <= R < nnodes (default 0)
+  --master_addr HOST   address of rank 0 (default 127.0.0.1)
+  --master_port PORT   port of rank 0 (default 29500)
+  --standalone         single node on a free local port
+  --prefix_output      prefix each output line with "[rank N]:"
+  --tee {0,1,2,3}      prefix only: 1 stdout, 2 stderr, 3 both
+  --grace_period_s S   seconds between SIGTERM and SIGKILL when stopping ranks (default 5)
+  -h, --help           this text
+)";
+}
+
+absl::StatusOr<LaunchOptions> ParseLaunchCommandLine(const std::vector<std::string>& args) {
+  LaunchOptions options;
+  bool nnodes_given = false, node_rank_given = false, port_given = false;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "--") {
+      ++i;
+      break;
+    }
+    if (word.empty() || word[0] != '-') break;
+    if (word == "-h" || word == "--help") {
+      options.help = true;
+      return options;
+    }
+    if (word.size() < 3 || word[1] != '-') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown option '", word, "': options are --name or --name=value; see --help"));
+    }
+    std::string name = absl::StrReplaceAll(word.substr(2), {{"-", "_"}});
+    std::optional<std::string> value;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = word.substr(2 + eq + 1);
+      name.resize(eq);
+    }
+    // Value-less flags.
+    if (name == "standalone" || name == "prefix_output") {
+      if (value.has_value()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", name, " takes no value; write --", name, " alone"));
+      }
+      if (name == "standalone") {
+        options.standalone = true;
+      } else {
+        options.prefix_stdout = options.prefix_stderr = true;
+      }
+      continue;
+    }
+    static const char* const kValued[] = {"nproc_per_node", "nnodes",      "node_rank",
+                                          "master_addr",    "master_port", "tee",
+                                          "grace_period_s"};
+    bool known = false;
+    for (const char* k : kValued) known = known || name == k;
+    if (!known) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option '", word,
+                       "'; known: --nproc_per_node, --nnodes, --node_rank, --master_addr, "
+                       "--master_port, --standalone, --prefix_output, --tee, --grace_period_s "
+                       "(PROGRAM must follow the options)"));
+    }
+    if (!value.has_value()) {
+      if (i + 1 >= args.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", name, " needs a value (e.g. --", name, "=VALUE)"));
+      }
+      value = args[++i];
+    }
+    if (name == "nproc_per_node") {
+      ASSIGN_OR_RETURN(options.nproc_per_node,
+                       ParseInt(name, *value, 1, "a positive number of processes"));
+    } else if (name == "nnodes") {
+      ASSIGN_OR_RETURN(options.nnodes, ParseNnodes(*value));
+      nnodes_given = true;
+    } else if (name == "node_rank") {
+      ASSIGN_OR_RETURN(options.node_rank, ParseInt(name, *value, 0, "a non-negative integer"));
+      node_rank_given = true;
+    } else if (name == "master_addr") {
+      if (value->empty()) {
+        return absl::InvalidArgumentError(
+            "--master_addr is empty: give rank 0's host name or IP (e.g. --master_addr 127.0.0.1)");
+      }
+      options.master_addr = *value;
+    } else if (name == "master_port") {
+      ASSIGN_OR_RETURN(options.master_port, ParseInt(name, *value, 1, "a port number 1-65535"));
+      if (options.master_port > 65535) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--master_port ", *value,
+                         ": expected a port number 1-65535 (e.g. --master_port 29500)"));
+      }
+      port_given = true;
+    } else if (name == "tee") {
+      int tee = -1;
+      if (!absl::SimpleAtoi(*value, &tee) || tee < 0 || tee > 3) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--tee '", *value, "': expected 0 (none), 1 (stdout), 2 (stderr) or 3 (both)"));
+      }
+      options.prefix_stdout = (tee & 1) != 0;
+      options.prefix_stderr = (tee & 2) != 0;
+    } else if (name == "grace_period_s") {
+      double s = 0;
+      if (!absl::SimpleAtod(*value, &s) || !std::isfinite(s) || s < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--grace_period_s '", *value, "': expected seconds >= 0 (e.g. --grace_period_s 5)"));
+      }
+      options.grace_period_s = s;
+    }
+  }
+  if (i >= args.size()) {
+    return absl::InvalidArgumentError(
+        "no PROGRAM given: usage is launch [options] PROGRAM [ARGS...] (see --help)");
+  }
+  options.program = args[i];
+  options.program_args.assign(args.begin() + i + 1, args.end());
+
+  if (options.standalone) {
+    if ((nnodes_given && options.nnodes != 1) || (node_rank_given && options.node_rank != 0)) {
+      return absl::InvalidArgumentError(
+          "--standalone runs a single node: drop --nnodes/--node_rank or --standalone");
+    }
+    if (port_given) {
+      return absl::InvalidArgumentError(
+          "--standalone picks a free port itself: drop --master_port or --standalone");
+    }
+  }
+  if (options.node_rank >= options.nnodes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--node_rank ", options.node_rank, " must be smaller than --nnodes ",
+                     options.nnodes, " (node ranks are 0..", options.nnodes - 1, ")"));
+  }
+  return options;
+}
+
+std::vector<std::pair<std::string, std::string>> RankEnvironment(const LaunchOptions& options,
+                                                                 int local_rank,
+                                                                 bool omp_num_threads_set) {
+  std::vector<std::pair<std::string, std::string>> env = {
+      {"RANK", absl::StrCat(options.global_rank(local_rank))},
+      {"LOCAL_RANK", absl::StrCat(local_rank)},
+      {"WORLD_SIZE", absl::StrCat(options.world_size())},
+      {"LOCAL_WORLD_SIZE", absl::StrCat(options.nproc_per_node)},
+      {"GROUP_RANK", absl::StrCat(options.node_rank)},
+      {"MASTER_ADDR", options.master_addr},
+      {"MASTER_PORT", absl::StrCat(options.master_port)},
+  };
+  if (options.nproc_per_node > 1 && !omp_num_threads_set) env.emplace_back("OMP_NUM_THREADS", "1");
+  return env;
+}
+
+}  // namespace loom::launch

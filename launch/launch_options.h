@@ -1,0 +1,74 @@
+// torchrun-style launcher options: the command line of `//tools:launch` and the environment each
+// rank is started with.
+//
+// Command line (ParseLaunchCommandLine): `[options] PROGRAM [ARGS...]`. Options come first, as
+// `--opt value` or `--opt=value`, with underscores or dashes (`--nproc_per_node` and
+// `--nproc-per-node`). The first word that does not start with "-" is PROGRAM and everything after
+// it belongs to PROGRAM; `--` also ends the options. Options:
+//   --nproc_per_node N    processes on this node (default 1)
+//   --nnodes N            nodes (default 1; torchrun's elastic "MIN:MAX" only as "N:N")
+//   --node_rank R         this node's rank, 0 <= R < nnodes (default 0)
+//   --master_addr HOST    rank 0's address (default 127.0.0.1)
+//   --master_port PORT    rank 0's port, 1-65535 (default 29500)
+//   --standalone          single node (nnodes 1, node_rank 0) on a free local port
+//   --prefix_output       prefix every line of stdout and stderr with "[rank N]:"
+//   --tee {0,1,2,3}       torchrun's stream selection for the prefix: 1 stdout, 2 stderr, 3 both
+//   --grace_period_s S    after a failure or a signal, seconds between SIGTERM and SIGKILL
+//                         (default 5; 0 kills at once)
+// Errors are InvalidArgument naming the flag and saying how to fix it (e.g. "--node_rank 2 must
+// be smaller than --nnodes 2"). Unknown flags are errors. Elastic features (rendezvous backends,
+// restarts) are not provided.
+//
+// Environment (RankEnvironment): for local rank L on node G with N processes per node and M
+// nodes: RANK = G*N + L, LOCAL_RANK = L, WORLD_SIZE = M*N, LOCAL_WORLD_SIZE = N, GROUP_RANK = G,
+// MASTER_ADDR, MASTER_PORT; plus OMP_NUM_THREADS=1 when N > 1 and the launcher's environment
+// has no OMP_NUM_THREADS (torchrun's default). TORCHELASTIC_* variables are not set.
+//
+// Example:
+//   ASSIGN_OR_RETURN(LaunchOptions options, ParseLaunchCommandLine(args));
+//   for (int local = 0; local < options.nproc_per_node; ++local)
+//     Spawn(options.program, options.program_args, RankEnvironment(options, local, has_omp));
+#ifndef LOOM_LAUNCH_LAUNCH_OPTIONS_H_
+#define LOOM_LAUNCH_LAUNCH_OPTIONS_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace loom::launch {
+
+struct LaunchOptions {
+  int nproc_per_node = 1;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  bool standalone = false;
+  bool prefix_stdout = false;
+  bool prefix_stderr = false;
+  double grace_period_s = 5.0;
+  std::string program;
+  std::vector<std::string> program_args;
+  bool help = false;  // -h / --help: print LaunchUsage() and exit 0
+
+  int world_size() const { return nnodes * nproc_per_node; }
+  int global_rank(int local_rank) const { return node_rank * nproc_per_node + local_rank; }
+};
+
+// Parses the words after the binary's name. Does not pick the --standalone port (see main).
+absl::StatusOr<LaunchOptions> ParseLaunchCommandLine(const std::vector<std::string>& args);
+
+// The variables the launcher sets for `local_rank` (name, value), in a fixed order.
+// `omp_num_threads_set`: the launcher's own environment already has OMP_NUM_THREADS.
+std::vector<std::pair<std::string, std::string>> RankEnvironment(const LaunchOptions& options,
+                                                                 int local_rank,
+                                                                 bool omp_num_threads_set);
+
+// The --help text.
+std::string LaunchUsage();
+
+}  // namespace loom::launch
+
+#endif  // LOOM_LAUNCH_LAUNCH_OPTIONS_H_

@@ -1,0 +1,352 @@
+// End-to-end tests of //tools:launch: the real binary starts real ranks (rank_helper) and the
+// tests send real signals. Every wait is bounded, so a hang fails instead of blocking the suite.
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAreArray;
+
+constexpr char kLaunch[] = "tools/launch";
+constexpr char kHelper[] = "tests/launch/rank_helper";
+
+// A running //tools:launch with its stdout and stderr captured.
+class Launch {
+ public:
+  explicit Launch(const std::vector<std::string>& args,
+                  const std::vector<std::pair<std::string, std::string>>& env = {}) {
+    int out[2], err[2];
+    EXPECT_EQ(pipe2(out, O_CLOEXEC), 0);
+    EXPECT_EQ(pipe2(err, O_CLOEXEC), 0);
+    std::vector<std::string> argv_s = {kLaunch};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      dup2(err[1], 2);
+      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+      std::vector<char*> argv;
+      for (std::string& s : argv_s) argv.push_back(s.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    out_fd_ = out[0];
+    err_fd_ = err[0];
+    start_ = absl::Now();
+  }
+  ~Launch() {
+    if (pid_ > 0 && !done_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (out_fd_ >= 0) close(out_fd_);
+    if (err_fd_ >= 0) close(err_fd_);
+  }
+
+  pid_t pid() const { return pid_; }
+
+  // Reads output until launch closes it and exits, for at most `timeout`. Returns false on
+  // timeout (launch is then killed).
+  bool Wait(absl::Duration timeout = absl::Seconds(20)) {
+    absl::Time deadline = absl::Now() + timeout;
+    while (out_fd_ >= 0 || err_fd_ >= 0) {
+      std::vector<pollfd> fds;
+      if (out_fd_ >= 0) fds.push_back({out_fd_, POLLIN, 0});
+      if (err_fd_ >= 0) fds.push_back({err_fd_, POLLIN, 0});
+      int ms = static_cast<int>(absl::ToInt64Milliseconds(deadline - absl::Now()));
+      if (ms <= 0 || poll(fds.data(), fds.size(), ms) == 0) return TimedOut();
+      for (const pollfd& p : fds) {
+        if (p.revents == 0) continue;
+        char buf[4096];
+        ssize_t n = read(p.fd, buf, sizeof(buf));
+        std::string& sink = p.fd == out_fd_ ? out_ : err_;
+        if (n > 0) {
+          sink.append(buf, static_cast<size_t>(n));
+        } else {
+          close(p.fd);
+          (p.fd == out_fd_ ? out_fd_ : err_fd_) = -1;
+        }
+      }
+    }
+    while (absl::Now() < deadline) {
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        done_ = true;
+        status_ = status;
+        elapsed_ = absl::Now() - start_;
+        return true;
+      }
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return TimedOut();
+  }
+
+  int exit_code() const { return WIFEXITED(status_) ? WEXITSTATUS(status_) : -WTERMSIG(status_); }
+  const std::string& out() const { return out_; }
+  const std::string& err() const { return err_; }
+  absl::Duration elapsed() const { return elapsed_; }
+
+ private:
+  bool TimedOut() {
+    ADD_FAILURE() << "launch did not finish in time; stdout:\n" << out_ << "\nstderr:\n" << err_;
+    return false;
+  }
+
+  pid_t pid_ = -1;
+  int out_fd_ = -1, err_fd_ = -1;
+  bool done_ = false;
+  int status_ = 0;
+  std::string out_, err_;
+  absl::Time start_;
+  absl::Duration elapsed_;
+};
+
+std::string TempDir() {
+  std::string tmpl =
+      absl::StrCat(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp", "/launchXXXXXX");
+  char* dir = mkdtemp(tmpl.data());
+  EXPECT_NE(dir, nullptr);
+  return tmpl;
+}
+
+// Waits (at most 10 s) for DIR/pid.R of `ranks` and returns the pids.
+std::vector<pid_t> RankPids(const std::string& dir, std::vector<int> ranks) {
+  std::vector<pid_t> pids;
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  for (int r : ranks) {
+    std::string path = absl::StrCat(dir, "/pid.", r);
+    while (access(path.c_str(), F_OK) != 0 && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    std::ifstream in(path);
+    pid_t pid = 0;
+    in >> pid;
+    EXPECT_GT(pid, 0) << "rank " << r << " never wrote " << path;
+    pids.push_back(pid);
+  }
+  return pids;
+}
+
+bool Alive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines = absl::StrSplit(text, '\n');
+  if (!lines.empty() && lines.back().empty()) lines.pop_back();
+  return lines;
+}
+
+TEST(LaunchTest, EachRankSeesTorchrunsEnvironment) {
+  Launch launch({"--nproc_per_node", "2", "--nnodes=3", "--node-rank", "2", "--master_addr",
+                 "10.1.2.3", "--master_port=4321", kHelper, "env", "--flag", "a b"},
+                {{"OMP_NUM_THREADS", ""}});
+  ASSERT_TRUE(launch.Wait());
+  EXPECT_EQ(launch.exit_code(), 0) << launch.err();
+  std::vector<std::string> expected;
+  for (int local = 0; local < 2; ++local) {
+    std::string r = absl::StrCat("rank ", 4 + local, ": ");
+    for (std::string kv :
+         {absl::StrCat("RANK=", 4 + local), absl::StrCat("LOCAL_RANK=", local),
+          std::string("WORLD_SIZE=6"), std::string("LOCAL_WORLD_SIZE=2"),
+          std::string("GROUP_RANK=2"), std::string("MASTER_ADDR=10.1.2.3"),
+          std::string("MASTER_PORT=4321"), std::string("OMP_NUM_THREADS="),
+          std::string("TORCHELASTIC_RUN_ID=<unset>"), std::string("args [--flag] [a b]")}) {
+      expected.push_back(r + kv);
+    }
+  }
+  EXPECT_THAT(Lines(launch.out()), UnorderedElementsAreArray(expected));
+  EXPECT_EQ(launch.err(), "");
+}
+
+TEST(LaunchTest, DefaultsAndOmpNumThreads) {
+  Launch launch({"--nproc_per_node=2", kHelper, "env"});
+  ASSERT_TRUE(launch.Wait());
+  EXPECT_EQ(launch.exit_code(), 0);
+  EXPECT_THAT(launch.out(), HasSubstr("rank 1: MASTER_ADDR=127.0.0.1\n"));
+  EXPECT_THAT(launch.out(), HasSubstr("rank 1: MASTER_PORT=29500\n"));
+  EXPECT_THAT(launch.out(), HasSubstr("rank 0: WORLD_SIZE=2\n"));
+  if (getenv("OMP_NUM_THREADS") == nullptr) {
+    EXPECT_THAT(launch.out(), HasSubstr("rank 1: OMP_NUM_THREADS=1\n"));
+  }
+}
+
+TEST(LaunchTest, StandalonePicksAPort) {
+  Launch launch({"--standalone", kHelper, "env"});
+  ASSERT_TRUE(launch.Wait());
+  EXPECT_EQ(launch.exit_code(), 0);
+  EXPECT_THAT(launch.out(), HasSubstr("rank 0: MASTER_PORT="));
+  EXPECT_THAT(launch.out(), ::testing::Not(HasSubstr("MASTER_PORT=29500")));
+}
+
+TEST(LaunchTest, FailedRankStopsTheOthersAndSetsTheExitCode) {
+  std::string dir = TempDir();
+  Launch launch({"--nproc_per_node=3", kHelper, "fail", dir, "1", "7"});
+  std::vector<pid_t> pids = RankPids(dir, {0, 1, 2});
+  ASSERT_TRUE(launch.Wait(absl::Seconds(10)));
+  EXPECT_EQ(launch.exit_code(), 7);
+  EXPECT_LT(launch.elapsed(), absl::Seconds(5));
+  EXPECT_EQ(launch.out(), "rank 1 failing\n");
+  EXPECT_EQ(launch.err(), absl::StrCat("launch: rank 1 (local_rank 1, pid ", pids[1],
+                                       ") failed: exited with code 7; stopping the other ranks\n"));
+  // The others got SIGTERM (their handler records it) and nothing is left.
+  EXPECT_TRUE(Exists(dir + "/term.0"));
+  EXPECT_TRUE(Exists(dir + "/term.2"));
+  EXPECT_FALSE(Exists(dir + "/term.1"));
+  for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << pid;
+}
+
+TEST(LaunchTest, RankKilledBySigkillMakesLaunchExitNamingTheRank) {
+  std::string dir = TempDir();
+  Launch launch({"--nproc_per_node=2", "--nnodes=2", "--node_rank=1", kHelper, "sleep", dir});
+  std::vector<pid_t> pids = RankPids(dir, {2, 3});
+  ASSERT_EQ(kill(pids[1], SIGKILL), 0);
+  ASSERT_TRUE(launch.Wait(absl::Seconds(10)));
+  EXPECT_EQ(launch.exit_code(), 128 + SIGKILL);
+  EXPECT_LT(launch.elapsed(), absl::Seconds(10));
+  EXPECT_EQ(launch.err(),
+            absl::StrCat("launch: rank 3 (local_rank 1, pid ", pids[1],
+                         ") failed: killed by SIGKILL (signal 9); stopping the other ranks\n"));
+  EXPECT_TRUE(Exists(dir + "/term.2"));
+  for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << pid;
+}
+
+TEST(LaunchTest, RanksIgnoringSigtermAreKilledAfterTheGracePeriod) {
+  std::string dir = TempDir();
+  Launch launch(
+      {"--nproc_per_node=2", "--grace_period_s=0.5", kHelper, "sleep_ignoring_term", dir});
+  std::vector<pid_t> pids = RankPids(dir, {0, 1});
+  absl::Time killed = absl::Now();
+  ASSERT_EQ(kill(pids[0], SIGKILL), 0);
+  ASSERT_TRUE(launch.Wait(absl::Seconds(10)));
+  EXPECT_EQ(launch.exit_code(), 128 + SIGKILL);
+  // Rank 1 ignores the SIGTERM; only the SIGKILL 0.5 s later ends it.
+  EXPECT_GE(absl::Now() - killed, absl::Milliseconds(500));
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(5));
+  for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << pid;
+}
+
+TEST(LaunchTest, SigtermAndSigintAreForwardedToAllRanks) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    std::string dir = TempDir();
+    Launch launch({"--nproc_per_node=3", kHelper, "sleep", dir});
+    std::vector<pid_t> pids = RankPids(dir, {0, 1, 2});
+    ASSERT_EQ(kill(launch.pid(), sig), 0);
+    ASSERT_TRUE(launch.Wait(absl::Seconds(10)));
+    EXPECT_EQ(launch.exit_code(), 128 + sig);
+    EXPECT_LT(launch.elapsed(), absl::Seconds(5));
+    if (sig == SIGTERM) {
+      // The helper's SIGTERM handler records the signal and exits 0.
+      for (int r = 0; r < 3; ++r) EXPECT_TRUE(Exists(absl::StrCat(dir, "/term.", r))) << r;
+      EXPECT_EQ(launch.err(), "launch: received SIGTERM; forwarding it to all ranks\n");
+    } else {
+      EXPECT_EQ(launch.err(), "launch: received SIGINT; forwarding it to all ranks\n");
+    }
+    for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << pid;
+  }
+}
+
+TEST(LaunchTest, RanksDieWhenLaunchIsKilled) {
+  // Orphaned ranks are re-parented to this test, which can then reap them and see how they died.
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  std::string dir = TempDir();
+  Launch launch({"--nproc_per_node=2", kHelper, "sleep_ignoring_term", dir});
+  std::vector<pid_t> pids = RankPids(dir, {0, 1});
+  ASSERT_EQ(kill(launch.pid(), SIGKILL), 0);
+  ASSERT_TRUE(launch.Wait(absl::Seconds(10)));
+  EXPECT_EQ(launch.exit_code(), -SIGKILL);
+  for (pid_t pid : pids) {
+    int status = 0;
+    absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (waitpid(pid, &status, WNOHANG) != pid && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << pid << " " << status;
+    EXPECT_FALSE(Alive(pid)) << pid;
+  }
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+TEST(LaunchTest, PrefixedOutputHasWholeLinesOnly) {
+  constexpr int kLines = 200;
+  Launch launch({"--nproc_per_node=3", "--prefix_output", kHelper, "lines", absl::StrCat(kLines)});
+  ASSERT_TRUE(launch.Wait());
+  EXPECT_EQ(launch.exit_code(), 0);
+  for (const std::string* text : {&launch.out(), &launch.err()}) {
+    std::map<int, int> next;  // rank -> next line number, so order within a rank is kept too
+    std::vector<std::string> lines = Lines(*text);
+    EXPECT_EQ(lines.size(), 3u * kLines);
+    for (const std::string& line : lines) {
+      int rank = -1, i = -1;
+      char end[8] = {};
+      ASSERT_EQ(sscanf(line.c_str(), "[rank %d]:r%*d line %d %3s", &rank, &i, end), 3) << line;
+      EXPECT_EQ(line, absl::StrCat("[rank ", rank, "]:r", rank, " line ", i, " end"));
+      EXPECT_EQ(i, next[rank]++) << line;
+    }
+  }
+}
+
+TEST(LaunchTest, TeeSelectsTheStreamAndPartialLastLinesAreCompleted) {
+  Launch launch({"--tee=1", kHelper, "lines", "1"});
+  ASSERT_TRUE(launch.Wait());
+  EXPECT_EQ(launch.out(), "[rank 0]:r0 line 0 end\n");
+  EXPECT_EQ(launch.err(), "r0 line 0 end\n");
+  Launch partial({"--prefix_output", kHelper, "partial"});
+  ASSERT_TRUE(partial.Wait());
+  EXPECT_EQ(partial.out(), "[rank 0]:tail without newline\n");
+}
+
+TEST(LaunchTest, BadCommandLinesExitWithTwoAndSayWhy) {
+  Launch bad_rank({"--nnodes=2", "--node_rank=2", kHelper, "env"});
+  ASSERT_TRUE(bad_rank.Wait());
+  EXPECT_EQ(bad_rank.exit_code(), 2);
+  EXPECT_EQ(bad_rank.err(),
+            "launch: --node_rank 2 must be smaller than --nnodes 2 (node ranks are 0..1)\n");
+  EXPECT_EQ(bad_rank.out(), "");
+
+  Launch no_program({"--nproc_per_node", "2"});
+  ASSERT_TRUE(no_program.Wait());
+  EXPECT_EQ(no_program.exit_code(), 2);
+  EXPECT_THAT(no_program.err(), HasSubstr("no PROGRAM given"));
+
+  Launch help({"--help"});
+  ASSERT_TRUE(help.Wait());
+  EXPECT_EQ(help.exit_code(), 0);
+  EXPECT_THAT(help.out(), HasSubstr("usage: launch [options] PROGRAM [ARGS...]"));
+}
+
+TEST(LaunchTest, MissingProgramIsReported) {
+  Launch launch({"--nproc_per_node=2", "./no/such/program"});
+  ASSERT_TRUE(launch.Wait());
+  EXPECT_EQ(launch.exit_code(), 1);
+  EXPECT_EQ(launch.err(),
+            "launch: cannot run PROGRAM './no/such/program' for rank 0: No such file or directory "
+            "(give a path to an executable, or a name found on PATH)\n");
+}
+
+}  // namespace

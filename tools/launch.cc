@@ -1,0 +1,64 @@
+// `bazel run //tools:launch -- [options] PROGRAM [ARGS...]`: torchrun-style launcher (issue 5).
+// Starts --nproc_per_node ranks of PROGRAM on this node with torchrun's environment variables and
+// supervises them (launch/rank_supervisor.h); options in launch/launch_options.h, or --help.
+//
+// Exit code: 0 when every rank succeeded; the first failed rank's exit code (128+signal when it was
+// killed); 128+signal when launch itself was interrupted; 2 for a bad command line; 1 when the
+// ranks could not be started.
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "launch/free_port.h"
+#include "launch/launch_options.h"
+#include "launch/rank_supervisor.h"
+
+namespace {
+
+int Fail(const absl::Status& status, int code) {
+  fprintf(stderr, "launch: %s\n", std::string(status.message()).c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using loom::launch::LaunchOptions;
+  absl::StatusOr<LaunchOptions> parsed =
+      loom::launch::ParseLaunchCommandLine(std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed.ok()) return Fail(parsed.status(), 2);
+  LaunchOptions options = *std::move(parsed);
+  if (options.help) {
+    fputs(loom::launch::LaunchUsage().c_str(), stdout);
+    return 0;
+  }
+  if (options.standalone) {
+    absl::StatusOr<int> port = loom::launch::PickFreePort();
+    if (!port.ok()) return Fail(port.status(), 1);
+    options.master_port = *port;
+  }
+  // Under `bazel run`, PROGRAM and its relative paths are meant from the user's directory.
+  if (const char* dir = getenv("BUILD_WORKING_DIRECTORY"); dir != nullptr && chdir(dir) != 0) {
+    perror("launch: chdir to BUILD_WORKING_DIRECTORY");
+    return 1;
+  }
+  const bool omp_set = getenv("OMP_NUM_THREADS") != nullptr;
+  std::vector<loom::launch::RankSpec> ranks;
+  for (int local = 0; local < options.nproc_per_node; ++local) {
+    ranks.push_back({options.global_rank(local), local, options.program, options.program_args,
+                     loom::launch::RankEnvironment(options, local, omp_set)});
+  }
+  loom::launch::SupervisorOptions supervisor;
+  supervisor.prefix_stdout = options.prefix_stdout;
+  supervisor.prefix_stderr = options.prefix_stderr;
+  supervisor.grace_period = absl::Seconds(options.grace_period_s);
+  fflush(stdout);
+  absl::StatusOr<loom::launch::RankRunResult> result = loom::launch::RunRanks(ranks, supervisor);
+  if (!result.ok()) return Fail(result.status(), 1);
+  return result->exit_code;
+}
