@@ -13,7 +13,22 @@
 namespace loom::base {
 namespace {
 
-absl::Status ErrnoError(absl::string_view what, const std::string& path, int err) {
+
+absl::Status WriteAll(int fd, absl::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoToStatus("cannot write", path, errno);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ErrnoToStatus(absl::string_view what, const std::string& path, int err) {
   std::string msg = absl::StrCat(what, " '", path, "': ", std::strerror(err));
   switch (err) {
     case ENOENT:
@@ -32,20 +47,6 @@ absl::Status ErrnoError(absl::string_view what, const std::string& path, int err
   }
 }
 
-absl::Status WriteAll(int fd, absl::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError("cannot write", path, errno);
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 std::string Dirname(const std::string& path) {
   size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
@@ -55,7 +56,7 @@ std::string Dirname(const std::string& path) {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("cannot open", path, errno);
+  if (fd < 0) return ErrnoToStatus("cannot open", path, errno);
   std::string out;
   char buf[1 << 16];
   while (true) {
@@ -64,7 +65,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
       if (errno == EINTR) continue;
       int err = errno;
       ::close(fd);
-      return ErrnoError("cannot read", path, err);
+      return ErrnoToStatus("cannot read", path, err);
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
@@ -75,11 +76,11 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 
 absl::Status FsyncDirectory(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("cannot open directory", dir, errno);
+  if (fd < 0) return ErrnoToStatus("cannot open directory", dir, errno);
   int rc = ::fsync(fd);
   int err = errno;
   ::close(fd);
-  if (rc != 0) return ErrnoError("cannot fsync directory", dir, err);
+  if (rc != 0) return ErrnoToStatus("cannot fsync directory", dir, err);
   return absl::OkStatus();
 }
 
@@ -97,7 +98,7 @@ absl::Status MakeDirs(const std::string& dir) {
     if (!s.ok()) return s;
   }
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return ErrnoError("cannot create directory", dir, errno);
+    return ErrnoToStatus("cannot create directory", dir, errno);
   }
   return absl::OkStatus();
 }
@@ -109,12 +110,12 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   const std::string tmp =
       absl::StrCat(path, ".tmp.", ::getpid(), ".", std::to_string(rd() & 0xffffff));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) return ErrnoError("cannot create temporary file for", path, errno);
+  if (fd < 0) return ErrnoToStatus("cannot create temporary file for", path, errno);
   absl::Status status = WriteAll(fd, contents, tmp);
-  if (status.ok() && ::fsync(fd) != 0) status = ErrnoError("cannot fsync", tmp, errno);
-  if (::close(fd) != 0 && status.ok()) status = ErrnoError("cannot close", tmp, errno);
+  if (status.ok() && ::fsync(fd) != 0) status = ErrnoToStatus("cannot fsync", tmp, errno);
+  if (::close(fd) != 0 && status.ok()) status = ErrnoToStatus("cannot close", tmp, errno);
   if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    status = ErrnoError("cannot rename temporary file onto", path, errno);
+    status = ErrnoToStatus("cannot rename temporary file onto", path, errno);
   }
   if (!status.ok()) {
     ::unlink(tmp.c_str());

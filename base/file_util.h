@@ -20,6 +20,11 @@
 
 namespace loom::base {
 
+// The Status for a failed system call on `path` ("<what> '<path>': <strerror>"): NotFound for
+// ENOENT, PermissionDenied for EACCES/EPERM/EROFS, AlreadyExists for EEXIST,
+// ResourceExhausted for ENOSPC/EDQUOT, Internal otherwise.
+absl::Status ErrnoToStatus(absl::string_view what, const std::string& path, int err);
+
 // Reads the whole file. NotFound when it does not exist.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 

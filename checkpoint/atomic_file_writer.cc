@@ -15,20 +15,7 @@ namespace loom::checkpoint {
 namespace {
 
 absl::Status ErrnoError(absl::string_view what, const std::string& path, int err) {
-  std::string msg = absl::StrCat(what, " '", path, "': ", std::strerror(err));
-  switch (err) {
-    case ENOENT:
-      return absl::NotFoundError(msg);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return absl::PermissionDeniedError(msg);
-    case ENOSPC:
-    case EDQUOT:
-      return absl::ResourceExhaustedError(msg);
-    default:
-      return absl::InternalError(msg);
-  }
+  return base::ErrnoToStatus(what, path, err);
 }
 
 }  // namespace

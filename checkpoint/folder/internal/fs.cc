@@ -14,28 +14,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/file_util.h"
 
 namespace loom::checkpoint::internal {
 
 namespace fs = std::filesystem;
 
 absl::Status ErrnoStatus(absl::string_view what, const fs::path& path, int err) {
-  std::string msg = absl::StrCat(what, " '", path.string(), "': ", std::strerror(err));
-  switch (err) {
-    case ENOENT:
-      return absl::NotFoundError(msg);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return absl::PermissionDeniedError(msg);
-    case EEXIST:
-      return absl::AlreadyExistsError(msg);
-    case ENOSPC:
-    case EDQUOT:
-      return absl::ResourceExhaustedError(msg);
-    default:
-      return absl::InternalError(msg);
-  }
+  return base::ErrnoToStatus(what, path.string(), err);
 }
 
 absl::StatusOr<std::vector<std::string>> ListDirectory(const fs::path& dir) {
