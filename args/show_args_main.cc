@@ -1,8 +1,8 @@
 // show_args: parses any TrainingArguments command line and prints the resolved arguments as
 // JSON with the keys and value formats of HF's TrainingArguments.to_json_string().
 //
-//   bazel run //args:show_args -- --output_dir out --learning_rate 2e-5 \
-//       --fsdp "full_shard auto_wrap" --log_on_each_node 0
+//   bazel run //args:show_args -- --output_dir out --learning_rate 2e-5
+//       --fsdp "full_shard auto_wrap" --log_on_each_node 0    (one command line)
 //
 // Warnings (deprecations) go to stderr; errors exit with status 2 like argparse.
 #include <cstdlib>
