@@ -63,5 +63,30 @@ TEST(ResumeTest, EpochEndSaveWithAnOpenAccumulationWindow) {
   EXPECT_EQ(StoppedAndResumed(5, "epoch", 500, "open_window"), Uninterrupted("epoch", 500));
 }
 
+TEST(ResumeTest, IgnoreDataSkipRestartsTheInterruptedEpoch) {
+  // Stopped at step 3 (epoch 0, micro-batch 6; 6 micro-batches seen in all). Normally the
+  // resumed run ends at total micro-batch 30 = epoch 2's 8th: epoch 2 + 8/11. With
+  // ignore_data_skip epoch 0 starts over (totals 7..17), epoch 1 is 18..28 and total 30 is
+  // epoch 2's 2nd micro-batch: epoch 2 + 2/11.
+  const std::string dir = Dir("ignore_skip");
+  {
+    auto first = MakeResumeTrainer(dir, {std::make_shared<StopAfterSave>(3)});
+    ASSERT_OK(first.status());
+    ASSERT_OK((*first)->Train().status());
+  }
+  auto second = MakeResumeTrainer(dir, {}, "steps", 3, [](trainer::TrainerOptions& o) {
+    o.args.set_ignore_data_skip(true);
+  });
+  ASSERT_OK(second.status());
+  ASSERT_OK((*second)->Train(trainer::ResumeFrom::Latest()).status());
+  EXPECT_EQ((*second)->state().global_step, 15);
+  EXPECT_DOUBLE_EQ(*(*second)->state().epoch, 2 + 2.0 / 11);
+
+  auto normal = MakeResumeTrainer(Dir("normal"), {});
+  ASSERT_OK(normal.status());
+  ASSERT_OK((*normal)->Train().status());
+  EXPECT_DOUBLE_EQ(*(*normal)->state().epoch, 2 + 8.0 / 11);
+}
+
 }  // namespace
 }  // namespace loom::tests
