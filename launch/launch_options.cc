@@ -60,6 +60,13 @@ options (--opt value or --opt=value; dashes or underscores):
   --tee {0,1,2,3}      prefix only: 1 stdout, 2 stderr, 3 both
   --grace_period_s S   seconds between SIGTERM and SIGKILL when stopping ranks (default 5)
   -h, --help           this text
+
+accelerate style (instead of the torchrun options above; --prefix_output, --tee and
+--grace_period_s may come first): launch [--config_file accelerate.yaml] [--num_processes N]
+[--num_machines M] [--machine_rank R] [--main_process_ip HOST] [--main_process_port PORT]
+[--mixed_precision no|fp16|bf16] [--use_cpu] [--use_fsdp --fsdp_...] [--use_deepspeed ...]
+SCRIPT [ARGS...]; num_processes counts all machines, and the config's TrainingArguments flags
+(--bf16, --fsdp, --deepspeed, ...) are passed to SCRIPT before ARGS.
 )";
 }
 
@@ -111,7 +118,8 @@ absl::StatusOr<LaunchOptions> ParseLaunchCommandLine(const std::vector<std::stri
           absl::StrCat("unknown option '", word,
                        "'; known: --nproc_per_node, --nnodes, --node_rank, --master_addr, "
                        "--master_port, --standalone, --prefix_output, --tee, --grace_period_s "
-                       "(PROGRAM must follow the options)"));
+                       "(PROGRAM must follow the options; accelerate-style options such as "
+                       "--num_processes cannot be mixed with torchrun-style ones)"));
     }
     if (!value.has_value()) {
       if (i + 1 >= args.size()) {
@@ -198,6 +206,7 @@ std::vector<std::pair<std::string, std::string>> RankEnvironment(const LaunchOpt
       {"MASTER_PORT", absl::StrCat(options.master_port)},
   };
   if (options.nproc_per_node > 1 && !omp_num_threads_set) env.emplace_back("OMP_NUM_THREADS", "1");
+  env.insert(env.end(), options.extra_env.begin(), options.extra_env.end());
   return env;
 }
 

@@ -22,7 +22,8 @@
 // Environment (RankEnvironment): for local rank L on node G with N processes per node and M
 // nodes: RANK = G*N + L, LOCAL_RANK = L, WORLD_SIZE = M*N, LOCAL_WORLD_SIZE = N, GROUP_RANK = G,
 // MASTER_ADDR, MASTER_PORT; plus OMP_NUM_THREADS=1 when N > 1 and the launcher's environment
-// has no OMP_NUM_THREADS (torchrun's default). TORCHELASTIC_* variables are not set.
+// has no OMP_NUM_THREADS (torchrun's default); then LaunchOptions::extra_env. TORCHELASTIC_*
+// variables are not set.
 //
 // Example:
 //   ASSIGN_OR_RETURN(LaunchOptions options, ParseLaunchCommandLine(args));
@@ -51,6 +52,8 @@ struct LaunchOptions {
   double grace_period_s = 5.0;
   std::string program;
   std::vector<std::string> program_args;
+  // More variables for every rank, after the torchrun ones (accelerate's CUDA_VISIBLE_DEVICES).
+  std::vector<std::pair<std::string, std::string>> extra_env;
   bool help = false;  // -h / --help: print LaunchUsage() and exit 0
 
   int world_size() const { return nnodes * nproc_per_node; }

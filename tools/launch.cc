@@ -1,6 +1,8 @@
 // `bazel run //tools:launch -- [options] PROGRAM [ARGS...]`: torchrun-style launcher (issue 5).
 // Starts --nproc_per_node ranks of PROGRAM on this node with torchrun's environment variables and
-// supervises them (launch/rank_supervisor.h); options in launch/launch_options.h, or --help.
+// supervises them (launch/rank_supervisor.h); torchrun-style options in launch/launch_options.h,
+// accelerate-style ones (--config_file accelerate.yaml, --num_processes, ...) in
+// launch/accelerate_launch.h, or --help.
 //
 // Exit code: 0 when every rank succeeded; the first failed rank's exit code (128+signal when it was
 // killed); 128+signal when launch itself was interrupted; 2 for a bad command line; 1 when the
@@ -14,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "launch/accelerate_launch.h"
 #include "launch/free_port.h"
 #include "launch/launch_options.h"
 #include "launch/rank_supervisor.h"
@@ -29,8 +32,11 @@ int Fail(const absl::Status& status, int code) {
 
 int main(int argc, char** argv) {
   using loom::launch::LaunchOptions;
+  std::vector<std::string> warnings;
   absl::StatusOr<LaunchOptions> parsed =
-      loom::launch::ParseLaunchCommandLine(std::vector<std::string>(argv + 1, argv + argc));
+      loom::launch::ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc), &warnings);
+  for (const std::string& warning : warnings)
+    fprintf(stderr, "launch: warning: %s\n", warning.c_str());
   if (!parsed.ok()) return Fail(parsed.status(), 2);
   LaunchOptions options = *std::move(parsed);
   if (options.help) {

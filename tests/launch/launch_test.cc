@@ -349,4 +349,31 @@ TEST(LaunchTest, MissingProgramIsReported) {
             "(give a path to an executable, or a name found on PATH)\n");
 }
 
+TEST(LaunchTest, AccelerateConfigFileLaunchesLikeItsFlagsAndTorchrun) {
+  // spec/trainer.md §9.2 a., CPU variant on one machine.
+  std::string yaml = TempDir() + "/accelerate.yaml";
+  std::ofstream(yaml) << "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\n"
+                         "downcast_bf16: 'no'\ngpu_ids: all\nmachine_rank: 0\n"
+                         "main_process_ip: 127.0.0.1\nmain_process_port: 9898\n"
+                         "main_training_function: main\nmixed_precision: bf16\n"
+                         "num_machines: 1\nnum_processes: 2\nrdzv_backend: static\n"
+                         "same_network: true\ntpu_env: []\ntpu_use_cluster: false\n"
+                         "tpu_use_sudo: false\nuse_cpu: true\n";
+  Launch from_yaml({"--config_file", yaml, kHelper, "env", "--seed", "3"});
+  Launch from_flags({"--num_processes=2", "--main_process_port", "9898", "--mixed_precision=bf16",
+                     "--use_cpu", kHelper, "env", "--seed", "3"});
+  Launch torchrun({"--nproc_per_node=2", "--master_port=9898", kHelper, "--bf16", "--use_cpu",
+                   "env", "--seed", "3"});
+  for (Launch* l : {&from_yaml, &from_flags, &torchrun}) {
+    ASSERT_TRUE(l->Wait());
+    EXPECT_EQ(l->exit_code(), 0) << l->err();
+  }
+  std::vector<std::string> lines = Lines(torchrun.out());
+  std::sort(lines.begin(), lines.end());
+  EXPECT_THAT(lines, ::testing::Contains("rank 1: args [--bf16] [--use_cpu] [--seed] [3]"));
+  EXPECT_THAT(Lines(from_yaml.out()), UnorderedElementsAreArray(lines));
+  EXPECT_THAT(Lines(from_flags.out()), UnorderedElementsAreArray(lines));
+  EXPECT_EQ(from_yaml.err(), "");
+}
+
 }  // namespace

@@ -1,6 +1,8 @@
 // The program //tools:launch runs in tests/launch/launch_test.cc: one rank doing one scripted
 // thing, selected by argv[1].
-//   env ARGS...          prints "rank R: NAME=value" for the launcher's variables, then ARGS
+//   env ARGS...          prints "rank R: NAME=value" for the launcher's variables, then ARGS;
+//                        options before "env" (accelerate's implied TrainingArguments flags come
+//                        before the script's own) are printed with ARGS, in order
 //   sleep DIR            writes DIR/pid.R and waits; SIGTERM writes DIR/term.R and exits 0
 //   sleep_ignoring_term DIR   same, but ignores SIGTERM (only SIGKILL ends it)
 //   fail DIR R CODE      writes DIR/pid.R; once all WORLD_SIZE pid files exist, rank R prints
@@ -60,18 +62,22 @@ void WriteRaw(int fd, const std::string& s) {
 
 int main(int argc, char** argv) {
   if (argc < 2) return 99;
-  std::string mode = argv[1];
-  if (mode == "env") {
+  int mode_index = 1;
+  while (mode_index + 1 < argc && strncmp(argv[mode_index], "--", 2) == 0) ++mode_index;
+  if (strcmp(argv[mode_index], "env") == 0) {
     for (const char* name :
          {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
           "MASTER_PORT", "OMP_NUM_THREADS", "TORCHELASTIC_RUN_ID"}) {
       printf("rank %d: %s=%s\n", Rank(), name, Env(name).c_str());
     }
     std::string args;
-    for (int i = 2; i < argc; ++i) args += std::string(" [") + argv[i] + "]";
+    for (int i = 1; i < argc; ++i) {
+      if (i != mode_index) args += std::string(" [") + argv[i] + "]";
+    }
     printf("rank %d: args%s\n", Rank(), args.c_str());
     return 0;
   }
+  std::string mode = argv[1];
   if (mode == "sleep" && argc == 3) Sleep(argv[2], false);
   if (mode == "sleep_ignoring_term" && argc == 3) Sleep(argv[2], true);
   if (mode == "fail" && argc == 5) {
