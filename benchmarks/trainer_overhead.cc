@@ -15,6 +15,8 @@
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 
+#include <dlfcn.h>
+
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -157,6 +159,13 @@ class RatioReporter : public benchmark::ConsoleReporter {
 }  // namespace loom::benchmarks
 
 int main(int argc, char** argv) {
+  // OpenBLAS's worker thread spin-waits (sched_yield) between GEMMs; on this 2-vCPU machine it
+  // takes the second hyperthread from whatever runs next and made rounds vary 4x. One BLAS
+  // thread for both sides keeps the comparison about the loops.
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    set(1);
+  }
   benchmark::Initialize(&argc, argv);
   loom::benchmarks::RegisterRounds();
   loom::benchmarks::RatioReporter reporter;
