@@ -146,6 +146,65 @@ TEST(TrainerPredictTest, RaggedPredictionsArePaddedWithMinus100) {
   EXPECT_TRUE(p.metrics.contains("test_runtime"));
 }
 
+TEST(TrainerPredictTest, PreprocessLogitsAndPredictionLossOnly) {
+  std::vector<data::Example> examples;
+  for (int i = 0; i < 5; ++i) {
+    examples.push_back({{"input_ids", at::arange(i, i + 3, at::kLong)},
+                        {"labels", at::scalar_tensor(i, at::kLong)}});
+  }
+  auto ds = std::make_shared<data::ExampleListDataset>(std::move(examples));
+  TrainerOptions o = Options(nullptr);
+  o.args.set_per_device_eval_batch_size(2);
+  o.args.set_eval_accumulation_steps(1);
+  at::Tensor seen_labels;
+  o.preprocess_logits_for_metrics = [&seen_labels](const at::Tensor& logits,
+                                                   const at::Tensor& labels) {
+    seen_labels = seen_labels.defined() ? at::cat({seen_labels, labels}) : labels;
+    return logits.argmax(-1);
+  };
+  o.compute_metrics = [](const EvalPrediction& p) -> absl::StatusOr<Metrics> {
+    Metrics m = Metrics::object();
+    m["sum_of_argmax"] = p.predictions.at(0).sum().item<int64_t>();
+    return m;
+  };
+  ASSERT_OK_AND_ASSIGN(auto trainer, Trainer::Create(std::move(o)));
+  ASSERT_OK_AND_ASSIGN(PredictionOutput p, trainer->Predict(ds));
+  // The logits are the inputs, so argmax is the last position (2) for every example.
+  EXPECT_TRUE(p.predictions.at(0).equal(at::full({5}, 2, at::kLong)));
+  EXPECT_TRUE(seen_labels.equal(at::arange(0, 5, at::kLong)));
+  EXPECT_EQ(p.metrics.at("test_sum_of_argmax").get<int64_t>(), 10);
+  EXPECT_DOUBLE_EQ(p.metrics.at("test_loss").get<double>(), 3.0);  // mean of all inputs 0..6
+
+  TrainerOptions lo = Options(nullptr);
+  lo.args.set_prediction_loss_only(true);
+  ASSERT_OK_AND_ASSIGN(auto loss_only, Trainer::Create(std::move(lo)));
+  ASSERT_OK_AND_ASSIGN(PredictionOutput q, loss_only->Predict(ds));
+  EXPECT_TRUE(q.predictions.empty());
+  EXPECT_TRUE(q.label_ids.empty());
+  EXPECT_DOUBLE_EQ(q.metrics.at("test_loss").get<double>(), 3.0);
+}
+
+TEST(TrainerTrainTest, NumInputTokensSeenCountsTheMainInput) {
+  std::vector<data::Example> examples;
+  for (int i = 0; i < 6; ++i) {
+    examples.push_back({{"input_ids", at::arange(0, 4, at::kLong)}, {"labels", at::tensor(0)}});
+  }
+  TrainerOptions o = Options(std::make_shared<data::ExampleListDataset>(std::move(examples)));
+  o.args.set_per_device_train_batch_size(2);
+  o.args.set_num_train_epochs(1);
+  o.args.set_logging_steps(1);
+  o.args.set_include_num_input_tokens_seen(true);
+  ASSERT_OK_AND_ASSIGN(auto trainer, Trainer::Create(std::move(o)));
+  ASSERT_OK(trainer->Train().status());
+  // 2 examples x 4 tokens per step.
+  const auto& h = trainer->state().log_history;
+  ASSERT_GE(h.size(), 3u);
+  for (int step = 1; step <= 3; ++step) {
+    EXPECT_EQ(h[step - 1].at("num_input_tokens_seen").get<int64_t>(), 8 * step);
+  }
+  EXPECT_EQ(trainer->state().num_input_tokens_seen, 24);
+}
+
 class CountingStream : public data::IterableDataset {
  public:
   explicit CountingStream(int64_t n) : n_(n) {}
