@@ -2,52 +2,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
 
 namespace loom::launch {
-namespace {
-
-std::string OptionName(const std::string& word) {
-  std::string name = word.substr(2);
-  if (size_t eq = name.find('='); eq != std::string::npos) name.resize(eq);
-  return absl::StrReplaceAll(name, {{"-", "_"}});
-}
-
-bool IsTorchrunOption(const std::string& name) {
-  for (const char* k : {"nproc_per_node", "nnodes", "node_rank", "master_addr", "master_port",
-                        "standalone", "help"}) {
-    if (name == k) return true;
-  }
-  return false;
-}
-
-// Number of leading words that are launcher options shared by both styles.
-size_t LeadingLauncherOptions(const std::vector<std::string>& args) {
-  size_t i = 0;
-  while (i < args.size() && args[i].size() > 2 && args[i].rfind("--", 0) == 0) {
-    std::string name = OptionName(args[i]);
-    bool inline_value = args[i].find('=') != std::string::npos;
-    if (name == "prefix_output") {
-      i += 1;
-    } else if (name == "tee" || name == "grace_period_s") {
-      i += inline_value ? 1 : 2;
-    } else {
-      break;
-    }
-  }
-  return std::min(i, args.size());
-}
-
-}  // namespace
-
-bool IsAccelerateStyle(const std::vector<std::string>& args) {
-  size_t i = LeadingLauncherOptions(args);
-  if (i >= args.size()) return false;
-  const std::string& word = args[i];
-  if (word.size() <= 2 || word.rfind("--", 0) != 0) return false;  // PROGRAM, "--", "-h"
-  return !IsTorchrunOption(OptionName(word));
-}
 
 absl::StatusOr<LaunchOptions> LaunchOptionsFromAccelerate(const args::AccelerateLaunch& launch,
                                                           LaunchOptions base) {
@@ -83,16 +40,10 @@ absl::StatusOr<LaunchOptions> LaunchOptionsFromAccelerate(const args::Accelerate
   return o;
 }
 
-absl::StatusOr<LaunchOptions> ParseCommandLine(const std::vector<std::string>& args,
-                                               std::vector<std::string>* warnings) {
-  if (!IsAccelerateStyle(args)) return ParseLaunchCommandLine(args);
-  const size_t n = LeadingLauncherOptions(args);
-  std::vector<std::string> leading(args.begin(), args.begin() + n);
-  leading.push_back("PROGRAM");
-  ASSIGN_OR_RETURN(LaunchOptions base, ParseLaunchCommandLine(leading));
-  ASSIGN_OR_RETURN(args::AccelerateLaunch launch,
-                   args::ParseAccelerateLaunch(
-                       std::vector<std::string>(args.begin() + n, args.end()), warnings));
+absl::StatusOr<LaunchOptions> ParseAccelerateCommandLine(const std::vector<std::string>& args,
+                                                         LaunchOptions base,
+                                                         std::vector<std::string>* warnings) {
+  ASSIGN_OR_RETURN(args::AccelerateLaunch launch, args::ParseAccelerateLaunch(args, warnings));
   return LaunchOptionsFromAccelerate(launch, std::move(base));
 }
 

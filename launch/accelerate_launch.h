@@ -1,11 +1,9 @@
 // accelerate-style command lines for //tools:launch (spec/trainer.md §9): `accelerate launch`'s
 // flags and config file, mapped onto the same spawn as torchrun's options.
 //
-// Style (ParseCommandLine): after any leading launcher options (--prefix_output, --tee,
-// --grace_period_s), a first option that is not torchrun's (launch_options.h) makes the whole
-// command line accelerate-style, parsed by args/accelerate_config.h (`--config_file FILE`, then
-// flags over it; unknown flags are errors). Otherwise it is torchrun-style. The two styles do not
-// mix; the launcher's own options go first in accelerate style.
+// Parsing (ParseAccelerateCommandLine) is args/accelerate_config.h's ParseAccelerateLaunch
+// (`--config_file FILE`, then flags over it; unknown flags are errors); launch/command_line.h
+// decides which style a command line is.
 //
 // Mapping (accelerate -> LaunchOptions):
 //   num_machines -> nnodes; machine_rank -> node_rank; num_processes (the total over machines, as
@@ -22,7 +20,8 @@
 //
 // Example:
 //   std::vector<std::string> warnings;
-//   ASSIGN_OR_RETURN(LaunchOptions options, ParseCommandLine(args, &warnings));
+//   ASSIGN_OR_RETURN(LaunchOptions options,
+//                    ParseAccelerateCommandLine({"--num_processes=2", "train"}, {}, &warnings));
 #ifndef LOOM_LAUNCH_ACCELERATE_LAUNCH_H_
 #define LOOM_LAUNCH_ACCELERATE_LAUNCH_H_
 
@@ -35,16 +34,15 @@
 
 namespace loom::launch {
 
-// True when `args` is accelerate-style (see the header comment).
-bool IsAccelerateStyle(const std::vector<std::string>& args);
-
 // Maps a parsed `accelerate launch` onto LaunchOptions (launcher options taken from `base`).
 absl::StatusOr<LaunchOptions> LaunchOptionsFromAccelerate(const args::AccelerateLaunch& launch,
                                                           LaunchOptions base);
 
-// Either style. `warnings` (may be null) gets the accelerate config's warnings.
-absl::StatusOr<LaunchOptions> ParseCommandLine(const std::vector<std::string>& args,
-                                               std::vector<std::string>* warnings = nullptr);
+// `accelerate launch`'s arguments (without the launcher's own options, which come in `base`).
+// `warnings` (may be null) gets the accelerate config's warnings.
+absl::StatusOr<LaunchOptions> ParseAccelerateCommandLine(const std::vector<std::string>& args,
+                                                         LaunchOptions base,
+                                                         std::vector<std::string>* warnings);
 
 }  // namespace loom::launch
 

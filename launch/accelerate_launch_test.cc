@@ -45,25 +45,18 @@ std::string WriteYaml(const std::string& name, const std::string& text) {
   return path;
 }
 
-TEST(AccelerateLaunchTest, StyleIsChosenByTheFirstOption) {
-  EXPECT_FALSE(IsAccelerateStyle({"prog"}));
-  EXPECT_FALSE(IsAccelerateStyle({"--nproc_per_node=2", "prog"}));
-  EXPECT_FALSE(IsAccelerateStyle({"--prefix_output", "--nnodes", "1", "prog"}));
-  EXPECT_FALSE(IsAccelerateStyle({"--tee", "3", "--", "prog"}));
-  EXPECT_FALSE(IsAccelerateStyle({"--help"}));
-  EXPECT_TRUE(IsAccelerateStyle({"--config_file", "a.yaml", "prog"}));
-  EXPECT_TRUE(IsAccelerateStyle({"--grace_period_s", "1", "--num-processes=2", "prog"}));
-  EXPECT_TRUE(IsAccelerateStyle({"--tee=1", "--use_cpu", "prog"}));
+absl::StatusOr<LaunchOptions> Parse(const std::vector<std::string>& args,
+                                    std::vector<std::string>* warnings = nullptr) {
+  return ParseAccelerateCommandLine(args, LaunchOptions(), warnings);
 }
 
 TEST(AccelerateLaunchTest, ConfigFileMapsOntoTheSpawn) {
   std::vector<std::string> warnings;
-  ASSERT_OK_AND_ASSIGN(LaunchOptions o, ParseCommandLine({"--prefix_output", "--config_file",
-                                                          WriteYaml("cpu.yaml", kCpuMultiNode),
-                                                          "./train", "--output_dir", "/tmp/x"},
-                                                         &warnings));
+  ASSERT_OK_AND_ASSIGN(LaunchOptions o,
+                       Parse({"--config_file", WriteYaml("cpu.yaml", kCpuMultiNode), "./train",
+                              "--output_dir", "/tmp/x"},
+                             &warnings));
   EXPECT_THAT(warnings, IsEmpty());
-  EXPECT_TRUE(o.prefix_stdout);
   EXPECT_EQ(o.nnodes, 2);
   EXPECT_EQ(o.node_rank, 1);
   EXPECT_EQ(o.nproc_per_node, 4);
@@ -79,14 +72,13 @@ TEST(AccelerateLaunchTest, ConfigFileMapsOntoTheSpawn) {
 }
 
 TEST(AccelerateLaunchTest, FlagsEqualTheConfigFile) {
-  ASSERT_OK_AND_ASSIGN(LaunchOptions yaml,
-                       ParseCommandLine({"--config_file", WriteYaml("c.yaml", kCpuMultiNode),
-                                         "./train", "--seed", "1"}));
   ASSERT_OK_AND_ASSIGN(
-      LaunchOptions flags,
-      ParseCommandLine({"--num_processes=8", "--num_machines", "2", "--machine_rank=1",
-                        "--main_process_ip", "192.168.20.1", "--main_process_port=9898",
-                        "--mixed_precision", "bf16", "--use_cpu", "./train", "--seed", "1"}));
+      LaunchOptions yaml,
+      Parse({"--config_file", WriteYaml("c.yaml", kCpuMultiNode), "./train", "--seed", "1"}));
+  ASSERT_OK_AND_ASSIGN(LaunchOptions flags,
+                       Parse({"--num_processes=8", "--num_machines", "2", "--machine_rank=1",
+                              "--main_process_ip", "192.168.20.1", "--main_process_port=9898",
+                              "--mixed_precision", "bf16", "--use_cpu", "./train", "--seed", "1"}));
   EXPECT_EQ(flags.nnodes, yaml.nnodes);
   EXPECT_EQ(flags.node_rank, yaml.node_rank);
   EXPECT_EQ(flags.nproc_per_node, yaml.nproc_per_node);
@@ -97,15 +89,14 @@ TEST(AccelerateLaunchTest, FlagsEqualTheConfigFile) {
 }
 
 TEST(AccelerateLaunchTest, FlagsOverrideTheConfigFileAndDefaultsAreLocal) {
-  ASSERT_OK_AND_ASSIGN(
-      LaunchOptions o,
-      ParseCommandLine({"--config_file", WriteYaml("o.yaml", kCpuMultiNode), "--num_machines=1",
-                        "--machine_rank=0", "--num_processes=3", "--mixed_precision=no", "p"}));
+  ASSERT_OK_AND_ASSIGN(LaunchOptions o, Parse({"--config_file", WriteYaml("o.yaml", kCpuMultiNode),
+                                               "--num_machines=1", "--machine_rank=0",
+                                               "--num_processes=3", "--mixed_precision=no", "p"}));
   EXPECT_EQ(o.nnodes, 1);
   EXPECT_EQ(o.nproc_per_node, 3);
   EXPECT_THAT(o.program_args, ElementsAre("--use_cpu"));
 
-  ASSERT_OK_AND_ASSIGN(LaunchOptions d, ParseCommandLine({"--gpu_ids", "1,3", "p"}));
+  ASSERT_OK_AND_ASSIGN(LaunchOptions d, Parse({"--gpu_ids", "1,3", "p"}));
   EXPECT_EQ(d.nproc_per_node, 1);
   EXPECT_EQ(d.master_addr, "127.0.0.1");
   EXPECT_EQ(d.master_port, 29500);
@@ -116,11 +107,10 @@ TEST(AccelerateLaunchTest, FlagsOverrideTheConfigFileAndDefaultsAreLocal) {
 TEST(AccelerateLaunchTest, FsdpFlagsBecomeTrainingArguments) {
   ASSERT_OK_AND_ASSIGN(
       LaunchOptions o,
-      ParseCommandLine({"--num_processes=2", "--use_fsdp", "--mixed_precision=bf16",
-                        "--fsdp_auto_wrap_policy=TRANSFORMER_BASED_WRAP",
-                        "--fsdp_transformer_layer_cls_to_wrap=BertLayer",
-                        "--fsdp_sharding_strategy=1", "--fsdp_state_dict_type=FULL_STATE_DICT",
-                        "./run_glue", "--do_train"}));
+      Parse({"--num_processes=2", "--use_fsdp", "--mixed_precision=bf16",
+             "--fsdp_auto_wrap_policy=TRANSFORMER_BASED_WRAP",
+             "--fsdp_transformer_layer_cls_to_wrap=BertLayer", "--fsdp_sharding_strategy=1",
+             "--fsdp_state_dict_type=FULL_STATE_DICT", "./run_glue", "--do_train"}));
   EXPECT_EQ(o.nproc_per_node, 2);
   ASSERT_EQ(o.program_args.size(), 6u);
   EXPECT_THAT(std::vector<std::string>(o.program_args.begin(), o.program_args.begin() + 3),
@@ -130,26 +120,21 @@ TEST(AccelerateLaunchTest, FsdpFlagsBecomeTrainingArguments) {
 }
 
 TEST(AccelerateLaunchTest, ErrorsNameTheKeyAndTheFix) {
-  EXPECT_THAT(ParseCommandLine({"--num_processes=3", "--num_machines=2", "--machine_rank=0",
-                                "--main_process_ip=h", "p"}),
+  EXPECT_THAT(Parse({"--num_processes=3", "--num_machines=2", "--machine_rank=0",
+                     "--main_process_ip=h", "p"}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("num_processes 3 is not a multiple of num_machines 2")));
-  EXPECT_THAT(ParseCommandLine({"--num_processes=4", "--num_machines=2", "p"}),
+  EXPECT_THAT(Parse({"--num_processes=4", "--num_machines=2", "p"}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--main_process_ip is required with num_machines 2")));
-  EXPECT_THAT(ParseCommandLine({"--num_processes=2"}),
+  EXPECT_THAT(Parse({"--num_processes=2"}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no training script")));
   EXPECT_THAT(
-      ParseCommandLine({"--num_processes=2", "--nproc_per_node=2", "p"}),
+      Parse({"--num_processes=2", "--nproc_per_node=2", "p"}),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown flag --nproc_per_node")));
-  EXPECT_THAT(ParseCommandLine({"--main_process_port=0", "p"}),
+  EXPECT_THAT(Parse({"--main_process_port=0", "p"}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--main_process_port: expected an integer in [1, 65535]")));
-  EXPECT_THAT(ParseCommandLine({"--tee=7", "--num_processes=2", "p"}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--tee '7'")));
-  EXPECT_THAT(ParseCommandLine({"--nproc_per_node=2", "--num_processes=2", "p"}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("cannot be mixed with torchrun-style ones")));
 }
 
 }  // namespace

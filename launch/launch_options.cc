@@ -42,6 +42,13 @@ absl::StatusOr<int> ParseNnodes(const std::string& value) {
 
 }  // namespace
 
+std::vector<std::string> RankArgs(const LaunchOptions& options, int local_rank) {
+  std::vector<std::string> args;
+  if (options.local_rank_arg) args.push_back(absl::StrCat("--local_rank=", local_rank));
+  args.insert(args.end(), options.program_args.begin(), options.program_args.end());
+  return args;
+}
+
 std::string LaunchUsage() {
   return R"(usage: launch [options] PROGRAM [ARGS...]
 
@@ -67,6 +74,10 @@ accelerate style (instead of the torchrun options above; --prefix_output, --tee 
 [--mixed_precision no|fp16|bf16] [--use_cpu] [--use_fsdp --fsdp_...] [--use_deepspeed ...]
 SCRIPT [ARGS...]; num_processes counts all machines, and the config's TrainingArguments flags
 (--bf16, --fsdp, --deepspeed, ...) are passed to SCRIPT before ARGS.
+
+deepspeed style (single node): launch [--num_gpus N | --include localhost:0,1 |
+--exclude localhost:1] [--master_addr HOST] [--master_port PORT] [--no_local_rank] SCRIPT
+[ARGS...]; one rank per GPU slot with CUDA_VISIBLE_DEVICES, and --local_rank=L before ARGS.
 )";
 }
 
@@ -118,8 +129,9 @@ absl::StatusOr<LaunchOptions> ParseLaunchCommandLine(const std::vector<std::stri
           absl::StrCat("unknown option '", word,
                        "'; known: --nproc_per_node, --nnodes, --node_rank, --master_addr, "
                        "--master_port, --standalone, --prefix_output, --tee, --grace_period_s "
-                       "(PROGRAM must follow the options; accelerate-style options such as "
-                       "--num_processes cannot be mixed with torchrun-style ones)"));
+                       "(PROGRAM must follow the options; accelerate-style (--num_processes, ...) "
+                       "and deepspeed-style (--num_gpus, ...) options cannot be mixed with "
+                       "torchrun-style ones)"));
     }
     if (!value.has_value()) {
       if (i + 1 >= args.size()) {

@@ -52,6 +52,8 @@ struct LaunchOptions {
   double grace_period_s = 5.0;
   std::string program;
   std::vector<std::string> program_args;
+  // Pass `--local_rank=L` to each rank before program_args (DeepSpeed's launcher does).
+  bool local_rank_arg = false;
   // More variables for every rank, after the torchrun ones (accelerate's CUDA_VISIBLE_DEVICES).
   std::vector<std::pair<std::string, std::string>> extra_env;
   bool help = false;  // -h / --help: print LaunchUsage() and exit 0
@@ -68,6 +70,10 @@ absl::StatusOr<LaunchOptions> ParseLaunchCommandLine(const std::vector<std::stri
 std::vector<std::pair<std::string, std::string>> RankEnvironment(const LaunchOptions& options,
                                                                  int local_rank,
                                                                  bool omp_num_threads_set);
+
+// The arguments after PROGRAM for `local_rank`: program_args, after `--local_rank=L` when
+// local_rank_arg.
+std::vector<std::string> RankArgs(const LaunchOptions& options, int local_rank);
 
 // The --help text.
 std::string LaunchUsage();

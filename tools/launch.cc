@@ -1,8 +1,7 @@
 // `bazel run //tools:launch -- [options] PROGRAM [ARGS...]`: torchrun-style launcher (issue 5).
 // Starts --nproc_per_node ranks of PROGRAM on this node with torchrun's environment variables and
-// supervises them (launch/rank_supervisor.h); torchrun-style options in launch/launch_options.h,
-// accelerate-style ones (--config_file accelerate.yaml, --num_processes, ...) in
-// launch/accelerate_launch.h, or --help.
+// supervises them (launch/rank_supervisor.h). The command line is torchrun-, accelerate- or
+// deepspeed-style (launch/command_line.h), or --help.
 //
 // Exit code: 0 when every rank succeeded; the first failed rank's exit code (128+signal when it was
 // killed); 128+signal when launch itself was interrupted; 2 for a bad command line; 1 when the
@@ -16,7 +15,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "launch/accelerate_launch.h"
+#include "launch/command_line.h"
+#include "launch/deepspeed_launch.h"
 #include "launch/free_port.h"
 #include "launch/launch_options.h"
 #include "launch/rank_supervisor.h"
@@ -33,8 +33,8 @@ int Fail(const absl::Status& status, int code) {
 int main(int argc, char** argv) {
   using loom::launch::LaunchOptions;
   std::vector<std::string> warnings;
-  absl::StatusOr<LaunchOptions> parsed =
-      loom::launch::ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc), &warnings);
+  absl::StatusOr<LaunchOptions> parsed = loom::launch::ParseCommandLine(
+      std::vector<std::string>(argv + 1, argv + argc), loom::launch::CountLocalGpus(), &warnings);
   for (const std::string& warning : warnings)
     fprintf(stderr, "launch: warning: %s\n", warning.c_str());
   if (!parsed.ok()) return Fail(parsed.status(), 2);
@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
   const bool omp_set = getenv("OMP_NUM_THREADS") != nullptr;
   std::vector<loom::launch::RankSpec> ranks;
   for (int local = 0; local < options.nproc_per_node; ++local) {
-    ranks.push_back({options.global_rank(local), local, options.program, options.program_args,
+    ranks.push_back({options.global_rank(local), local, options.program,
+                     loom::launch::RankArgs(options, local),
                      loom::launch::RankEnvironment(options, local, omp_set)});
   }
   loom::launch::SupervisorOptions supervisor;

@@ -165,7 +165,7 @@ std::vector<std::string> Lines(const std::string& text) {
 TEST(LaunchTest, EachRankSeesTorchrunsEnvironment) {
   Launch launch({"--nproc_per_node", "2", "--nnodes=3", "--node-rank", "2", "--master_addr",
                  "10.1.2.3", "--master_port=4321", kHelper, "env", "--flag", "a b"},
-                {{"OMP_NUM_THREADS", ""}});
+                {{"OMP_NUM_THREADS", ""}, {"CUDA_VISIBLE_DEVICES", "7"}});
   ASSERT_TRUE(launch.Wait());
   EXPECT_EQ(launch.exit_code(), 0) << launch.err();
   std::vector<std::string> expected;
@@ -176,7 +176,8 @@ TEST(LaunchTest, EachRankSeesTorchrunsEnvironment) {
           std::string("WORLD_SIZE=6"), std::string("LOCAL_WORLD_SIZE=2"),
           std::string("GROUP_RANK=2"), std::string("MASTER_ADDR=10.1.2.3"),
           std::string("MASTER_PORT=4321"), std::string("OMP_NUM_THREADS="),
-          std::string("TORCHELASTIC_RUN_ID=<unset>"), std::string("args [--flag] [a b]")}) {
+          std::string("CUDA_VISIBLE_DEVICES=7"), std::string("TORCHELASTIC_RUN_ID=<unset>"),
+          std::string("args [--flag] [a b]")}) {
       expected.push_back(r + kv);
     }
   }
@@ -374,6 +375,27 @@ TEST(LaunchTest, AccelerateConfigFileLaunchesLikeItsFlagsAndTorchrun) {
   EXPECT_THAT(Lines(from_yaml.out()), UnorderedElementsAreArray(lines));
   EXPECT_THAT(Lines(from_flags.out()), UnorderedElementsAreArray(lines));
   EXPECT_EQ(from_yaml.err(), "");
+}
+
+TEST(LaunchTest, DeepSpeedStyleGivesEachRankASlotAndLocalRank) {
+  Launch launch({"--num_gpus", "2", "--master_port=4444", kHelper, "env", "x"},
+                {{"OMP_NUM_THREADS", "3"}});
+  ASSERT_TRUE(launch.Wait());
+  EXPECT_EQ(launch.exit_code(), 0) << launch.err();
+  std::vector<std::string> expected;
+  for (int r = 0; r < 2; ++r) {
+    std::string p = absl::StrCat("rank ", r, ": ");
+    for (std::string kv :
+         {absl::StrCat("RANK=", r), absl::StrCat("LOCAL_RANK=", r), std::string("WORLD_SIZE=2"),
+          std::string("LOCAL_WORLD_SIZE=2"), std::string("GROUP_RANK=0"),
+          std::string("MASTER_ADDR=127.0.0.1"), std::string("MASTER_PORT=4444"),
+          std::string("OMP_NUM_THREADS=3"), std::string("CUDA_VISIBLE_DEVICES=0,1"),
+          std::string("TORCHELASTIC_RUN_ID=<unset>"),
+          absl::StrCat("args [--local_rank=", r, "] [x]")}) {
+      expected.push_back(p + kv);
+    }
+  }
+  EXPECT_THAT(Lines(launch.out()), UnorderedElementsAreArray(expected));
 }
 
 }  // namespace

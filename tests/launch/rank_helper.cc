@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   if (strcmp(argv[mode_index], "env") == 0) {
     for (const char* name :
          {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
-          "MASTER_PORT", "OMP_NUM_THREADS", "TORCHELASTIC_RUN_ID"}) {
+          "MASTER_PORT", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "TORCHELASTIC_RUN_ID"}) {
       printf("rank %d: %s=%s\n", Rank(), name, Env(name).c_str());
     }
     std::string args;

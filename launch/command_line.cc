@@ -1,0 +1,73 @@
+#include "launch/command_line.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_replace.h"
+#include "base/status_macros.h"
+#include "launch/accelerate_launch.h"
+#include "launch/deepspeed_launch.h"
+
+namespace loom::launch {
+namespace {
+
+std::string OptionName(const std::string& word) {
+  std::string name = word.substr(2);
+  if (size_t eq = name.find('='); eq != std::string::npos) name.resize(eq);
+  return absl::StrReplaceAll(name, {{"-", "_"}});
+}
+
+bool IsTorchrunOption(const std::string& name) {
+  for (const char* k : {"nproc_per_node", "nnodes", "node_rank", "master_addr", "master_port",
+                        "standalone", "help"}) {
+    if (name == k) return true;
+  }
+  return false;
+}
+
+// Number of leading words that are the launcher's own options (shared by all styles).
+size_t LeadingLauncherOptions(const std::vector<std::string>& args) {
+  size_t i = 0;
+  while (i < args.size() && args[i].size() > 2 && args[i].rfind("--", 0) == 0) {
+    std::string name = OptionName(args[i]);
+    bool inline_value = args[i].find('=') != std::string::npos;
+    if (name == "prefix_output") {
+      i += 1;
+    } else if (name == "tee" || name == "grace_period_s") {
+      i += inline_value ? 1 : 2;
+    } else {
+      break;
+    }
+  }
+  return std::min(i, args.size());
+}
+
+}  // namespace
+
+CommandLineStyle DetectStyle(const std::vector<std::string>& args) {
+  size_t i = LeadingLauncherOptions(args);
+  if (i >= args.size()) return CommandLineStyle::kTorchrun;
+  const std::string& word = args[i];
+  if (word == "-i" || word == "-e") return CommandLineStyle::kDeepSpeed;
+  if (word.size() <= 2 || word.rfind("--", 0) != 0) return CommandLineStyle::kTorchrun;
+  std::string name = OptionName(word);
+  if (IsTorchrunOption(name)) return CommandLineStyle::kTorchrun;
+  if (IsDeepSpeedOption(name)) return CommandLineStyle::kDeepSpeed;
+  return CommandLineStyle::kAccelerate;
+}
+
+absl::StatusOr<LaunchOptions> ParseCommandLine(const std::vector<std::string>& args, int local_gpus,
+                                               std::vector<std::string>* warnings) {
+  CommandLineStyle style = DetectStyle(args);
+  if (style == CommandLineStyle::kTorchrun) return ParseLaunchCommandLine(args);
+  const size_t n = LeadingLauncherOptions(args);
+  std::vector<std::string> leading(args.begin(), args.begin() + n);
+  leading.push_back("PROGRAM");
+  ASSIGN_OR_RETURN(LaunchOptions base, ParseLaunchCommandLine(leading));
+  std::vector<std::string> rest(args.begin() + n, args.end());
+  if (style == CommandLineStyle::kDeepSpeed) {
+    return ParseDeepSpeedCommandLine(rest, std::move(base), local_gpus);
+  }
+  return ParseAccelerateCommandLine(rest, std::move(base), warnings);
+}
+
+}  // namespace loom::launch
