@@ -402,4 +402,34 @@ TEST(LaunchTest, DeepSpeedStyleGivesEachRankASlotAndLocalRank) {
   EXPECT_THAT(Lines(launch.out()), UnorderedElementsAreArray(expected));
 }
 
+TEST(LaunchTest, ForwardedSignalEscalatesToSigkill) {
+  // After the grace period...
+  std::string dir = TempDir();
+  Launch graceful(
+      {"--nproc_per_node=2", "--grace_period_s=0.3", kHelper, "sleep_ignoring_term", dir});
+  std::vector<pid_t> pids = RankPids(dir, {0, 1});
+  absl::Time sent = absl::Now();
+  ASSERT_EQ(kill(graceful.pid(), SIGTERM), 0);
+  ASSERT_TRUE(graceful.Wait(absl::Seconds(10)));
+  EXPECT_EQ(graceful.exit_code(), 128 + SIGTERM);
+  EXPECT_GE(absl::Now() - sent, absl::Milliseconds(300));
+  for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << pid;
+
+  // ...or at once on a second signal, whatever the grace period.
+  std::string dir2 = TempDir();
+  Launch impatient(
+      {"--nproc_per_node=2", "--grace_period_s=60", kHelper, "sleep_ignoring_term", dir2});
+  pids = RankPids(dir2, {0, 1});
+  ASSERT_EQ(kill(impatient.pid(), SIGTERM), 0);
+  absl::SleepFor(absl::Milliseconds(100));
+  ASSERT_EQ(kill(impatient.pid(), SIGINT), 0);
+  ASSERT_TRUE(impatient.Wait(absl::Seconds(10)));
+  EXPECT_EQ(impatient.exit_code(), 128 + SIGTERM);
+  EXPECT_LT(impatient.elapsed(), absl::Seconds(10));
+  EXPECT_EQ(impatient.err(),
+            "launch: received SIGTERM; forwarding it to all ranks\n"
+            "launch: received SIGINT again; killing all ranks\n");
+  for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << pid;
+}
+
 }  // namespace
