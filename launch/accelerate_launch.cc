@@ -7,7 +7,8 @@
 namespace loom::launch {
 
 absl::StatusOr<LaunchOptions> LaunchOptionsFromAccelerate(const args::AccelerateLaunch& launch,
-                                                          LaunchOptions base) {
+                                                          LaunchOptions base, int local_gpus,
+                                                          std::vector<std::string>* warnings) {
   const args::AccelerateConfig& c = launch.config;
   if (launch.training_script.empty()) {
     return absl::InvalidArgumentError(
@@ -16,7 +17,16 @@ absl::StatusOr<LaunchOptions> LaunchOptionsFromAccelerate(const args::Accelerate
   LaunchOptions o = std::move(base);
   o.nnodes = static_cast<int>(c.num_machines);
   o.node_rank = static_cast<int>(c.machine_rank);
-  const int64_t total = c.num_processes.value_or(c.num_machines);
+  int64_t total = 0;
+  if (c.num_processes.has_value()) {
+    total = *c.num_processes;
+  } else {
+    total = c.num_machines * ((c.use_cpu || local_gpus == 0) ? 1 : local_gpus);
+    if (warnings != nullptr) {
+      warnings->push_back(absl::StrCat("`--num_processes` was set to a value of ", total,
+                                       " (one per GPU of each machine, 1 without GPUs)"));
+    }
+  }
   if (total < c.num_machines || total % c.num_machines != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "num_processes ", total, " is not a multiple of num_machines ", c.num_machines,
@@ -41,10 +51,10 @@ absl::StatusOr<LaunchOptions> LaunchOptionsFromAccelerate(const args::Accelerate
 }
 
 absl::StatusOr<LaunchOptions> ParseAccelerateCommandLine(const std::vector<std::string>& args,
-                                                         LaunchOptions base,
+                                                         LaunchOptions base, int local_gpus,
                                                          std::vector<std::string>* warnings) {
   ASSIGN_OR_RETURN(args::AccelerateLaunch launch, args::ParseAccelerateLaunch(args, warnings));
-  return LaunchOptionsFromAccelerate(launch, std::move(base));
+  return LaunchOptionsFromAccelerate(launch, std::move(base), local_gpus, warnings);
 }
 
 }  // namespace loom::launch

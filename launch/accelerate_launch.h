@@ -7,8 +7,9 @@
 //
 // Mapping (accelerate -> LaunchOptions):
 //   num_machines -> nnodes; machine_rank -> node_rank; num_processes (the total over machines, as
-//   accelerate counts) -> nproc_per_node = num_processes / num_machines (must divide; absent: 1
-//   per machine, as accelerate on a machine without GPUs); main_process_ip -> master_addr
+//   accelerate counts) -> nproc_per_node = num_processes / num_machines (must divide; absent:
+//   one per GPU of this machine, as accelerate's default, or 1 with use_cpu or without GPUs, on
+//   each machine, with a warning naming the value); main_process_ip -> master_addr
 //   (default 127.0.0.1; required when num_machines > 1); main_process_port -> master_port
 //   (default 29500); gpu_ids other than "all" (and not use_cpu) -> CUDA_VISIBLE_DEVICES.
 //   PROGRAM is the training script; its arguments are the TrainingArguments flags the config
@@ -21,7 +22,7 @@
 // Example:
 //   std::vector<std::string> warnings;
 //   ASSIGN_OR_RETURN(LaunchOptions options,
-//                    ParseAccelerateCommandLine({"--num_processes=2", "train"}, {}, &warnings));
+//                    ParseAccelerateCommandLine({"--num_processes=2", "train"}, {}, 0, &warnings));
 #ifndef LOOM_LAUNCH_ACCELERATE_LAUNCH_H_
 #define LOOM_LAUNCH_ACCELERATE_LAUNCH_H_
 
@@ -34,14 +35,17 @@
 
 namespace loom::launch {
 
-// Maps a parsed `accelerate launch` onto LaunchOptions (launcher options taken from `base`).
+// Maps a parsed `accelerate launch` onto LaunchOptions (launcher options taken from `base`;
+// `warnings` may be null).
 absl::StatusOr<LaunchOptions> LaunchOptionsFromAccelerate(const args::AccelerateLaunch& launch,
-                                                          LaunchOptions base);
+                                                          LaunchOptions base, int local_gpus,
+                                                          std::vector<std::string>* warnings);
 
 // `accelerate launch`'s arguments (without the launcher's own options, which come in `base`).
+// `local_gpus`: the GPUs of this machine (num_processes' default).
 // `warnings` (may be null) gets the accelerate config's warnings.
 absl::StatusOr<LaunchOptions> ParseAccelerateCommandLine(const std::vector<std::string>& args,
-                                                         LaunchOptions base,
+                                                         LaunchOptions base, int local_gpus,
                                                          std::vector<std::string>* warnings);
 
 }  // namespace loom::launch

@@ -46,8 +46,9 @@ std::string WriteYaml(const std::string& name, const std::string& text) {
 }
 
 absl::StatusOr<LaunchOptions> Parse(const std::vector<std::string>& args,
-                                    std::vector<std::string>* warnings = nullptr) {
-  return ParseAccelerateCommandLine(args, LaunchOptions(), warnings);
+                                    std::vector<std::string>* warnings = nullptr,
+                                    int local_gpus = 0) {
+  return ParseAccelerateCommandLine(args, LaunchOptions(), local_gpus, warnings);
 }
 
 TEST(AccelerateLaunchTest, ConfigFileMapsOntoTheSpawn) {
@@ -96,12 +97,26 @@ TEST(AccelerateLaunchTest, FlagsOverrideTheConfigFileAndDefaultsAreLocal) {
   EXPECT_EQ(o.nproc_per_node, 3);
   EXPECT_THAT(o.program_args, ElementsAre("--use_cpu"));
 
-  ASSERT_OK_AND_ASSIGN(LaunchOptions d, Parse({"--gpu_ids", "1,3", "p"}));
+  std::vector<std::string> warnings;
+  ASSERT_OK_AND_ASSIGN(LaunchOptions d, Parse({"--gpu_ids", "1,3", "p"}, &warnings));
   EXPECT_EQ(d.nproc_per_node, 1);
+  EXPECT_THAT(warnings, ElementsAre("`--num_processes` was set to a value of 1 (one per GPU of "
+                                    "each machine, 1 without GPUs)"));
   EXPECT_EQ(d.master_addr, "127.0.0.1");
   EXPECT_EQ(d.master_port, 29500);
   EXPECT_THAT(d.program_args, IsEmpty());
   EXPECT_THAT(d.extra_env, ElementsAre(Pair("CUDA_VISIBLE_DEVICES", "1,3")));
+}
+
+TEST(AccelerateLaunchTest, NumProcessesDefaultsToTheGpusOfEachMachine) {
+  ASSERT_OK_AND_ASSIGN(LaunchOptions gpus, Parse({"--multi_gpu", "p"}, nullptr, 4));
+  EXPECT_EQ(gpus.nproc_per_node, 4);
+  ASSERT_OK_AND_ASSIGN(LaunchOptions two,
+                       Parse({"--num_machines=2", "--main_process_ip=h", "p"}, nullptr, 3));
+  EXPECT_EQ(two.nproc_per_node, 3);
+  EXPECT_EQ(two.world_size(), 6);
+  ASSERT_OK_AND_ASSIGN(LaunchOptions cpu, Parse({"--use_cpu", "p"}, nullptr, 4));
+  EXPECT_EQ(cpu.nproc_per_node, 1);
 }
 
 TEST(AccelerateLaunchTest, FsdpFlagsBecomeTrainingArguments) {

@@ -67,7 +67,7 @@ absl::StatusOr<LaunchOptions> ParseCommandLine(const std::vector<std::string>& a
   if (style == CommandLineStyle::kDeepSpeed) {
     return ParseDeepSpeedCommandLine(rest, std::move(base), local_gpus);
   }
-  return ParseAccelerateCommandLine(rest, std::move(base), warnings);
+  return ParseAccelerateCommandLine(rest, std::move(base), local_gpus, warnings);
 }
 
 }  // namespace loom::launch
