@@ -432,4 +432,23 @@ TEST(LaunchTest, ForwardedSignalEscalatesToSigkill) {
   for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << pid;
 }
 
+TEST(LaunchTest, TwoNodesOnThisMachineCoverEveryGlobalRankOnce) {
+  Launch node0(
+      {"--nnodes=2", "--node_rank=0", "--nproc_per_node=2", "--master_port=5555", kHelper, "env"});
+  Launch node1(
+      {"--nnodes=2", "--node_rank=1", "--nproc_per_node=2", "--master_port=5555", kHelper, "env"});
+  ASSERT_TRUE(node0.Wait());
+  ASSERT_TRUE(node1.Wait());
+  EXPECT_EQ(node0.exit_code(), 0);
+  EXPECT_EQ(node1.exit_code(), 0);
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string& out = rank < 2 ? node0.out() : node1.out();
+    std::string p = absl::StrCat("rank ", rank, ": ");
+    EXPECT_THAT(out, HasSubstr(absl::StrCat(p, "LOCAL_RANK=", rank % 2, "\n")));
+    EXPECT_THAT(out, HasSubstr(absl::StrCat(p, "GROUP_RANK=", rank / 2, "\n")));
+    EXPECT_THAT(out, HasSubstr(p + "WORLD_SIZE=4\n"));
+    EXPECT_THAT(out, HasSubstr(p + "MASTER_PORT=5555\n"));
+  }
+}
+
 }  // namespace
