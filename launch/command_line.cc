@@ -32,7 +32,8 @@ size_t LeadingLauncherOptions(const std::vector<std::string>& args) {
     bool inline_value = args[i].find('=') != std::string::npos;
     if (name == "prefix_output") {
       i += 1;
-    } else if (name == "tee" || name == "grace_period_s") {
+    } else if (name == "tee" || name == "redirects" || name == "log_dir" ||
+               name == "grace_period_s") {
       i += inline_value ? 1 : 2;
     } else {
       break;

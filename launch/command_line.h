@@ -2,8 +2,9 @@
 // (launch/launch_options.h), accelerate (launch/accelerate_launch.h) or deepspeed
 // (launch/deepspeed_launch.h).
 //
-// Style (DetectStyle): the launcher's own options (--prefix_output, --tee, --grace_period_s) may
-// come first; the next word decides: no option (PROGRAM, "--"), -h/--help or a torchrun option
+// Style (DetectStyle): the launcher's own options (--prefix_output, --tee, --redirects,
+// --log_dir, --grace_period_s) may come first; the next word decides: no option (PROGRAM, "--"),
+// -h/--help or a torchrun option
 // (--nproc_per_node, --nnodes, --node_rank, --master_addr, --master_port, --standalone) ->
 // torchrun; a deepspeed option (--num_gpus, --num_accelerators, --include/-i, --exclude/-e,
 // --num_nodes, --no_local_rank, --hostfile) -> deepspeed; any other option -> accelerate. Styles do

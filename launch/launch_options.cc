@@ -64,7 +64,9 @@ options (--opt value or --opt=value; dashes or underscores):
   --master_port PORT   port of rank 0 (default 29500)
   --standalone         single node on a free local port
   --prefix_output      prefix each output line with "[rank N]:"
-  --tee {0,1,2,3}      prefix only: 1 stdout, 2 stderr, 3 both
+  --tee {0,1,2,3}      prefix (and with --log_dir also log) 1 stdout, 2 stderr, 3 both
+  --redirects {0,1,2,3}  send these streams only to the log files (needs --log_dir)
+  --log_dir DIR        log files DIR/<rank>/stdout.log, stderr.log for --tee/--redirects
   --grace_period_s S   seconds between SIGTERM and SIGKILL when stopping ranks (default 5)
   -h, --help           this text
 
@@ -121,17 +123,18 @@ absl::StatusOr<LaunchOptions> ParseLaunchCommandLine(const std::vector<std::stri
     }
     static const char* const kValued[] = {"nproc_per_node", "nnodes",      "node_rank",
                                           "master_addr",    "master_port", "tee",
-                                          "grace_period_s"};
+                                          "redirects",      "log_dir",     "grace_period_s"};
     bool known = false;
     for (const char* k : kValued) known = known || name == k;
     if (!known) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown option '", word,
-                       "'; known: --nproc_per_node, --nnodes, --node_rank, --master_addr, "
-                       "--master_port, --standalone, --prefix_output, --tee, --grace_period_s "
-                       "(PROGRAM must follow the options; accelerate-style (--num_processes, ...) "
-                       "and deepspeed-style (--num_gpus, ...) options cannot be mixed with "
-                       "torchrun-style ones)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown option '", word,
+          "'; known: --nproc_per_node, --nnodes, --node_rank, --master_addr, "
+          "--master_port, --standalone, --prefix_output, --tee, --redirects, --log_dir, "
+          "--grace_period_s "
+          "(PROGRAM must follow the options; accelerate-style (--num_processes, ...) "
+          "and deepspeed-style (--num_gpus, ...) options cannot be mixed with "
+          "torchrun-style ones)"));
     }
     if (!value.has_value()) {
       if (i + 1 >= args.size()) {
@@ -163,14 +166,24 @@ absl::StatusOr<LaunchOptions> ParseLaunchCommandLine(const std::vector<std::stri
                          ": expected a port number 1-65535 (e.g. --master_port 29500)"));
       }
       port_given = true;
-    } else if (name == "tee") {
-      int tee = -1;
-      if (!absl::SimpleAtoi(*value, &tee) || tee < 0 || tee > 3) {
+    } else if (name == "tee" || name == "redirects") {
+      int streams = -1;
+      if (!absl::SimpleAtoi(*value, &streams) || streams < 0 || streams > 3) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "--tee '", *value, "': expected 0 (none), 1 (stdout), 2 (stderr) or 3 (both)"));
+            "--", name, " '", *value, "': expected 0 (none), 1 (stdout), 2 (stderr) or 3 (both)"));
       }
-      options.prefix_stdout = (tee & 1) != 0;
-      options.prefix_stderr = (tee & 2) != 0;
+      if (name == "tee") {
+        options.prefix_stdout = options.tee_stdout = (streams & 1) != 0;
+        options.prefix_stderr = options.tee_stderr = (streams & 2) != 0;
+      } else {
+        options.redirect_stdout = (streams & 1) != 0;
+        options.redirect_stderr = (streams & 2) != 0;
+      }
+    } else if (name == "log_dir") {
+      if (value->empty()) {
+        return absl::InvalidArgumentError("--log_dir is empty: give a directory for the log files");
+      }
+      options.log_dir = *value;
     } else if (name == "grace_period_s") {
       double s = 0;
       if (!absl::SimpleAtod(*value, &s) || !std::isfinite(s) || s < 0) {
@@ -196,6 +209,10 @@ absl::StatusOr<LaunchOptions> ParseLaunchCommandLine(const std::vector<std::stri
       return absl::InvalidArgumentError(
           "--standalone picks a free port itself: drop --master_port or --standalone");
     }
+  }
+  if ((options.redirect_stdout || options.redirect_stderr) && options.log_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--redirects sends output to log files: give --log_dir DIR as well");
   }
   if (options.node_rank >= options.nnodes) {
     return absl::InvalidArgumentError(

@@ -12,7 +12,11 @@
 //   --master_port PORT    rank 0's port, 1-65535 (default 29500)
 //   --standalone          single node (nnodes 1, node_rank 0) on a free local port
 //   --prefix_output       prefix every line of stdout and stderr with "[rank N]:"
-//   --tee {0,1,2,3}       torchrun's stream selection for the prefix: 1 stdout, 2 stderr, 3 both
+//   --tee {0,1,2,3}       streams (1 stdout, 2 stderr, 3 both) shown prefixed with "[rank N]:"
+//                         and, with --log_dir, also written to the rank's log file
+//   --redirects {0,1,2,3} streams written only to the rank's log file (needs --log_dir)
+//   --log_dir DIR         log files DIR/<rank>/stdout.log and stderr.log (raw bytes) for the
+//                         streams --tee or --redirects select
 //   --grace_period_s S    after a failure or a signal, seconds between SIGTERM and SIGKILL
 //                         (default 5; 0 kills at once)
 // Errors are InvalidArgument naming the flag and saying how to fix it (e.g. "--node_rank 2 must
@@ -49,6 +53,11 @@ struct LaunchOptions {
   bool standalone = false;
   bool prefix_stdout = false;
   bool prefix_stderr = false;
+  std::string log_dir;      // empty: no log files
+  bool tee_stdout = false;  // console (prefixed) and log file
+  bool tee_stderr = false;
+  bool redirect_stdout = false;  // log file only
+  bool redirect_stderr = false;
   double grace_period_s = 5.0;
   std::string program;
   std::vector<std::string> program_args;

@@ -53,6 +53,27 @@ TEST(LaunchOptionsTest, SpaceEqualsDashAndUnderscoreForms) {
   EXPECT_EQ(o.global_rank(3), 11);
 }
 
+TEST(LaunchOptionsTest, TeeRedirectsAndLogDir) {
+  ASSERT_OK_AND_ASSIGN(LaunchOptions o,
+                       Parse({"--tee=1", "--redirects", "2", "--log_dir", "/tmp/l", "p"}));
+  EXPECT_TRUE(o.prefix_stdout);
+  EXPECT_TRUE(o.tee_stdout);
+  EXPECT_FALSE(o.prefix_stderr);
+  EXPECT_FALSE(o.tee_stderr);
+  EXPECT_FALSE(o.redirect_stdout);
+  EXPECT_TRUE(o.redirect_stderr);
+  EXPECT_EQ(o.log_dir, "/tmp/l");
+  ASSERT_OK_AND_ASSIGN(LaunchOptions prefix_only, Parse({"--prefix_output", "p"}));
+  EXPECT_FALSE(prefix_only.tee_stdout);
+  EXPECT_THAT(Parse({"--redirects=3", "p"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "--redirects sends output to log files: give --log_dir DIR as well"));
+  EXPECT_THAT(Parse({"--redirects=4", "--log_dir=d", "p"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--redirects '4'")));
+  EXPECT_THAT(Parse({"--log_dir=", "p"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--log_dir is empty")));
+}
+
 TEST(LaunchOptionsTest, DoubleDashEndsOptions) {
   ASSERT_OK_AND_ASSIGN(LaunchOptions o, Parse({"--prefix_output", "--", "--weird-name", "x"}));
   EXPECT_TRUE(o.prefix_stdout);

@@ -44,9 +44,22 @@ std::string SignalName(int sig) {
 // One end of a pipe carrying a rank's stream, when that stream is prefixed.
 struct Stream {
   int fd = -1;
-  int out_fd = -1;
-  std::unique_ptr<LinePrefixer> prefixer;
+  int out_fd = -1;                         // console; -1: none
+  std::unique_ptr<LinePrefixer> prefixer;  // null: console gets the raw bytes
+  int file_fd = -1;                        // log file; -1: none
 };
+
+void Forward(Stream& s, absl::string_view bytes) {
+  if (s.file_fd >= 0) WriteAll(s.file_fd, bytes);
+  if (s.out_fd < 0) return;
+  WriteAll(s.out_fd, s.prefixer != nullptr ? s.prefixer->Append(bytes) : std::string(bytes));
+}
+
+void CloseStream(Stream& s) {
+  if (s.out_fd >= 0 && s.prefixer != nullptr) WriteAll(s.out_fd, s.prefixer->Finish());
+  close(s.fd);
+  if (s.file_fd >= 0) close(s.file_fd);
+}
 
 struct Child {
   pid_t pid = -1;
@@ -160,7 +173,7 @@ absl::StatusOr<RankRunResult> RunRanks(const std::vector<RankSpec>& ranks,
         c.reaped = true;
       }
     }
-    for (Stream& s : streams) close(s.fd);
+    for (Stream& s : streams) CloseStream(s);
   };
 
   for (size_t i = 0; i < ranks.size(); ++i) {
@@ -174,10 +187,28 @@ absl::StatusOr<RankRunResult> RunRanks(const std::vector<RankSpec>& ranks,
     for (std::string& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
 
+    // A stream goes through the launcher when it is prefixed, logged or kept off the console.
+    const bool pipe_out =
+        options.prefix_stdout || !options.console_stdout || !spec.stdout_log.empty();
+    const bool pipe_err =
+        options.prefix_stderr || !options.console_stderr || !spec.stderr_log.empty();
+    int log_fds[2] = {-1, -1};
+    for (int k = 0; k < 2; ++k) {
+      const std::string& path = k == 0 ? spec.stdout_log : spec.stderr_log;
+      if (path.empty()) continue;
+      log_fds[k] = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (log_fds[k] < 0) {
+        int err = errno;
+        if (k == 1 && log_fds[0] >= 0) close(log_fds[0]);
+        kill_and_reap_all();
+        return absl::FailedPreconditionError(absl::StrCat("cannot write the log file ", path,
+                                                          " of rank ", spec.rank, ": ",
+                                                          strerror(err), " (check --log_dir)"));
+      }
+    }
     int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, status_pipe[2];
-    if ((options.prefix_stdout && pipe2(out_pipe, O_CLOEXEC) != 0) ||
-        (options.prefix_stderr && pipe2(err_pipe, O_CLOEXEC) != 0) ||
-        pipe2(status_pipe, O_CLOEXEC) != 0) {
+    if ((pipe_out && pipe2(out_pipe, O_CLOEXEC) != 0) ||
+        (pipe_err && pipe2(err_pipe, O_CLOEXEC) != 0) || pipe2(status_pipe, O_CLOEXEC) != 0) {
       int err = errno;
       kill_and_reap_all();
       return absl::InternalError(absl::StrCat("pipe: ", strerror(err)));
@@ -199,11 +230,15 @@ absl::StatusOr<RankRunResult> RunRanks(const std::vector<RankSpec>& ranks,
     const std::string prefix = absl::StrCat("[rank ", spec.rank, "]:");
     if (out_pipe[0] >= 0) {
       close(out_pipe[1]);
-      streams.push_back({out_pipe[0], options.stdout_fd, std::make_unique<LinePrefixer>(prefix)});
+      streams.push_back({out_pipe[0], options.console_stdout ? options.stdout_fd : -1,
+                         options.prefix_stdout ? std::make_unique<LinePrefixer>(prefix) : nullptr,
+                         log_fds[0]});
     }
     if (err_pipe[0] >= 0) {
       close(err_pipe[1]);
-      streams.push_back({err_pipe[0], options.stderr_fd, std::make_unique<LinePrefixer>(prefix)});
+      streams.push_back({err_pipe[0], options.console_stderr ? options.stderr_fd : -1,
+                         options.prefix_stderr ? std::make_unique<LinePrefixer>(prefix) : nullptr,
+                         log_fds[1]});
     }
     int exec_errno = 0;
     ssize_t n;
@@ -266,10 +301,9 @@ absl::StatusOr<RankRunResult> RunRanks(const std::vector<RankSpec>& ranks,
       ssize_t n = read(s.fd, buf, sizeof(buf));
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (n > 0) {
-        WriteAll(s.out_fd, s.prefixer->Append(absl::string_view(buf, static_cast<size_t>(n))));
+        Forward(s, absl::string_view(buf, static_cast<size_t>(n)));
       } else {
-        WriteAll(s.out_fd, s.prefixer->Finish());
-        close(s.fd);
+        CloseStream(s);
         streams.erase(streams.begin() + static_cast<ptrdiff_t>(k));
       }
     }
@@ -317,10 +351,7 @@ absl::StatusOr<RankRunResult> RunRanks(const std::vector<RankSpec>& ranks,
     }
   }
   // Leftover pipe readers (grandchildren that outlived their rank) and their groups.
-  for (Stream& s : streams) {
-    WriteAll(s.out_fd, s.prefixer->Finish());
-    close(s.fd);
-  }
+  for (Stream& s : streams) CloseStream(s);
   if (stopping) signal_all(SIGKILL);
   return result;
 }

@@ -9,7 +9,9 @@
 //     the rank); ranks already started are killed first.
 //   * Output: a rank's stdout/stderr go straight to the launcher's, unless prefixing is asked for
 //     that stream; then each line is written as "[rank N]:line" in one write(), so lines of
-//     different ranks never interleave mid-line.
+//     different ranks never interleave mid-line. A stream with a log file (RankSpec::stdout_log /
+//     stderr_log, created or truncated; an unwritable one is an error naming it) is also copied
+//     there unprefixed, or only there when console_stdout / console_stderr is false.
 //   * SIGINT, SIGTERM, SIGHUP and SIGQUIT received by the launcher are forwarded to every rank's
 //     process group; a second such signal sends SIGKILL at once. The result's exit_code is then
 //     128 + the first signal.
@@ -46,11 +48,15 @@ struct RankSpec {
   std::string program;
   std::vector<std::string> args;  // after the program name
   std::vector<std::pair<std::string, std::string>> env;
+  std::string stdout_log;  // non-empty: also write the rank's stdout (raw) to this file
+  std::string stderr_log;
 };
 
 struct SupervisorOptions {
   bool prefix_stdout = false;
   bool prefix_stderr = false;
+  bool console_stdout = true;  // false: the ranks' stdout goes only to RankSpec::stdout_log
+  bool console_stderr = true;
   absl::Duration grace_period = absl::Seconds(5);
   int stdout_fd = 1;  // the launcher's stdout (ranks' stdout, prefixed or inherited)
   int stderr_fd = 2;  // the launcher's stderr (ranks' stderr and the launcher's messages)

@@ -91,6 +91,25 @@ TEST_F(RunRanksTest, PrefixesEachStreamAndPassesTheEnvironment) {
   EXPECT_THAT(err, UnorderedElementsAre("[rank 0]:err 0", "[rank 1]:inner", ""));
 }
 
+TEST_F(RunRanksTest, LogFilesGetRawBytesWithOrWithoutTheConsole) {
+  options_.prefix_stdout = true;
+  options_.console_stderr = false;
+  std::vector<RankSpec> ranks = {Sh(0, "echo out; printf 'err'; printf 'x' >&2")};
+  ranks[0].stdout_log = out_path_ + ".rank0.stdout";
+  ranks[0].stderr_log = out_path_ + ".rank0.stderr";
+  ASSERT_OK_AND_ASSIGN(RankRunResult result, RunRanks(ranks, options_));
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(Read(out_path_), "[rank 0]:out\n[rank 0]:err\n");
+  EXPECT_EQ(Read(ranks[0].stdout_log), "out\nerr");
+  EXPECT_EQ(Read(err_path_), "");
+  EXPECT_EQ(Read(ranks[0].stderr_log), "x");
+
+  ranks[0].stdout_log = "/no/such/dir/stdout.log";
+  EXPECT_THAT(RunRanks(ranks, options_),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("cannot write the log file /no/such/dir/stdout.log of rank 0")));
+}
+
 TEST_F(RunRanksTest, FirstFailureWinsAndStopsTheOthers) {
   options_.grace_period = absl::Seconds(5);
   std::vector<RankSpec> ranks = {Sh(0, "exec sleep 30"), Sh(1, "exit 4"), Sh(2, "exec sleep 30")};

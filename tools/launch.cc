@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -59,10 +61,25 @@ int main(int argc, char** argv) {
     ranks.push_back({options.global_rank(local), local, options.program,
                      loom::launch::RankArgs(options, local),
                      loom::launch::RankEnvironment(options, local, omp_set)});
+    if (options.log_dir.empty()) continue;
+    const std::string dir = options.log_dir + "/" + std::to_string(options.global_rank(local));
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (error) {
+      fprintf(stderr, "launch: cannot create %s: %s (check --log_dir)\n", dir.c_str(),
+              error.message().c_str());
+      return 1;
+    }
+    if (options.tee_stdout || options.redirect_stdout)
+      ranks.back().stdout_log = dir + "/stdout.log";
+    if (options.tee_stderr || options.redirect_stderr)
+      ranks.back().stderr_log = dir + "/stderr.log";
   }
   loom::launch::SupervisorOptions supervisor;
   supervisor.prefix_stdout = options.prefix_stdout;
   supervisor.prefix_stderr = options.prefix_stderr;
+  supervisor.console_stdout = !options.redirect_stdout;
+  supervisor.console_stderr = !options.redirect_stderr;
   supervisor.grace_period = absl::Seconds(options.grace_period_s);
   fflush(stdout);
   absl::StatusOr<loom::launch::RankRunResult> result = loom::launch::RunRanks(ranks, supervisor);

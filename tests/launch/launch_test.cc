@@ -451,4 +451,25 @@ TEST(LaunchTest, TwoNodesOnThisMachineCoverEveryGlobalRankOnce) {
   }
 }
 
+TEST(LaunchTest, LogDirWithTeeAndRedirects) {
+  std::string dir = TempDir();
+  Launch launch(
+      {"--nproc_per_node=2", "--log_dir", dir, "--tee=1", "--redirects=2", kHelper, "lines", "2"});
+  ASSERT_TRUE(launch.Wait());
+  EXPECT_EQ(launch.exit_code(), 0);
+  EXPECT_THAT(Lines(launch.out()),
+              UnorderedElementsAreArray({"[rank 0]:r0 line 0 end", "[rank 0]:r0 line 1 end",
+                                         "[rank 1]:r1 line 0 end", "[rank 1]:r1 line 1 end"}));
+  EXPECT_EQ(launch.err(), "");
+  for (int r = 0; r < 2; ++r) {
+    for (const char* stream : {"stdout", "stderr"}) {
+      std::ifstream in(absl::StrCat(dir, "/", r, "/", stream, ".log"));
+      std::stringstream text;
+      text << in.rdbuf();
+      EXPECT_EQ(text.str(), absl::StrCat("r", r, " line 0 end\nr", r, " line 1 end\n"))
+          << r << " " << stream;
+    }
+  }
+}
+
 }  // namespace
