@@ -33,7 +33,7 @@ size_t LeadingLauncherOptions(const std::vector<std::string>& args) {
     if (name == "prefix_output") {
       i += 1;
     } else if (name == "tee" || name == "redirects" || name == "log_dir" ||
-               name == "grace_period_s") {
+               name == "local_ranks_filter" || name == "grace_period_s") {
       i += inline_value ? 1 : 2;
     } else {
       break;
@@ -63,12 +63,17 @@ absl::StatusOr<LaunchOptions> ParseCommandLine(const std::vector<std::string>& a
   const size_t n = LeadingLauncherOptions(args);
   std::vector<std::string> leading(args.begin(), args.begin() + n);
   leading.push_back("PROGRAM");
-  ASSIGN_OR_RETURN(LaunchOptions base, ParseLaunchCommandLine(leading));
+  ASSIGN_OR_RETURN(LaunchOptions base, ParseLauncherOptions(leading));
   std::vector<std::string> rest(args.begin() + n, args.end());
+  LaunchOptions options;
   if (style == CommandLineStyle::kDeepSpeed) {
-    return ParseDeepSpeedCommandLine(rest, std::move(base), local_gpus);
+    ASSIGN_OR_RETURN(options, ParseDeepSpeedCommandLine(rest, std::move(base), local_gpus));
+  } else {
+    ASSIGN_OR_RETURN(options,
+                     ParseAccelerateCommandLine(rest, std::move(base), local_gpus, warnings));
   }
-  return ParseAccelerateCommandLine(rest, std::move(base), local_gpus, warnings);
+  RETURN_IF_ERROR(CheckLocalRanksFilter(options));
+  return options;
 }
 
 }  // namespace loom::launch

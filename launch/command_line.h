@@ -3,8 +3,8 @@
 // (launch/deepspeed_launch.h).
 //
 // Style (DetectStyle): the launcher's own options (--prefix_output, --tee, --redirects,
-// --log_dir, --grace_period_s) may come first; the next word decides: no option (PROGRAM, "--"),
-// -h/--help or a torchrun option
+// --log_dir, --local_ranks_filter, --grace_period_s) may come first; the next word decides: no
+// option (PROGRAM, "--"), -h/--help or a torchrun option
 // (--nproc_per_node, --nnodes, --node_rank, --master_addr, --master_port, --standalone) ->
 // torchrun; a deepspeed option (--num_gpus, --num_accelerators, --include/-i, --exclude/-e,
 // --num_nodes, --no_local_rank, --hostfile) -> deepspeed; any other option -> accelerate. Styles do

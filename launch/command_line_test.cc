@@ -54,6 +54,16 @@ TEST(CommandLineTest, LaunchersOwnOptionsApplyToEveryStyle) {
   EXPECT_FALSE(t.local_rank_arg);
 }
 
+TEST(CommandLineTest, LocalRanksFilterIsCheckedAgainstTheStylesProcessCount) {
+  ASSERT_OK_AND_ASSIGN(
+      LaunchOptions a,
+      ParseCommandLine({"--local_ranks_filter=3", "--num_processes=4", "p"}, 0, nullptr));
+  EXPECT_THAT(a.local_ranks_filter, ElementsAre(3));
+  EXPECT_THAT(ParseCommandLine({"--local_ranks_filter=2", "--num_gpus=2", "p"}, 0, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("local rank 2 does not exist with 2 process(es) per node")));
+}
+
 TEST(CommandLineTest, ErrorsOfTheLaunchersOwnOptionsAndOfMixedStyles) {
   EXPECT_THAT(ParseCommandLine({"--tee=7", "--num_processes=2", "p"}, 0, nullptr),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--tee '7'")));

@@ -1,5 +1,6 @@
 #include "launch/launch_options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -49,6 +50,12 @@ std::vector<std::string> RankArgs(const LaunchOptions& options, int local_rank) 
   return args;
 }
 
+bool ShowsOutput(const LaunchOptions& options, int local_rank) {
+  return options.local_ranks_filter.empty() ||
+         std::find(options.local_ranks_filter.begin(), options.local_ranks_filter.end(),
+                   local_rank) != options.local_ranks_filter.end();
+}
+
 std::string LaunchUsage() {
   return R"(usage: launch [options] PROGRAM [ARGS...]
 
@@ -67,6 +74,7 @@ options (--opt value or --opt=value; dashes or underscores):
   --tee {0,1,2,3}      prefix (and with --log_dir also log) 1 stdout, 2 stderr, 3 both
   --redirects {0,1,2,3}  send these streams only to the log files (needs --log_dir)
   --log_dir DIR        log files DIR/<rank>/stdout.log, stderr.log for --tee/--redirects
+  --local_ranks_filter 0,2  show only these local ranks' output (log files get all of it)
   --grace_period_s S   seconds between SIGTERM and SIGKILL when stopping ranks (default 5)
   -h, --help           this text
 
@@ -83,7 +91,24 @@ deepspeed style (single node): launch [--num_gpus N | --include localhost:0,1 |
 )";
 }
 
+absl::Status CheckLocalRanksFilter(const LaunchOptions& options) {
+  for (int r : options.local_ranks_filter) {
+    if (r >= options.nproc_per_node) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--local_ranks_filter: local rank ", r, " does not exist with ", options.nproc_per_node,
+          " process(es) per node (local ranks are 0..", options.nproc_per_node - 1, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<LaunchOptions> ParseLaunchCommandLine(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(LaunchOptions options, ParseLauncherOptions(args));
+  RETURN_IF_ERROR(CheckLocalRanksFilter(options));
+  return options;
+}
+
+absl::StatusOr<LaunchOptions> ParseLauncherOptions(const std::vector<std::string>& args) {
   LaunchOptions options;
   bool nnodes_given = false, node_rank_given = false, port_given = false;
   size_t i = 0;
@@ -121,9 +146,9 @@ absl::StatusOr<LaunchOptions> ParseLaunchCommandLine(const std::vector<std::stri
       }
       continue;
     }
-    static const char* const kValued[] = {"nproc_per_node", "nnodes",      "node_rank",
-                                          "master_addr",    "master_port", "tee",
-                                          "redirects",      "log_dir",     "grace_period_s"};
+    static const char* const kValued[] = {
+        "nproc_per_node", "nnodes",  "node_rank",          "master_addr",   "master_port", "tee",
+        "redirects",      "log_dir", "local_ranks_filter", "grace_period_s"};
     bool known = false;
     for (const char* k : kValued) known = known || name == k;
     if (!known) {
@@ -131,6 +156,7 @@ absl::StatusOr<LaunchOptions> ParseLaunchCommandLine(const std::vector<std::stri
           "unknown option '", word,
           "'; known: --nproc_per_node, --nnodes, --node_rank, --master_addr, "
           "--master_port, --standalone, --prefix_output, --tee, --redirects, --log_dir, "
+          "--local_ranks_filter, "
           "--grace_period_s "
           "(PROGRAM must follow the options; accelerate-style (--num_processes, ...) "
           "and deepspeed-style (--num_gpus, ...) options cannot be mixed with "
@@ -178,6 +204,17 @@ absl::StatusOr<LaunchOptions> ParseLaunchCommandLine(const std::vector<std::stri
       } else {
         options.redirect_stdout = (streams & 1) != 0;
         options.redirect_stderr = (streams & 2) != 0;
+      }
+    } else if (name == "local_ranks_filter") {
+      options.local_ranks_filter.clear();
+      for (absl::string_view r : absl::StrSplit(*value, ',')) {
+        int rank = -1;
+        if (!absl::SimpleAtoi(r, &rank) || rank < 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--local_ranks_filter '", *value,
+              "': expected comma-separated local ranks (e.g. --local_ranks_filter 0,1)"));
+        }
+        options.local_ranks_filter.push_back(rank);
       }
     } else if (name == "log_dir") {
       if (value->empty()) {

@@ -15,6 +15,8 @@
 //   --tee {0,1,2,3}       streams (1 stdout, 2 stderr, 3 both) shown prefixed with "[rank N]:"
 //                         and, with --log_dir, also written to the rank's log file
 //   --redirects {0,1,2,3} streams written only to the rank's log file (needs --log_dir)
+//   --local_ranks_filter 0,2  show only these local ranks' output on the console (log files
+//                         still get everything)
 //   --log_dir DIR         log files DIR/<rank>/stdout.log and stderr.log (raw bytes) for the
 //                         streams --tee or --redirects select
 //   --grace_period_s S    after a failure or a signal, seconds between SIGTERM and SIGKILL
@@ -58,6 +60,7 @@ struct LaunchOptions {
   bool tee_stderr = false;
   bool redirect_stdout = false;  // log file only
   bool redirect_stderr = false;
+  std::vector<int> local_ranks_filter;  // empty: every local rank's output is shown
   double grace_period_s = 5.0;
   std::string program;
   std::vector<std::string> program_args;
@@ -74,6 +77,13 @@ struct LaunchOptions {
 // Parses the words after the binary's name. Does not pick the --standalone port (see main).
 absl::StatusOr<LaunchOptions> ParseLaunchCommandLine(const std::vector<std::string>& args);
 
+// ParseLaunchCommandLine without CheckLocalRanksFilter: for the launcher's own options in front of
+// an accelerate- or deepspeed-style command line, whose process count comes later.
+absl::StatusOr<LaunchOptions> ParseLauncherOptions(const std::vector<std::string>& args);
+
+// InvalidArgument when --local_ranks_filter names a local rank >= nproc_per_node.
+absl::Status CheckLocalRanksFilter(const LaunchOptions& options);
+
 // The variables the launcher sets for `local_rank` (name, value), in a fixed order.
 // `omp_num_threads_set`: the launcher's own environment already has OMP_NUM_THREADS.
 std::vector<std::pair<std::string, std::string>> RankEnvironment(const LaunchOptions& options,
@@ -83,6 +93,9 @@ std::vector<std::pair<std::string, std::string>> RankEnvironment(const LaunchOpt
 // The arguments after PROGRAM for `local_rank`: program_args, after `--local_rank=L` when
 // local_rank_arg.
 std::vector<std::string> RankArgs(const LaunchOptions& options, int local_rank);
+
+// Whether `local_rank`'s output is shown on the console (--local_ranks_filter).
+bool ShowsOutput(const LaunchOptions& options, int local_rank);
 
 // The --help text.
 std::string LaunchUsage();

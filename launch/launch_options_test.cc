@@ -74,6 +74,23 @@ TEST(LaunchOptionsTest, TeeRedirectsAndLogDir) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--log_dir is empty")));
 }
 
+TEST(LaunchOptionsTest, LocalRanksFilter) {
+  ASSERT_OK_AND_ASSIGN(LaunchOptions o,
+                       Parse({"--nproc_per_node=3", "--local-ranks-filter", "0,2", "p"}));
+  EXPECT_THAT(o.local_ranks_filter, ElementsAre(0, 2));
+  EXPECT_TRUE(ShowsOutput(o, 0));
+  EXPECT_FALSE(ShowsOutput(o, 1));
+  EXPECT_TRUE(ShowsOutput(o, 2));
+  ASSERT_OK_AND_ASSIGN(LaunchOptions all, Parse({"--nproc_per_node=3", "p"}));
+  EXPECT_TRUE(ShowsOutput(all, 1));
+  EXPECT_THAT(Parse({"--nproc_per_node=2", "--local_ranks_filter=2", "p"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "--local_ranks_filter: local rank 2 does not exist with 2 process(es) per "
+                       "node (local ranks are 0..1)"));
+  EXPECT_THAT(Parse({"--local_ranks_filter=a", "p"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--local_ranks_filter 'a'")));
+}
+
 TEST(LaunchOptionsTest, DoubleDashEndsOptions) {
   ASSERT_OK_AND_ASSIGN(LaunchOptions o, Parse({"--prefix_output", "--", "--weird-name", "x"}));
   EXPECT_TRUE(o.prefix_stdout);

@@ -188,10 +188,10 @@ absl::StatusOr<RankRunResult> RunRanks(const std::vector<RankSpec>& ranks,
     envp.push_back(nullptr);
 
     // A stream goes through the launcher when it is prefixed, logged or kept off the console.
-    const bool pipe_out =
-        options.prefix_stdout || !options.console_stdout || !spec.stdout_log.empty();
-    const bool pipe_err =
-        options.prefix_stderr || !options.console_stderr || !spec.stderr_log.empty();
+    const bool console_out = options.console_stdout && spec.show_output;
+    const bool console_err = options.console_stderr && spec.show_output;
+    const bool pipe_out = options.prefix_stdout || !console_out || !spec.stdout_log.empty();
+    const bool pipe_err = options.prefix_stderr || !console_err || !spec.stderr_log.empty();
     int log_fds[2] = {-1, -1};
     for (int k = 0; k < 2; ++k) {
       const std::string& path = k == 0 ? spec.stdout_log : spec.stderr_log;
@@ -230,13 +230,13 @@ absl::StatusOr<RankRunResult> RunRanks(const std::vector<RankSpec>& ranks,
     const std::string prefix = absl::StrCat("[rank ", spec.rank, "]:");
     if (out_pipe[0] >= 0) {
       close(out_pipe[1]);
-      streams.push_back({out_pipe[0], options.console_stdout ? options.stdout_fd : -1,
+      streams.push_back({out_pipe[0], console_out ? options.stdout_fd : -1,
                          options.prefix_stdout ? std::make_unique<LinePrefixer>(prefix) : nullptr,
                          log_fds[0]});
     }
     if (err_pipe[0] >= 0) {
       close(err_pipe[1]);
-      streams.push_back({err_pipe[0], options.console_stderr ? options.stderr_fd : -1,
+      streams.push_back({err_pipe[0], console_err ? options.stderr_fd : -1,
                          options.prefix_stderr ? std::make_unique<LinePrefixer>(prefix) : nullptr,
                          log_fds[1]});
     }

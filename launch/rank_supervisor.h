@@ -50,6 +50,7 @@ struct RankSpec {
   std::vector<std::pair<std::string, std::string>> env;
   std::string stdout_log;  // non-empty: also write the rank's stdout (raw) to this file
   std::string stderr_log;
+  bool show_output = true;  // false: nothing of this rank on the console (log files still)
 };
 
 struct SupervisorOptions {

@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
     ranks.push_back({options.global_rank(local), local, options.program,
                      loom::launch::RankArgs(options, local),
                      loom::launch::RankEnvironment(options, local, omp_set)});
+    ranks.back().show_output = loom::launch::ShowsOutput(options, local);
     if (options.log_dir.empty()) continue;
     const std::string dir = options.log_dir + "/" + std::to_string(options.global_rank(local));
     std::error_code error;

@@ -472,4 +472,18 @@ TEST(LaunchTest, LogDirWithTeeAndRedirects) {
   }
 }
 
+TEST(LaunchTest, LocalRanksFilterHidesTheOtherRanksOutputButNotTheirLogs) {
+  std::string dir = TempDir();
+  Launch launch({"--nproc_per_node=3", "--local_ranks_filter=1", "--log_dir", dir, "--tee=1",
+                 kHelper, "lines", "1"});
+  ASSERT_TRUE(launch.Wait());
+  EXPECT_EQ(launch.exit_code(), 0);
+  EXPECT_EQ(launch.out(), "[rank 1]:r1 line 0 end\n");
+  EXPECT_EQ(launch.err(), "r1 line 0 end\n");
+  std::ifstream in(dir + "/2/stdout.log");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "r2 line 0 end\n");
+}
+
 }  // namespace
