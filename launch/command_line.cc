@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
 #include "launch/accelerate_launch.h"
@@ -65,14 +67,27 @@ absl::StatusOr<LaunchOptions> ParseCommandLine(const std::vector<std::string>& a
   leading.push_back("PROGRAM");
   ASSIGN_OR_RETURN(LaunchOptions base, ParseLauncherOptions(leading));
   std::vector<std::string> rest(args.begin() + n, args.end());
-  LaunchOptions options;
-  if (style == CommandLineStyle::kDeepSpeed) {
-    ASSIGN_OR_RETURN(options, ParseDeepSpeedCommandLine(rest, std::move(base), local_gpus));
-  } else {
-    ASSIGN_OR_RETURN(options,
-                     ParseAccelerateCommandLine(rest, std::move(base), local_gpus, warnings));
+  absl::StatusOr<LaunchOptions> options =
+      style == CommandLineStyle::kDeepSpeed
+          ? ParseDeepSpeedCommandLine(rest, std::move(base), local_gpus)
+          : ParseAccelerateCommandLine(rest, std::move(base), local_gpus, warnings);
+  if (!options.ok()) {
+    // A launcher option after the style's options is the likely cause.
+    const bool misplaced = std::any_of(rest.begin(), rest.end(), [](const std::string& word) {
+      return LeadingLauncherOptions({word, "PROGRAM"}) > 0;
+    });
+    if (misplaced) {
+      return absl::Status(
+          options.status().code(),
+          absl::StrCat(
+          options.status().message(),
+          " (the launcher's own options --prefix_output, --tee, --redirects, --log_dir, "
+          "--local_ranks_filter and --grace_period_s go before the ",
+          style == CommandLineStyle::kDeepSpeed ? "deepspeed" : "accelerate", "-style options)")));
+    }
+    return options.status();
   }
-  RETURN_IF_ERROR(CheckLocalRanksFilter(options));
+  RETURN_IF_ERROR(CheckLocalRanksFilter(*options));
   return options;
 }
 

@@ -73,6 +73,12 @@ TEST(CommandLineTest, ErrorsOfTheLaunchersOwnOptionsAndOfMixedStyles) {
   EXPECT_THAT(
       ParseCommandLine({"--num_processes=2", "--nproc_per_node=2", "p"}, 0, nullptr),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown flag --nproc_per_node")));
+  EXPECT_THAT(ParseCommandLine({"--num_gpus=2", "--prefix_output", "p"}, 0, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("go before the deepspeed-style options)")));
+  EXPECT_THAT(ParseCommandLine({"--use_cpu", "--tee", "3", "p"}, 0, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("go before the accelerate-style options)")));
   EXPECT_THAT(ParseCommandLine({"--num_gpus=2", "--num_processes=2", "p"}, 0, nullptr),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("unknown option '--num_processes=2' in a deepspeed-style")));

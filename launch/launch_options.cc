@@ -78,8 +78,8 @@ options (--opt value or --opt=value; dashes or underscores):
   --grace_period_s S   seconds between SIGTERM and SIGKILL when stopping ranks (default 5)
   -h, --help           this text
 
-accelerate style (instead of the torchrun options above; --prefix_output, --tee and
---grace_period_s may come first): launch [--config_file accelerate.yaml] [--num_processes N]
+accelerate style (instead of the torchrun options above; --prefix_output, --tee, --redirects,
+--log_dir, --local_ranks_filter and --grace_period_s go first, in this style and the next): launch [--config_file accelerate.yaml] [--num_processes N]
 [--num_machines M] [--machine_rank R] [--main_process_ip HOST] [--main_process_port PORT]
 [--mixed_precision no|fp16|bf16] [--use_cpu] [--use_fsdp --fsdp_...] [--use_deepspeed ...]
 SCRIPT [ARGS...]; num_processes counts all machines, and the config's TrainingArguments flags
