@@ -80,10 +80,11 @@ absl::StatusOr<LaunchOptions> ParseCommandLine(const std::vector<std::string>& a
       return absl::Status(
           options.status().code(),
           absl::StrCat(
-          options.status().message(),
-          " (the launcher's own options --prefix_output, --tee, --redirects, --log_dir, "
-          "--local_ranks_filter and --grace_period_s go before the ",
-          style == CommandLineStyle::kDeepSpeed ? "deepspeed" : "accelerate", "-style options)")));
+              options.status().message(),
+              " (the launcher's own options --prefix_output, --tee, --redirects, --log_dir, "
+              "--local_ranks_filter and --grace_period_s go before the ",
+              style == CommandLineStyle::kDeepSpeed ? "deepspeed" : "accelerate",
+              "-style options)"));
     }
     return options.status();
   }
