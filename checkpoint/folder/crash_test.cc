@@ -131,7 +131,9 @@ TEST(CrashTest, KillAtEveryCommitStepLeavesACompleteFolderOrNone) {
   for (const WindowCase& c : cases) {
     SCOPED_TRACE(Describe(c));
     const std::string out = NewTempDir("window");
-    if (c.existing) ASSERT_OK(CommitFolder(out, "checkpoint-40", old_files).status());
+    if (c.existing) {
+      ASSERT_OK(CommitFolder(out, "checkpoint-40", old_files).status());
+    }
     ASSERT_OK(CommitFolder(out, "checkpoint-10", HfFiles("ten")).status());
     const bool killed = RunChildUntilKilled(
         [&] {

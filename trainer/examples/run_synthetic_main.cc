@@ -2,8 +2,9 @@
 // through loom's Trainer, with HF's command line (the shape of HF's run_glue.py, until
 // //trainer:run_glue exists).
 //
-//   ./bazelw run //trainer/examples:run_synthetic -- --output_dir /tmp/loom_demo \
+//   ./bazelw run //trainer/examples:run_synthetic -- --output_dir /tmp/loom_demo
 //       --do_train --do_eval --num_train_epochs 3 --learning_rate 1e-2 --logging_steps 16
+//   (one command line)
 //
 // Writes the final model (model.safetensors, training_args.bin), {train,eval,all}_results.json
 // and trainer_state.json into output_dir, TensorBoard events in logging_dir, and checkpoint-N
