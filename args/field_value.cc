@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "args/parser.h"
+#include "base/python_float.h"
 #include "base/status_macros.h"
 
 namespace loom::args {
@@ -122,11 +123,7 @@ absl::StatusOr<double> ParsePythonFloat(const std::string& raw) {
   return v;
 }
 
-std::string PythonFloat(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return nlohmann::ordered_json(v).dump();
-}
+std::string PythonFloat(double v) { return base::PythonFloatRepr(v); }
 
 absl::Status SetFromStrings(Message* m, const FieldDescriptor* f,
                             const std::vector<std::string>& values, const std::string& flag) {

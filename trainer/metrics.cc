@@ -1,6 +1,5 @@
 #include "trainer/metrics.h"
 
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
 #include "base/file_util.h"
+#include "base/python_float.h"
 #include "base/status_macros.h"
 
 namespace loom::trainer {
@@ -19,35 +19,11 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-// Python's repr(float): shortest round-trip digits; fixed notation when the decimal exponent
-// is in [-4, 16), else d.ddde±XX; integral values get ".0".
+// Python's json.dumps spelling of a float: repr(), with NaN / Infinity / -Infinity.
 std::string PyFloatRepr(double x) {
   if (std::isnan(x)) return "NaN";
   if (std::isinf(x)) return x > 0 ? "Infinity" : "-Infinity";
-  if (x == 0) return std::signbit(x) ? "-0.0" : "0.0";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), x, std::chars_format::scientific);
-  std::string sci(buf, res.ptr);
-  // sci: [-]d[.ddd]e[+-]XX
-  const bool negative = sci[0] == '-';
-  if (negative) sci.erase(0, 1);
-  const size_t e_pos = sci.find('e');
-  std::string digits = sci.substr(0, e_pos);
-  digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
-  const int exponent = std::atoi(sci.c_str() + e_pos + 1);
-  std::string out;
-  if (exponent < -4 || exponent >= 16) {
-    out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
-    out += absl::StrFormat("e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
-  } else if (exponent < 0) {
-    out = "0." + std::string(-exponent - 1, '0') + digits;
-  } else if (static_cast<int>(digits.size()) <= exponent + 1) {
-    out = digits + std::string(exponent + 1 - digits.size(), '0') + ".0";
-  } else {
-    out = digits.substr(0, exponent + 1) + "." + digits.substr(exponent + 1);
-  }
-  return negative ? "-" + out : out;
+  return base::PythonFloatRepr(x);
 }
 
 void DumpTo(const ojson& v, int indent, bool sort_keys, int depth, std::string* out) {
@@ -220,7 +196,7 @@ std::string PyDictRepr(const Metrics& metrics) {
       absl::StrAppend(&out, "'", v.get<std::string>(), "'");
     } else if (v.is_number_float()) {
       const double d = v.get<double>();
-      out += std::isnan(d) ? "nan" : std::isinf(d) ? (d > 0 ? "inf" : "-inf") : PyFloatRepr(d);
+      out += base::PythonFloatRepr(d);
     } else {
       out += PyStr(v);
     }
