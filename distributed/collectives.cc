@@ -1,0 +1,163 @@
+#include "distributed/collectives.h"
+
+#include <algorithm>
+#include <exception>
+#include <string>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "base/torch_status.h"
+
+namespace loom::distributed {
+namespace {
+
+// Most dims a gathered tensor may have (the shape check sends a fixed-size header).
+constexpr int kMaxDims = 8;
+
+absl::Status Failed(const std::exception& e, absl::string_view what, const ProcessGroup& pg) {
+  return base::TorchErrorToStatus(
+      e, absl::StatusCode::kUnavailable,
+      absl::StrCat(what, " on rank ", pg.rank(), " of ", pg.world_size(), " (", pg.backend_name(),
+                   ", ddp_timeout=", absl::FormatDuration(pg.timeout()), ")"));
+}
+
+absl::Status AllGatherRaw(ProcessGroup& pg, const at::Tensor& contiguous,
+                          std::vector<at::Tensor>& out, absl::string_view what) {
+  out.clear();
+  for (int r = 0; r < pg.world_size(); ++r) out.push_back(at::empty_like(contiguous));
+  try {
+    std::vector<std::vector<at::Tensor>> outputs = {out};
+    std::vector<at::Tensor> inputs = {contiguous};
+    pg.backend().allgather(outputs, inputs)->wait();
+    out = outputs[0];
+  } catch (const std::exception& e) {
+    return Failed(e, what, pg);
+  }
+  return absl::OkStatus();
+}
+
+// Gathers every rank's dtype and shape; `vary_dim0` allows dim 0 to differ.
+absl::StatusOr<std::vector<int64_t>> CheckShapes(ProcessGroup& pg, const at::Tensor& t,
+                                                 bool vary_dim0, absl::string_view what) {
+  if (t.dim() > kMaxDims) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": tensors of at most ", kMaxDims, " dims, got ", t.dim()));
+  }
+  if (vary_dim0 && t.dim() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": needs at least one dim (the variable one), got a scalar"));
+  }
+  at::Tensor header = at::full({2 + kMaxDims}, -1, at::kLong);
+  header[0] = static_cast<int64_t>(t.scalar_type());
+  header[1] = t.dim();
+  for (int d = 0; d < t.dim(); ++d) header[2 + d] = t.size(d);
+  std::vector<at::Tensor> headers;
+  RETURN_IF_ERROR(AllGatherRaw(pg, header, headers, what));
+  std::vector<int64_t> dim0(pg.world_size());
+  for (int r = 0; r < pg.world_size(); ++r) {
+    at::Tensor h = headers[r];
+    at::Tensor mine = header.clone();
+    at::Tensor theirs = h.clone();
+    dim0[r] = t.dim() > 0 ? h[2].item<int64_t>() : 0;
+    if (vary_dim0) {
+      mine[2] = 0;
+      theirs[2] = 0;
+    }
+    if (!at::equal(mine, theirs)) {
+      auto describe = [](const at::Tensor& x) {
+        std::vector<int64_t> dims;
+        for (int64_t d = 0; d < x[1].item<int64_t>(); ++d) dims.push_back(x[2 + d].item<int64_t>());
+        return absl::StrCat(c10::toString(static_cast<at::ScalarType>(x[0].item<int64_t>())), "[",
+                            absl::StrJoin(dims, ", "), "]");
+      };
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": rank ", pg.rank(), " has ", describe(header), " but rank ", r,
+                       " has ", describe(h),
+                       vary_dim0 ? "; only dim 0 may differ between ranks"
+                                 : "; every rank must pass the same shape and dtype (use "
+                                   "AllGatherVariableLength when dim 0 differs)"));
+    }
+  }
+  return dim0;
+}
+
+}  // namespace
+
+absl::Status AllReduce(ProcessGroup& pg, at::Tensor& tensor, ReduceOp op) {
+  if (op == ReduceOp::kAvg && !at::isFloatingType(tensor.scalar_type())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("AllReduce(kAvg) needs a floating-point tensor, got ",
+                     c10::toString(tensor.scalar_type()), "; use kSum and divide yourself"));
+  }
+  try {
+    at::Tensor work_tensor = tensor.is_contiguous() ? tensor : tensor.contiguous();
+    std::vector<at::Tensor> tensors = {work_tensor};
+    ::c10d::AllreduceOptions options;
+    options.reduceOp = ::c10d::ReduceOp::SUM;
+    pg.backend().allreduce(tensors, options)->wait();
+    if (op == ReduceOp::kAvg) work_tensor.div_(pg.world_size());
+    if (!work_tensor.is_same(tensor)) tensor.copy_(work_tensor);
+  } catch (const std::exception& e) {
+    return Failed(e, "AllReduce", pg);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Broadcast(ProcessGroup& pg, at::Tensor& tensor, int src_rank) {
+  if (src_rank < 0 || src_rank >= pg.world_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Broadcast: src_rank ", src_rank, " is not in [0, ", pg.world_size(), ")"));
+  }
+  try {
+    at::Tensor work_tensor = tensor.is_contiguous() ? tensor : tensor.contiguous();
+    std::vector<at::Tensor> tensors = {work_tensor};
+    ::c10d::BroadcastOptions options;
+    options.rootRank = src_rank;
+    pg.backend().broadcast(tensors, options)->wait();
+    if (!work_tensor.is_same(tensor)) tensor.copy_(work_tensor);
+  } catch (const std::exception& e) {
+    return Failed(e, "Broadcast", pg);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Barrier(ProcessGroup& pg) {
+  try {
+    pg.backend().barrier()->wait();
+  } catch (const std::exception& e) {
+    return Failed(e, "Barrier", pg);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<at::Tensor>> AllGather(ProcessGroup& pg, const at::Tensor& tensor) {
+  RETURN_IF_ERROR(CheckShapes(pg, tensor, /*vary_dim0=*/false, "AllGather").status());
+  std::vector<at::Tensor> out;
+  RETURN_IF_ERROR(AllGatherRaw(pg, tensor.contiguous(), out, "AllGather"));
+  return out;
+}
+
+absl::StatusOr<std::vector<at::Tensor>> AllGatherVariableLength(ProcessGroup& pg,
+                                                                const at::Tensor& tensor) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> lengths,
+                   CheckShapes(pg, tensor, /*vary_dim0=*/true, "AllGatherVariableLength"));
+  const int64_t max_len = *std::max_element(lengths.begin(), lengths.end());
+  std::vector<at::Tensor> out;
+  try {
+    std::vector<int64_t> padded_shape = tensor.sizes().vec();
+    padded_shape[0] = max_len;
+    at::Tensor padded = at::zeros(padded_shape, tensor.options());
+    padded.narrow(0, 0, tensor.size(0)).copy_(tensor);
+    RETURN_IF_ERROR(AllGatherRaw(pg, padded, out, "AllGatherVariableLength"));
+    for (int r = 0; r < pg.world_size(); ++r) out[r] = out[r].narrow(0, 0, lengths[r]).clone();
+  } catch (const std::exception& e) {
+    return Failed(e, "AllGatherVariableLength", pg);
+  }
+  return out;
+}
+
+}  // namespace loom::distributed

@@ -1,0 +1,50 @@
+// Collectives the Trainer needs, over an explicit ProcessGroup, each returning Status.
+//
+// Contract:
+//   - Every rank of `pg` must call the same collective in the same order (as in
+//     torch.distributed); each call blocks until it completes on this rank or fails after the
+//     group's timeout (ddp_timeout), which comes back as a Status, never an exception.
+//   - AllReduce(t, kSum | kAvg): in place; kAvg divides the sum by the world size and needs a
+//     floating-point tensor (InvalidArgument otherwise).
+//   - Broadcast(t, src): in place; every rank ends with rank `src`'s values.
+//   - Barrier(): returns once every rank has entered it.
+//   - AllGather(t): every rank's `t` (same shape and dtype on all ranks, InvalidArgument naming
+//     the ranks otherwise), indexed by rank.
+//   - AllGatherVariableLength(t): like AllGather but dim 0 may differ per rank (the other dims
+//     and dtype may not): pads to the longest, gathers, and trims each back to its length, so
+//     result[r] equals rank r's tensor exactly. This is how evaluation gathers predictions.
+//   - Non-contiguous inputs are handled (a contiguous copy is sent / written back).
+//
+// Example:
+//   RETURN_IF_ERROR(AllReduce(pg, loss_sum, ReduceOp::kAvg));
+//   ASSIGN_OR_RETURN(std::vector<at::Tensor> preds, AllGatherVariableLength(pg, local_preds));
+//   at::Tensor all = at::cat(preds);
+#ifndef LOOM_DISTRIBUTED_COLLECTIVES_H_
+#define LOOM_DISTRIBUTED_COLLECTIVES_H_
+
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "distributed/process_group.h"
+
+namespace loom::distributed {
+
+enum class ReduceOp { kSum, kAvg };
+
+absl::Status AllReduce(ProcessGroup& pg, at::Tensor& tensor, ReduceOp op = ReduceOp::kSum);
+
+absl::Status Broadcast(ProcessGroup& pg, at::Tensor& tensor, int src_rank = 0);
+
+absl::Status Barrier(ProcessGroup& pg);
+
+absl::StatusOr<std::vector<at::Tensor>> AllGather(ProcessGroup& pg, const at::Tensor& tensor);
+
+absl::StatusOr<std::vector<at::Tensor>> AllGatherVariableLength(ProcessGroup& pg,
+                                                                const at::Tensor& tensor);
+
+}  // namespace loom::distributed
+
+#endif  // LOOM_DISTRIBUTED_COLLECTIVES_H_

@@ -1,0 +1,139 @@
+#include "distributed/process_group.h"
+
+#include <chrono>
+#include <exception>
+#include <string>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "base/torch_status.h"
+
+#if defined(LOOM_HAS_CUDA) && defined(USE_C10D_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#define LOOM_DISTRIBUTED_HAS_NCCL 1
+#endif
+
+namespace loom::distributed {
+namespace {
+
+std::chrono::milliseconds ToMillis(absl::Duration d) {
+  return std::chrono::milliseconds(absl::ToInt64Milliseconds(d));
+}
+
+bool IsLoopback(absl::string_view host) {
+  return absl::StartsWith(host, "127.") || host == "localhost" || host == "::1";
+}
+
+// A rendezvous failure as a Status naming where and who.
+absl::Status RendezvousError(const std::exception& e, const DistributedEnv& env,
+                             absl::string_view stage, absl::Duration timeout) {
+  const std::string what = base::TorchErrorMessage(e);
+  const bool timed_out = absl::StrContains(what, "imed out") || absl::StrContains(what, "imeout") ||
+                         absl::StrContains(what, "timeout");
+  const std::string where =
+      absl::StrCat("rank ", env.rank, " of WORLD_SIZE=", env.world_size,
+                   ": rendezvous at MASTER_ADDR:MASTER_PORT=", env.master_addr, ":",
+                   env.master_port, " (", stage, ")");
+  if (timed_out) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        where, " did not complete within ddp_timeout=", absl::FormatDuration(timeout),
+        ": not every rank arrived; check that all ", env.world_size,
+        " ranks started with the same MASTER_ADDR/MASTER_PORT and that rank 0 is reachable: ",
+        what));
+  }
+  return absl::UnavailableError(absl::StrCat(
+      where,
+      " failed; check MASTER_ADDR/MASTER_PORT (is the port free on rank 0's host?): ", what));
+}
+
+}  // namespace
+
+ProcessGroupOptions ProcessGroupOptionsFromArgs(const loom::args::TrainingArguments& args) {
+  ProcessGroupOptions options;
+  if (args.has_ddp_backend() && !args.ddp_backend().empty()) options.backend = args.ddp_backend();
+  options.timeout = absl::Seconds(args.ddp_timeout());
+  return options;
+}
+
+absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
+                                                const ProcessGroupOptions& options) {
+  const std::string backend = options.backend.empty() ? "gloo" : options.backend;
+  if (backend == "mpi" || backend == "ccl" || backend == "hccl") {
+    return absl::UnimplementedError(absl::StrCat(
+        "--ddp_backend ", backend, " is not supported by loom",
+        backend == "mpi"   ? " (Debian's LibTorch is built without MPI)"
+        : backend == "ccl" ? " (Intel oneCCL needs torch-ccl, which has no C++ LibTorch build)"
+                           : " (Ascend NPUs need torch_npu)",
+        "; use --ddp_backend gloo on CPU or nccl on a CUDA build"));
+  }
+  if (backend != "gloo" && backend != "nccl") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--ddp_backend \"", backend,
+                     "\" is not one of nccl, gloo, mpi, ccl, hccl; use gloo on CPU"));
+  }
+#ifndef LOOM_DISTRIBUTED_HAS_NCCL
+  if (backend == "nccl") {
+    return absl::UnimplementedError(
+        "--ddp_backend nccl needs a CUDA LibTorch: this build has no NCCL (rebuild with "
+        "LOOM_LIBTORCH=<a CUDA LibTorch folder>), or use --ddp_backend gloo");
+  }
+#endif
+  if (options.timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("--ddp_timeout must be positive (seconds), got ",
+                                                   absl::FormatDuration(options.timeout)));
+  }
+  if (env.rank < 0 || env.rank >= env.world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RANK=", env.rank, " is not in [0, WORLD_SIZE=", env.world_size, ")"));
+  }
+  const std::chrono::milliseconds timeout = ToMillis(options.timeout);
+
+  c10::intrusive_ptr<::c10d::Store> store;
+  try {
+    ::c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<std::uint16_t>(env.master_port);
+    store_options.isServer = env.rank == 0;
+    store_options.numWorkers = static_cast<std::size_t>(env.world_size);
+    store_options.waitWorkers = true;
+    store_options.timeout = timeout;
+    store = c10::make_intrusive<::c10d::TCPStore>(env.master_addr, store_options);
+  } catch (const std::exception& e) {
+    return RendezvousError(e, env, env.rank == 0 ? "hosting the TCPStore" : "joining the TCPStore",
+                           options.timeout);
+  }
+
+  c10::intrusive_ptr<C10dBackend> pg;
+  try {
+    if (backend == "gloo") {
+      auto gloo_options = ::c10d::ProcessGroupGloo::Options::create(timeout);
+      if (IsLoopback(env.master_addr)) {
+        gloo_options->devices.push_back(
+            ::c10d::ProcessGroupGloo::createDeviceForHostname(env.master_addr));
+      } else {
+        gloo_options->devices.push_back(::c10d::ProcessGroupGloo::createDefaultDevice());
+      }
+      pg = c10::make_intrusive<::c10d::ProcessGroupGloo>(store, env.rank, env.world_size,
+                                                         gloo_options);
+    }
+#ifdef LOOM_DISTRIBUTED_HAS_NCCL
+    if (backend == "nccl") {
+      auto nccl_options = ::c10d::ProcessGroupNCCL::Options::create();
+      nccl_options->timeout = timeout;
+      pg = c10::make_intrusive<::c10d::ProcessGroupNCCL>(store, env.rank, env.world_size,
+                                                         nccl_options);
+    }
+#endif
+  } catch (const std::exception& e) {
+    return RendezvousError(e, env, absl::StrCat("connecting the ", backend, " backend"),
+                           options.timeout);
+  }
+  return ProcessGroup(std::move(store), std::move(pg), env.rank, env.world_size, backend,
+                      options.timeout);
+}
+
+}  // namespace loom::distributed

@@ -1,0 +1,95 @@
+// ProcessGroup: a c10d process group for one multi-process run, created from a DistributedEnv
+// over a TCPStore rendezvous and passed explicitly to whatever communicates (no global group).
+//
+// Contract:
+//   - Rank 0 hosts the TCPStore at MASTER_ADDR:MASTER_PORT and waits for all WORLD_SIZE ranks;
+//     the others connect to it. Then the backend connects every pair of ranks through the store.
+//   - backend (TrainingArguments.ddp_backend): "" or "gloo" -> ProcessGroupGloo (CPU tensors);
+//     "nccl" -> ProcessGroupNCCL, compiled only against a CUDA LibTorch (LOOM_HAS_CUDA), else
+//     Unimplemented; "mpi", "ccl", "hccl" -> Unimplemented saying why; anything else ->
+//     InvalidArgument.
+//   - timeout (TrainingArguments.ddp_timeout, seconds, default 1800) bounds the rendezvous and
+//     every collective. A rank that never arrives makes CreateProcessGroup return
+//     DeadlineExceeded within about `timeout`, naming MASTER_ADDR:MASTER_PORT and the ranks;
+//     other rendezvous failures (port taken, host unknown) are Unavailable, also naming them.
+//   - A single-process env (WORLD_SIZE=1) still gets a working group of one (no peers).
+//   - LibTorch exceptions never cross this API: they become absl::Status.
+//
+// Example:
+//   ASSIGN_OR_RETURN(DistributedEnv env, DistributedEnvFromProcess());
+//   ASSIGN_OR_RETURN(ProcessGroup pg,
+//                    CreateProcessGroup(env, ProcessGroupOptionsFromArgs(training_args)));
+//   RETURN_IF_ERROR(AllReduce(pg, grads, ReduceOp::kAvg));  // collectives.h
+#ifndef LOOM_DISTRIBUTED_PROCESS_GROUP_H_
+#define LOOM_DISTRIBUTED_PROCESS_GROUP_H_
+
+#include <torch/version.h>
+
+#include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "args/training_args.pb.h"
+#include "distributed/distributed_env.h"
+
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
+
+namespace loom::distributed {
+
+// The c10d class the backends derive from: ProcessGroup in LibTorch 1.x, Backend in 2.x. Both
+// have the same allreduce / broadcast / allgather / barrier methods.
+#if TORCH_VERSION_MAJOR >= 2
+using C10dBackend = ::c10d::Backend;
+#else
+using C10dBackend = ::c10d::ProcessGroup;
+#endif
+
+struct ProcessGroupOptions {
+  std::string backend = "gloo";                  // ddp_backend; "" means gloo
+  absl::Duration timeout = absl::Seconds(1800);  // ddp_timeout
+};
+
+// ddp_backend and ddp_timeout of `args` (unset backend -> "gloo").
+ProcessGroupOptions ProcessGroupOptionsFromArgs(const loom::args::TrainingArguments& args);
+
+class ProcessGroup {
+ public:
+  ProcessGroup(c10::intrusive_ptr<::c10d::Store> store, c10::intrusive_ptr<C10dBackend> backend,
+               int rank, int world_size, std::string backend_name, absl::Duration timeout)
+      : store_(std::move(store)),
+        backend_(std::move(backend)),
+        rank_(rank),
+        world_size_(world_size),
+        backend_name_(std::move(backend_name)),
+        timeout_(timeout) {}
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  const std::string& backend_name() const { return backend_name_; }
+  absl::Duration timeout() const { return timeout_; }
+
+  // For code that drives c10d directly (DDP's reducer); callers catch c10::Error.
+  C10dBackend& backend() const { return *backend_; }
+  const c10::intrusive_ptr<C10dBackend>& backend_ptr() const { return backend_; }
+  ::c10d::Store& store() const { return *store_; }
+
+ private:
+  c10::intrusive_ptr<::c10d::Store> store_;
+  c10::intrusive_ptr<C10dBackend> backend_;
+  int rank_;
+  int world_size_;
+  std::string backend_name_;
+  absl::Duration timeout_;
+};
+
+absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
+                                                const ProcessGroupOptions& options);
+
+}  // namespace loom::distributed
+
+#endif  // LOOM_DISTRIBUTED_PROCESS_GROUP_H_

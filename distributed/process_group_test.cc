@@ -1,0 +1,119 @@
+#include "distributed/process_group.h"
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "base/status_matchers.h"
+#include "distributed/collectives.h"
+#include "distributed/multiprocess_testing.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace loom::distributed {
+namespace {
+
+using ::loom::base::testing::StatusIs;
+using ::loom::distributed::testing::PickFreePort;
+using ::loom::distributed::testing::RunRanks;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+DistributedEnv Env(int rank, int world, int port) {
+  auto env = DistributedEnvFromMap({{"RANK", std::to_string(rank)},
+                                    {"WORLD_SIZE", std::to_string(world)},
+                                    {"MASTER_ADDR", "127.0.0.1"},
+                                    {"MASTER_PORT", std::to_string(port)}});
+  return *env;
+}
+
+ProcessGroupOptions Options(const std::string& backend, absl::Duration timeout) {
+  ProcessGroupOptions options;
+  options.backend = backend;
+  options.timeout = timeout;
+  return options;
+}
+
+// These fail before any socket is opened, so they run in the test process.
+TEST(ProcessGroupTest, UnsupportedBackendsAreClearErrors) {
+  const DistributedEnv env = Env(0, 2, 1);
+  for (const char* backend : {"mpi", "ccl", "hccl"}) {
+    EXPECT_THAT(CreateProcessGroup(env, Options(backend, absl::Seconds(1))),
+                StatusIs(absl::StatusCode::kUnimplemented,
+                         AllOf(HasSubstr(absl::StrCat("--ddp_backend ", backend)),
+                               HasSubstr("use --ddp_backend gloo"))));
+  }
+#ifndef LOOM_HAS_CUDA
+  EXPECT_THAT(CreateProcessGroup(env, Options("nccl", absl::Seconds(1))),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       AllOf(HasSubstr("--ddp_backend nccl needs a CUDA LibTorch"),
+                             HasSubstr("LOOM_LIBTORCH"))));
+#endif
+  EXPECT_THAT(CreateProcessGroup(env, Options("tcp", absl::Seconds(1))),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"tcp\" is not one of")));
+  EXPECT_THAT(
+      CreateProcessGroup(env, Options("gloo", absl::ZeroDuration())),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--ddp_timeout must be positive")));
+}
+
+TEST(ProcessGroupTest, OptionsFromTrainingArguments) {
+  loom::args::TrainingArguments args;
+  ProcessGroupOptions defaults = ProcessGroupOptionsFromArgs(args);
+  EXPECT_EQ(defaults.backend, "gloo");
+  EXPECT_EQ(defaults.timeout, absl::Seconds(1800));
+  args.set_ddp_backend("nccl");
+  args.set_ddp_timeout(7);
+  ProcessGroupOptions set = ProcessGroupOptionsFromArgs(args);
+  EXPECT_EQ(set.backend, "nccl");
+  EXPECT_EQ(set.timeout, absl::Seconds(7));
+}
+
+TEST(ProcessGroupTest, SingleProcessGroupWorks) {
+  const int port = PickFreePort();
+  ASSERT_GT(port, 0);
+  auto codes = RunRanks(1, absl::Seconds(30), [&](int rank) {
+    auto pg = CreateProcessGroup(Env(rank, 1, port), Options("gloo", absl::Seconds(10)));
+    if (!pg.ok()) {
+      std::fprintf(stderr, "%s\n", pg.status().ToString().c_str());
+      return 1;
+    }
+    at::Tensor t = at::full({2}, 3.0);
+    if (!AllReduce(*pg, t, ReduceOp::kAvg).ok() || !Barrier(*pg).ok()) return 2;
+    if (pg->rank() != 0 || pg->world_size() != 1 || pg->backend_name() != "gloo") return 3;
+    return at::equal(t, at::full({2}, 3.0)) ? 0 : 4;
+  });
+  EXPECT_THAT(codes, ElementsAre(0));
+}
+
+// Only one rank of two starts: creating the group fails within the timeout, naming where.
+void ExpectLoneRankTimesOut(int lone_rank) {
+  const int port = PickFreePort();
+  ASSERT_GT(port, 0);
+  auto codes = RunRanks(1, absl::Seconds(30), [&](int) {
+    const absl::Time start = absl::Now();
+    auto pg = CreateProcessGroup(Env(lone_rank, 2, port), Options("gloo", absl::Seconds(2)));
+    const absl::Duration took = absl::Now() - start;
+    if (pg.ok()) return 1;
+    std::fprintf(stderr, "rank %d got after %s: %s\n", lone_rank,
+                 absl::FormatDuration(took).c_str(), pg.status().ToString().c_str());
+    const std::string message(pg.status().message());
+    if (pg.status().code() != absl::StatusCode::kDeadlineExceeded) return 2;
+    if (message.find(absl::StrCat("MASTER_ADDR:MASTER_PORT=127.0.0.1:", port)) ==
+        std::string::npos) {
+      return 3;
+    }
+    if (message.find("WORLD_SIZE=2") == std::string::npos) return 4;
+    if (took < absl::Seconds(1) || took > absl::Seconds(8)) return 5;
+    return 0;
+  });
+  EXPECT_THAT(codes, ElementsAre(0)) << "lone rank " << lone_rank;
+}
+
+TEST(ProcessGroupTest, RendezvousWithoutPeerTimesOutOnRank0) { ExpectLoneRankTimesOut(0); }
+
+TEST(ProcessGroupTest, RendezvousWithoutRank0TimesOutOnRank1) { ExpectLoneRankTimesOut(1); }
+
+}  // namespace
+}  // namespace loom::distributed
