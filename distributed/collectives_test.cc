@@ -1,0 +1,134 @@
+#include "distributed/collectives.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "distributed/multiprocess_testing.h"
+#include "distributed/process_group.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace loom::distributed {
+namespace {
+
+using ::loom::distributed::testing::PickFreePort;
+using ::loom::distributed::testing::RunRanks;
+using ::testing::Each;
+
+// In a child: print what failed and exit non-zero.
+#define CHILD_CHECK(cond)                                                                          \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      std::fprintf(stderr, "rank %d: %s:%d: check failed: %s\n", rank, __FILE__, __LINE__, #cond); \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+#define CHILD_CHECK_OK(expr)                                                 \
+  do {                                                                       \
+    const absl::Status child_status_ = (expr);                               \
+    if (!child_status_.ok()) {                                               \
+      std::fprintf(stderr, "rank %d: %s:%d: %s\n", rank, __FILE__, __LINE__, \
+                   child_status_.ToString().c_str());                        \
+      return 1;                                                              \
+    }                                                                        \
+  } while (0)
+
+absl::StatusOr<ProcessGroup> Join(int rank, int world, int port) {
+  absl::StatusOr<DistributedEnv> env =
+      DistributedEnvFromMap({{"RANK", std::to_string(rank)},
+                             {"WORLD_SIZE", std::to_string(world)},
+                             {"MASTER_ADDR", "127.0.0.1"},
+                             {"MASTER_PORT", std::to_string(port)}});
+  if (!env.ok()) return env.status();
+  ProcessGroupOptions options;
+  options.timeout = absl::Seconds(20);
+  return CreateProcessGroup(*env, options);
+}
+
+// Every collective with exact expected values; rank r contributes r + 1.
+int RunCollectives(int rank, int n, int port) {
+  absl::StatusOr<ProcessGroup> pg_or = Join(rank, n, port);
+  CHILD_CHECK_OK(pg_or.status());
+  ProcessGroup& pg = *pg_or;
+  CHILD_CHECK(pg.rank() == rank && pg.world_size() == n);
+
+  // AllReduce sum: 1 + 2 + ... + n.
+  at::Tensor sum = at::full({3}, static_cast<float>(rank + 1));
+  CHILD_CHECK_OK(AllReduce(pg, sum, ReduceOp::kSum));
+  CHILD_CHECK(at::equal(sum, at::full({3}, static_cast<float>(n * (n + 1) / 2))));
+
+  // Integer sum, in place on a non-contiguous view (every other element of a row).
+  at::Tensor base = at::zeros({2, 4}, at::kLong);
+  base.fill_(rank + 1);
+  at::Tensor view = base.select(1, 1);  // non-contiguous column
+  CHILD_CHECK(!view.is_contiguous());
+  CHILD_CHECK_OK(AllReduce(pg, view, ReduceOp::kSum));
+  at::Tensor want_base = at::full({2, 4}, rank + 1, at::kLong);
+  want_base.select(1, 1).fill_(n * (n + 1) / 2);
+  CHILD_CHECK(at::equal(base, want_base));
+
+  // Average: (n + 1) / 2, exactly representable.
+  at::Tensor avg = at::full({2, 2}, static_cast<double>(rank + 1), at::kDouble);
+  CHILD_CHECK_OK(AllReduce(pg, avg, ReduceOp::kAvg));
+  CHILD_CHECK(at::equal(avg, at::full({2, 2}, (n + 1) / 2.0, at::kDouble)));
+  at::Tensor ints = at::ones({1}, at::kInt);
+  CHILD_CHECK(AllReduce(pg, ints, ReduceOp::kAvg).code() == absl::StatusCode::kInvalidArgument);
+
+  // Broadcast from rank 0, then from the last rank.
+  at::Tensor b = rank == 0 ? at::arange(5, at::kFloat) : at::zeros({5});
+  CHILD_CHECK_OK(Broadcast(pg, b));
+  CHILD_CHECK(at::equal(b, at::arange(5, at::kFloat)));
+  at::Tensor b2 = at::full({2}, rank * 10, at::kLong);
+  CHILD_CHECK_OK(Broadcast(pg, b2, n - 1));
+  CHILD_CHECK(at::equal(b2, at::full({2}, (n - 1) * 10, at::kLong)));
+  CHILD_CHECK(Broadcast(pg, b2, n).code() == absl::StatusCode::kInvalidArgument);
+
+  CHILD_CHECK_OK(Barrier(pg));
+
+  // AllGather of equal shapes: rank r sends [r + 1, 10 (r + 1)].
+  at::Tensor mine = at::tensor({rank + 1, 10 * (rank + 1)}, at::kLong);
+  absl::StatusOr<std::vector<at::Tensor>> gathered = AllGather(pg, mine);
+  CHILD_CHECK_OK(gathered.status());
+  CHILD_CHECK(static_cast<int>(gathered->size()) == n);
+  for (int r = 0; r < n; ++r) {
+    CHILD_CHECK(at::equal((*gathered)[r], at::tensor({r + 1, 10 * (r + 1)}, at::kLong)));
+  }
+
+  // AllGather with a shape that differs on the last rank: every rank gets InvalidArgument.
+  at::Tensor odd = at::zeros({rank == n - 1 ? 3 : 2});
+  CHILD_CHECK(AllGather(pg, odd).status().code() == absl::StatusCode::kInvalidArgument);
+
+  // Variable length: rank r has r + 1 rows [100 r + i, -(100 r + i)].
+  at::Tensor rows = at::arange(rank + 1, at::kFloat) + 100.0f * rank;
+  at::Tensor var = at::stack({rows, -rows}, 1);
+  absl::StatusOr<std::vector<at::Tensor>> all = AllGatherVariableLength(pg, var);
+  CHILD_CHECK_OK(all.status());
+  CHILD_CHECK(static_cast<int>(all->size()) == n);
+  for (int r = 0; r < n; ++r) {
+    at::Tensor want_rows = at::arange(r + 1, at::kFloat) + 100.0f * r;
+    CHILD_CHECK(at::equal((*all)[r], at::stack({want_rows, -want_rows}, 1)));
+  }
+  // Trailing dims must agree.
+  at::Tensor bad = at::zeros({1, rank == 0 ? 2 : 3});
+  CHILD_CHECK(AllGatherVariableLength(pg, bad).status().code() ==
+              absl::StatusCode::kInvalidArgument);
+
+  CHILD_CHECK_OK(Barrier(pg));
+  return 0;
+}
+
+void RunWorld(int n) {
+  const int port = PickFreePort();
+  ASSERT_GT(port, 0);
+  std::vector<int> codes =
+      RunRanks(n, absl::Seconds(60), [&](int rank) { return RunCollectives(rank, n, port); });
+  EXPECT_THAT(codes, Each(0)) << "world size " << n;
+}
+
+TEST(CollectivesTest, TwoProcesses) { RunWorld(2); }
+
+TEST(CollectivesTest, FourProcesses) { RunWorld(4); }
+
+}  // namespace
+}  // namespace loom::distributed
