@@ -1,5 +1,6 @@
 #include "distributed/process_group.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <string>
@@ -11,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
 #include "base/torch_status.h"
 
 #if defined(LOOM_HAS_CUDA) && defined(USE_C10D_NCCL)
@@ -27,6 +29,19 @@ std::chrono::milliseconds ToMillis(absl::Duration d) {
 
 bool IsLoopback(absl::string_view host) {
   return absl::StartsWith(host, "127.") || host == "localhost" || host == "::1";
+}
+
+constexpr char kArrivedKey[] = "loom/rendezvous/arrived";
+
+std::string Where(const DistributedEnv& env, absl::string_view stage) {
+  return absl::StrCat("rank ", env.rank, " of WORLD_SIZE=", env.world_size,
+                      ": rendezvous at MASTER_ADDR:MASTER_PORT=", env.master_addr, ":",
+                      env.master_port, " (", stage, ")");
+}
+
+bool IsTimeout(absl::string_view what) {
+  return absl::StrContains(what, "imed out") || absl::StrContains(what, "imeout") ||
+         absl::StrContains(what, "timeout");
 }
 
 // A rendezvous failure as a Status naming where and who.
@@ -93,18 +108,47 @@ absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
   }
   const std::chrono::milliseconds timeout = ToMillis(options.timeout);
 
+  // One deadline for the whole rendezvous: TCPStore's own wait for workers gives up silently,
+  // so the ranks count themselves in under a key of ours instead.
+  const absl::Time deadline = absl::Now() + options.timeout;
   c10::intrusive_ptr<::c10d::Store> store;
+  while (store == nullptr) {
+    try {
+      ::c10d::TCPStoreOptions store_options;
+      store_options.port = static_cast<std::uint16_t>(env.master_port);
+      store_options.isServer = env.rank == 0;
+      store_options.numWorkers = static_cast<std::size_t>(env.world_size);
+      store_options.waitWorkers = false;
+      store_options.timeout = ToMillis(std::max(deadline - absl::Now(), absl::Milliseconds(1)));
+      store = c10::make_intrusive<::c10d::TCPStore>(env.master_addr, store_options);
+      store->setTimeout(timeout);
+    } catch (const std::exception& e) {
+      // c10d's client stops retrying a refused connection before its timeout; keep trying
+      // until ours, so a rank may start well before rank 0.
+      if (env.rank != 0 && IsTimeout(base::TorchErrorMessage(e)) &&
+          absl::Now() + absl::Milliseconds(50) < deadline) {
+        absl::SleepFor(absl::Milliseconds(50));
+        continue;
+      }
+      return RendezvousError(
+          e, env, env.rank == 0 ? "hosting the TCPStore" : "joining the TCPStore", options.timeout);
+    }
+  }
   try {
-    ::c10d::TCPStoreOptions store_options;
-    store_options.port = static_cast<std::uint16_t>(env.master_port);
-    store_options.isServer = env.rank == 0;
-    store_options.numWorkers = static_cast<std::size_t>(env.world_size);
-    store_options.waitWorkers = true;
-    store_options.timeout = timeout;
-    store = c10::make_intrusive<::c10d::TCPStore>(env.master_addr, store_options);
+    store->add(kArrivedKey, 1);
+    int64_t arrived = 0;
+    while ((arrived = store->add(kArrivedKey, 0)) < env.world_size) {
+      if (absl::Now() >= deadline) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            Where(env, "waiting for every rank"), " timed out after ddp_timeout=",
+            absl::FormatDuration(options.timeout), ": ", arrived, " of WORLD_SIZE=", env.world_size,
+            " ranks arrived; start all ranks with the same MASTER_ADDR/MASTER_PORT"
+            " (//tools:launch does), or raise --ddp_timeout"));
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
   } catch (const std::exception& e) {
-    return RendezvousError(e, env, env.rank == 0 ? "hosting the TCPStore" : "joining the TCPStore",
-                           options.timeout);
+    return RendezvousError(e, env, "counting ranks in the TCPStore", options.timeout);
   }
 
   c10::intrusive_ptr<C10dBackend> pg;

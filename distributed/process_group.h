@@ -2,15 +2,18 @@
 // over a TCPStore rendezvous and passed explicitly to whatever communicates (no global group).
 //
 // Contract:
-//   - Rank 0 hosts the TCPStore at MASTER_ADDR:MASTER_PORT and waits for all WORLD_SIZE ranks;
-//     the others connect to it. Then the backend connects every pair of ranks through the store.
+//   - Rank 0 hosts the TCPStore at MASTER_ADDR:MASTER_PORT; the others connect to it (retrying
+//     a refused connection, so ranks may start in any order); every rank then waits until all
+//     WORLD_SIZE ranks have counted themselves in, and the backend connects every pair of ranks
+//     through the store.
 //   - backend (TrainingArguments.ddp_backend): "" or "gloo" -> ProcessGroupGloo (CPU tensors);
 //     "nccl" -> ProcessGroupNCCL, compiled only against a CUDA LibTorch (LOOM_HAS_CUDA), else
 //     Unimplemented; "mpi", "ccl", "hccl" -> Unimplemented saying why; anything else ->
 //     InvalidArgument.
-//   - timeout (TrainingArguments.ddp_timeout, seconds, default 1800) bounds the rendezvous and
-//     every collective. A rank that never arrives makes CreateProcessGroup return
-//     DeadlineExceeded within about `timeout`, naming MASTER_ADDR:MASTER_PORT and the ranks;
+//   - timeout (TrainingArguments.ddp_timeout, seconds, default 1800) bounds the rendezvous (one
+//     deadline for store and count) and every collective. A rank that never arrives makes
+//     CreateProcessGroup return DeadlineExceeded after `timeout` on every rank that did, naming
+//     MASTER_ADDR:MASTER_PORT, WORLD_SIZE and how many ranks arrived (rank 0's view);
 //     other rendezvous failures (port taken, host unknown) are Unavailable, also naming them.
 //   - A single-process env (WORLD_SIZE=1) still gets a working group of one (no peers).
 //   - LibTorch exceptions never cross this API: they become absl::Status.
