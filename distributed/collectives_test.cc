@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "distributed/multiprocess_testing.h"
 #include "distributed/process_group.h"
 #include "gmock/gmock.h"
@@ -127,6 +128,28 @@ void RunWorld(int n) {
 }
 
 TEST(CollectivesTest, TwoProcesses) { RunWorld(2); }
+
+// Rank 1 joins and exits; rank 0's AllReduce returns an error (no hang, within the timeout).
+TEST(CollectivesTest, PeerGoneIsAnErrorNotAHang) {
+  const int port = PickFreePort();
+  ASSERT_GT(port, 0);
+  std::vector<int> codes = RunRanks(2, absl::Seconds(60), [&](int rank) {
+    absl::StatusOr<ProcessGroup> pg = Join(rank, 2, port);
+    CHILD_CHECK_OK(pg.status());
+    if (rank == 1) return 0;
+    absl::SleepFor(absl::Milliseconds(200));
+    const absl::Time start = absl::Now();
+    at::Tensor t = at::ones({4});
+    const absl::Status status = AllReduce(*pg, t);
+    std::fprintf(stderr, "rank 0 after %s: %s\n", absl::FormatDuration(absl::Now() - start).c_str(),
+                 status.ToString().c_str());
+    CHILD_CHECK(!status.ok());
+    CHILD_CHECK(status.message().find("AllReduce on rank 0 of 2 (gloo") != absl::string_view::npos);
+    CHILD_CHECK(absl::Now() - start < absl::Seconds(21));
+    return 0;
+  });
+  EXPECT_THAT(codes, Each(0));
+}
 
 TEST(CollectivesTest, FourProcesses) { RunWorld(4); }
 
