@@ -7,6 +7,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
@@ -18,9 +19,14 @@ namespace {
 // Most dims a gathered tensor may have (the shape check sends a fixed-size header).
 constexpr int kMaxDims = 8;
 
+// DeadlineExceeded when the backend timed out (a peer did not take part within ddp_timeout),
+// Unavailable otherwise (a peer went away).
 absl::Status Failed(const std::exception& e, absl::string_view what, const ProcessGroup& pg) {
+  const std::string message = base::TorchErrorMessage(e);
+  const bool timed_out =
+      absl::StrContains(message, "imed out") || absl::StrContains(message, "imeout");
   return base::TorchErrorToStatus(
-      e, absl::StatusCode::kUnavailable,
+      e, timed_out ? absl::StatusCode::kDeadlineExceeded : absl::StatusCode::kUnavailable,
       absl::StrCat(what, " on rank ", pg.rank(), " of ", pg.world_size(), " (", pg.backend_name(),
                    ", ddp_timeout=", absl::FormatDuration(pg.timeout()), ")"));
 }

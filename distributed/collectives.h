@@ -3,7 +3,9 @@
 // Contract:
 //   - Every rank of `pg` must call the same collective in the same order (as in
 //     torch.distributed); each call blocks until it completes on this rank or fails after the
-//     group's timeout (ddp_timeout), which comes back as a Status, never an exception.
+//     group's timeout (ddp_timeout), which comes back as a Status, never an exception:
+//     DeadlineExceeded when a peer did not take part within ddp_timeout, Unavailable when a
+//     peer went away; both name the collective, this rank, the world size and the backend.
 //   - AllReduce(t, kSum | kAvg): in place; kAvg divides the sum by the world size and needs a
 //     floating-point tensor (InvalidArgument otherwise).
 //   - Broadcast(t, src): in place; every rank ends with rank `src`'s values.

@@ -35,7 +35,8 @@ using ::testing::Each;
     }                                                                        \
   } while (0)
 
-absl::StatusOr<ProcessGroup> Join(int rank, int world, int port) {
+absl::StatusOr<ProcessGroup> Join(int rank, int world, int port,
+                                  absl::Duration timeout = absl::Seconds(20)) {
   absl::StatusOr<DistributedEnv> env =
       DistributedEnvFromMap({{"RANK", std::to_string(rank)},
                              {"WORLD_SIZE", std::to_string(world)},
@@ -43,7 +44,7 @@ absl::StatusOr<ProcessGroup> Join(int rank, int world, int port) {
                              {"MASTER_PORT", std::to_string(port)}});
   if (!env.ok()) return env.status();
   ProcessGroupOptions options;
-  options.timeout = absl::Seconds(20);
+  options.timeout = timeout;
   return CreateProcessGroup(*env, options);
 }
 
@@ -152,6 +153,33 @@ TEST(CollectivesTest, PeerGoneIsAnErrorNotAHang) {
 }
 
 TEST(CollectivesTest, FourProcesses) { RunWorld(4); }
+
+// Rank 1 stays connected but never calls the collective: rank 0 gets DeadlineExceeded after
+// ddp_timeout (2 s), not a hang.
+TEST(CollectivesTest, PeerThatNeverJoinsTheCollectiveTimesOut) {
+  const int port = PickFreePort();
+  ASSERT_GT(port, 0);
+  std::vector<int> codes = RunRanks(2, absl::Seconds(60), [&](int rank) {
+    absl::StatusOr<ProcessGroup> pg = Join(rank, 2, port, absl::Seconds(2));
+    CHILD_CHECK_OK(pg.status());
+    if (rank == 1) {
+      absl::SleepFor(absl::Seconds(4));
+      return 0;
+    }
+    const absl::Time start = absl::Now();
+    at::Tensor t = at::ones({4});
+    const absl::Status status = Broadcast(*pg, t, 1);
+    const absl::Duration took = absl::Now() - start;
+    std::fprintf(stderr, "rank 0 after %s: %s\n", absl::FormatDuration(took).c_str(),
+                 status.ToString().c_str());
+    CHILD_CHECK(status.code() == absl::StatusCode::kDeadlineExceeded);
+    CHILD_CHECK(status.message().find("Broadcast on rank 0 of 2 (gloo, ddp_timeout=2s)") !=
+                absl::string_view::npos);
+    CHILD_CHECK(took >= absl::Milliseconds(1500) && took < absl::Seconds(4));
+    return 0;
+  });
+  EXPECT_THAT(codes, Each(0));
+}
 
 }  // namespace
 }  // namespace loom::distributed
