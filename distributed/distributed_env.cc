@@ -160,13 +160,17 @@ const char* EnvSourceName(EnvSource source) {
 }
 
 absl::StatusOr<DistributedEnv> DistributedEnvFromMap(const EnvMap& env) {
-  if (Get(env, "RANK") || Get(env, "WORLD_SIZE")) return FromTorchrun(env);
-  if (Get(env, "OMPI_COMM_WORLD_RANK") || Get(env, "OMPI_COMM_WORLD_SIZE")) {
-    return FromOpenMpi(env);
-  }
-  if (Get(env, "SLURM_PROCID") || Get(env, "SLURM_NTASKS")) return FromSlurm(env);
   DistributedEnv e;
-  RETURN_IF_ERROR(ReadMaster(env, e));
+  if (Get(env, "RANK") || Get(env, "WORLD_SIZE")) {
+    ASSIGN_OR_RETURN(e, FromTorchrun(env));
+  } else if (Get(env, "OMPI_COMM_WORLD_RANK") || Get(env, "OMPI_COMM_WORLD_SIZE")) {
+    ASSIGN_OR_RETURN(e, FromOpenMpi(env));
+  } else if (Get(env, "SLURM_PROCID") || Get(env, "SLURM_NTASKS")) {
+    ASSIGN_OR_RETURN(e, FromSlurm(env));
+  } else {
+    RETURN_IF_ERROR(ReadMaster(env, e));
+  }
+  e.gloo_socket_ifname = Get(env, "GLOO_SOCKET_IFNAME").value_or("");
   return e;
 }
 

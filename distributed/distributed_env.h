@@ -8,6 +8,7 @@
 //   - Otherwise Open MPI's OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK / _LOCAL_SIZE, then SLURM's
 //     SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID / SLURM_NTASKS_PER_NODE / SLURM_NODEID, when
 //     present. MASTER_ADDR / MASTER_PORT are still read from the environment for those.
+//   - GLOO_SOCKET_IFNAME is read whatever the source (see gloo_socket_ifname).
 //   - None of them set: a single process (rank 0 of 1, MASTER_ADDR=127.0.0.1, MASTER_PORT=29500).
 //   - Errors are InvalidArgument and name the variable(s) and how to fix them: a non-integer
 //     value, RANK without WORLD_SIZE, RANK >= WORLD_SIZE ("RANK=4 ... WORLD_SIZE=4"),
@@ -44,6 +45,9 @@ struct DistributedEnv {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   EnvSource source = EnvSource::kDefault;
+  // GLOO_SOCKET_IFNAME (e.g. "eth0"): the network interface Gloo binds; empty = the address
+  // MASTER_ADDR's host name resolves to (loopback for 127.x / localhost), as in PyTorch.
+  std::string gloo_socket_ifname;
 
   bool is_distributed() const { return world_size > 1; }
   bool is_main_process() const { return rank == 0; }

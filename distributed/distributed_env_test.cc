@@ -175,6 +175,18 @@ TEST(DistributedEnvTest, RejectsInvalidEnvironments) {
   }
 }
 
+TEST(DistributedEnvTest, ReadsGlooSocketIfnameWithEverySource) {
+  EXPECT_EQ(DistributedEnvFromMap({})->gloo_socket_ifname, "");
+  EXPECT_EQ(DistributedEnvFromMap({{"GLOO_SOCKET_IFNAME", "lo"}})->gloo_socket_ifname, "lo");
+  EXPECT_EQ(DistributedEnvFromMap({{"RANK", "0"},
+                                   {"WORLD_SIZE", "2"},
+                                   {"MASTER_ADDR", "h"},
+                                   {"MASTER_PORT", "1"},
+                                   {"GLOO_SOCKET_IFNAME", "eth1"}})
+                ->gloo_socket_ifname,
+            "eth1");
+}
+
 TEST(DistributedEnvTest, ReadsTheProcessEnvironment) {
   ASSERT_EQ(setenv("LOOM_DISTRIBUTED_ENV_TEST", "a=b", 1), 0);
   EnvMap env = ReadProcessEnvironment();

@@ -155,7 +155,18 @@ absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
   try {
     if (backend == "gloo") {
       auto gloo_options = ::c10d::ProcessGroupGloo::Options::create(timeout);
-      if (IsLoopback(env.master_addr)) {
+      if (!env.gloo_socket_ifname.empty()) {
+        try {
+          gloo_options->devices.push_back(
+              ::c10d::ProcessGroupGloo::createDeviceForInterface(env.gloo_socket_ifname));
+        } catch (const std::exception& e) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "GLOO_SOCKET_IFNAME=", env.gloo_socket_ifname,
+              " is not a usable network interface (see `ip link`; unset it to use MASTER_ADDR's "
+              "route): ",
+              base::TorchErrorMessage(e)));
+        }
+      } else if (IsLoopback(env.master_addr)) {
         gloo_options->devices.push_back(
             ::c10d::ProcessGroupGloo::createDeviceForHostname(env.master_addr));
       } else {

@@ -87,6 +87,39 @@ TEST(ProcessGroupTest, SingleProcessGroupWorks) {
   EXPECT_THAT(codes, ElementsAre(0));
 }
 
+// GLOO_SOCKET_IFNAME picks Gloo's interface: "lo" works, an unknown one is a clear error.
+TEST(ProcessGroupTest, GlooSocketIfname) {
+  const int port = PickFreePort();
+  ASSERT_GT(port, 0);
+  auto codes = RunRanks(2, absl::Seconds(30), [&](int rank) {
+    DistributedEnv env = Env(rank, 2, port);
+    env.gloo_socket_ifname = "lo";
+    auto pg = CreateProcessGroup(env, Options("gloo", absl::Seconds(10)));
+    if (!pg.ok()) {
+      std::fprintf(stderr, "rank %d: %s\n", rank, pg.status().ToString().c_str());
+      return 1;
+    }
+    at::Tensor t = at::full({1}, rank + 1, at::kLong);
+    if (!AllReduce(*pg, t).ok()) return 2;
+    return t.item<int64_t>() == 3 ? 0 : 3;
+  });
+  EXPECT_THAT(codes, ElementsAre(0, 0));
+
+  const int port2 = PickFreePort();
+  ASSERT_GT(port2, 0);
+  codes = RunRanks(1, absl::Seconds(30), [&](int) {
+    DistributedEnv env = Env(0, 1, port2);
+    env.gloo_socket_ifname = "nosuchif0";
+    auto pg = CreateProcessGroup(env, Options("gloo", absl::Seconds(10)));
+    std::fprintf(stderr, "%s\n", pg.status().ToString().c_str());
+    if (pg.status().code() != absl::StatusCode::kInvalidArgument) return 1;
+    return pg.status().message().find("GLOO_SOCKET_IFNAME=nosuchif0") != absl::string_view::npos
+               ? 0
+               : 2;
+  });
+  EXPECT_THAT(codes, ElementsAre(0));
+}
+
 // Only one rank of two starts: creating the group fails within the timeout, naming where.
 void ExpectLoneRankTimesOut(int lone_rank) {
   const int port = PickFreePort();
