@@ -1,5 +1,9 @@
 #include "distributed/process_group.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 
@@ -117,6 +121,34 @@ TEST(ProcessGroupTest, GlooSocketIfname) {
                ? 0
                : 2;
   });
+  EXPECT_THAT(codes, ElementsAre(0));
+}
+
+// Rank 0 cannot host the store on a port another socket listens on: Unavailable at once,
+// naming MASTER_ADDR:MASTER_PORT.
+TEST(ProcessGroupTest, MasterPortInUseIsUnavailable) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+  auto codes = RunRanks(1, absl::Seconds(30), [&](int) {
+    const absl::Time start = absl::Now();
+    auto pg = CreateProcessGroup(Env(0, 2, port), Options("gloo", absl::Seconds(10)));
+    std::fprintf(stderr, "%s\n", pg.status().ToString().c_str());
+    if (pg.status().code() != absl::StatusCode::kUnavailable) return 1;
+    if (pg.status().message().find(absl::StrCat("MASTER_ADDR:MASTER_PORT=127.0.0.1:", port)) ==
+        absl::string_view::npos) {
+      return 2;
+    }
+    return absl::Now() - start < absl::Seconds(5) ? 0 : 3;
+  });
+  close(fd);
   EXPECT_THAT(codes, ElementsAre(0));
 }
 
