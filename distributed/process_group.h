@@ -17,6 +17,9 @@
 //     other rendezvous failures (port taken, host unknown) are Unavailable, also naming them.
 //   - A single-process env (WORLD_SIZE=1) still gets a working group of one (no peers).
 //   - LibTorch exceptions never cross this API: they become absl::Status.
+//   - A ProcessGroup is a handle: copies share one c10d group (and rank 0's store server), which
+//     closes when the last copy is destroyed; keep one alive on rank 0 until the others are done
+//     (end with a Barrier).
 //
 // Example:
 //   ASSIGN_OR_RETURN(DistributedEnv env, DistributedEnvFromProcess());
