@@ -8,18 +8,7 @@
 set -euo pipefail
 tool=$1
 script=$2
-py=/usr/bin/python3
-
-if [[ ! -x $py ]]; then
-  echo "FAIL: $py not found. This test needs Debian's python3 with python3-torch and" \
-       "python3-numpy (installed by ./bazelw)." >&2
-  exit 1
-fi
-if ! err=$("$py" -c 'import torch, numpy' 2>&1); then
-  echo "FAIL: $py cannot import torch and numpy. Install Debian's python3-torch and" \
-       "python3-numpy (apt-get install python3-torch python3-numpy). Python said: $err" >&2
-  exit 1
-fi
+source tests/require_python_torch.sh  # sets py; FAILs without torch/numpy
 
 dir=$(mktemp -d "${TEST_TMPDIR:-/tmp}/trainer_checkpoint_interop.XXXXXX")
 "$tool" "$dir"

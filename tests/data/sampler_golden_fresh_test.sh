@@ -6,18 +6,7 @@
 set -euo pipefail
 script=$1
 committed=$2
-py=/usr/bin/python3
-
-if [[ ! -x $py ]]; then
-  echo "FAIL: $py not found. This test needs Debian's python3 with python3-torch" \
-       "(installed by ./bazelw: apt-get install python3-torch)." >&2
-  exit 1
-fi
-if ! err=$("$py" -c 'import torch' 2>&1); then
-  echo "FAIL: $py cannot import torch. Install Debian's python3-torch" \
-       "(apt-get install python3-torch). Python said: $err" >&2
-  exit 1
-fi
+source tests/require_python_torch.sh  # sets py; FAILs without torch/numpy
 
 fresh="${TEST_TMPDIR:-/tmp}/sampler_golden.txt"
 "$py" "$script" --out "$fresh"

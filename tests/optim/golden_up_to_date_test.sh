@@ -6,7 +6,7 @@
 set -euo pipefail
 script=$1
 shift
-source tests/optim/require_python_torch.sh
+source tests/require_python_torch.sh
 
 out=$(mktemp -d "${TEST_TMPDIR:-/tmp}/optim_golden.XXXXXX")
 "$py" "$script" "$out" >/dev/null

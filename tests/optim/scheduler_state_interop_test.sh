@@ -7,7 +7,7 @@
 set -euo pipefail
 tool=$1
 script=$2
-source tests/optim/require_python_torch.sh
+source tests/require_python_torch.sh
 
 dir=$(mktemp -d "${TEST_TMPDIR:-/tmp}/scheduler_state.XXXXXX")
 "$py" "$script" cases "$dir"

@@ -10,18 +10,7 @@ init=$1
 reference=$2
 check=$3
 scenarios=$4
-py=/usr/bin/python3
-
-if [[ ! -x $py ]]; then
-  echo "FAIL: $py not found. This test needs Debian's python3 with python3-torch" \
-       "(installed by ./bazelw: apt-get install python3-torch)." >&2
-  exit 1
-fi
-if ! err=$("$py" -c 'import torch, numpy' 2>&1); then
-  echo "FAIL: $py cannot import torch and numpy. Install Debian's python3-torch" \
-       "(apt-get install python3-torch). Python said: $err" >&2
-  exit 1
-fi
+source tests/require_python_torch.sh  # sets py; FAILs without torch/numpy
 
 dir=$(mktemp -d "${TEST_TMPDIR:-/tmp}/trainer_parity.XXXXXX")
 "$init" "$dir"
