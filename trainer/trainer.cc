@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "args/training_args.h"
-#include "args/training_args_file.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
@@ -127,6 +126,11 @@ std::vector<std::string> Trainer::LabelNames() const {
 absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::MakeDataLoader(
     std::shared_ptr<const data::Dataset> dataset, std::unique_ptr<data::Sampler> sampler,
     int64_t batch_size) {
+  return data::DataLoader::Create(LoaderOptions(batch_size), std::move(dataset),
+                                  std::move(sampler), options_.data_collator);
+}
+
+data::DataLoaderOptions Trainer::LoaderOptions(int64_t batch_size) const {
   data::DataLoaderOptions options;
   options.batch_size = batch_size;
   options.drop_last = args_.dataloader_drop_last();
@@ -134,18 +138,14 @@ absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::MakeDataLoader(
   if (args_.has_dataloader_prefetch_factor()) {
     options.prefetch_factor = static_cast<int>(args_.dataloader_prefetch_factor());
   }
-  return data::DataLoader::Create(options, std::move(dataset), std::move(sampler),
-                                  options_.data_collator);
+  return options;
 }
 
 absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::GetTrainDataloader() {
   const int64_t batch_size = args::TrainBatchSizePerDevice(args_);
   if (options_.train_iterable_dataset != nullptr) {
-    data::DataLoaderOptions options;
-    options.batch_size = batch_size;
-    options.drop_last = args_.dataloader_drop_last();
-    return data::DataLoader::Create(options, options_.train_iterable_dataset,
-                                            options_.data_collator);
+    return data::DataLoader::Create(LoaderOptions(batch_size), options_.train_iterable_dataset,
+                                    options_.data_collator);
   }
   if (options_.train_dataset == nullptr) {
     return absl::FailedPreconditionError(

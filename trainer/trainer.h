@@ -250,6 +250,8 @@ class Trainer {
 
  private:
   absl::Status Seed();
+  // The dataloader_* arguments (drop_last, num_workers, prefetch_factor) for `batch_size`.
+  data::DataLoaderOptions LoaderOptions(int64_t batch_size) const;
   absl::StatusOr<std::unique_ptr<data::DataLoader>> MakeDataLoader(
       std::shared_ptr<const data::Dataset> dataset, std::unique_ptr<data::Sampler> sampler,
       int64_t batch_size);

@@ -5,7 +5,6 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "args/training_args_file.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "checkpoint/folder/discovery.h"
@@ -67,7 +66,7 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
   // HF 4.41 refreshes only TrainerControl here; loom saves every stateful callback's state as it
   // is now, so a restored EarlyStoppingCallback continues with the right patience counter.
   state_.stateful_callbacks = CallbackStates();
-  RETURN_IF_ERROR(base::MakeDirs(args_.output_dir()));
+  // Begin creates output_dir (durably) when it is missing.
   ASSIGN_OR_RETURN(checkpoint::StagedFolder staged,
                    checkpoint::StagedFolder::Begin(args_.output_dir(), name));
   ASSIGN_OR_RETURN(rng::RngState rng, rng::CaptureRngState(generators_));
