@@ -136,7 +136,7 @@ TEST(AccelerateConfigYamlTest, DeepSpeedPlugin) {
               ElementsAre("--gradient_accumulation_steps", "1", "--max_grad_norm", "0.7"));
 
   // The implied flags resolve through TrainingArguments and the DeepSpeed "auto" filling.
-  ASSERT_OK_AND_ASSIGN(TrainingArguments args, testing::ResolveForTest(flags));
+  ASSERT_OK_AND_ASSIGN(TrainingArguments args, testing::ResolveForTest(flags, nullptr, /*reject_unsupported=*/false));
   ASSERT_OK_AND_ASSIGN(DeepSpeedConfig ds, LoadDeepSpeedConfig(args.deepspeed()));
   TrainerDeepSpeedConfig hf_ds(std::move(ds));
   ASSERT_OK(hf_ds.TrainerConfigProcess(args, *c.num_processes));
@@ -226,7 +226,7 @@ TEST(AccelerateLaunchTest, CliExampleMatchesYamlB) {
 TEST(AccelerateLaunchTest, ImpliedFsdpFlagsPassPostInit) {
   ASSERT_OK_AND_ASSIGN(AccelerateConfig yaml, Load("accelerate_fsdp.yaml"));
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> flags, ImpliedTrainingArgumentsFlags(yaml));
-  ASSERT_OK_AND_ASSIGN(TrainingArguments args, testing::ResolveForTest(flags));
+  ASSERT_OK_AND_ASSIGN(TrainingArguments args, testing::ResolveForTest(flags, nullptr, /*reject_unsupported=*/false));
   EXPECT_TRUE(args.bf16());
   EXPECT_THAT(args.fsdp(), ElementsAre("full_shard", "auto_wrap"));
   json cfg = json::parse(args.fsdp_config());

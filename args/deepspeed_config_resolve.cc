@@ -8,7 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "args/deepspeed_config.h"
 #include "args/field_value.h"
-#include "args/training_args.h"
+#include "args/derived.h"
 #include "base/status_macros.h"
 
 namespace loom::args {

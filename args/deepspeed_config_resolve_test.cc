@@ -22,7 +22,7 @@ using json = nlohmann::ordered_json;
 std::string TestData(const std::string& name) { return "args/testdata/" + name; }
 
 absl::StatusOr<TrainingArguments> Args(std::vector<std::string> flags,
-                                       bool reject_unsupported = true) {
+                                       bool reject_unsupported = false) {
   return testing::ResolveForTest(std::move(flags), nullptr, reject_unsupported);
 }
 
@@ -206,7 +206,7 @@ TEST(DeepSpeedResolveTest, NullValuesAreNeitherFilledNorCompared) {
 TEST(DeepSpeedResolveTest, InlineJsonStringsAreConvertedLikeHf) {
   ASSERT_OK_AND_ASSIGN(
       TrainingArguments args,
-      Args({"--deepspeed", R"({"zero_optimization": {"stage": "3"}, "fp16": {"enabled": "True"},
+      Args({"--fp16", "--deepspeed", R"({"zero_optimization": {"stage": "3"}, "fp16": {"enabled": "True"},
                               "train_micro_batch_size_per_gpu": "auto",
                               "gradient_clipping": "1.0"})"}));
   ASSERT_OK_AND_ASSIGN(DeepSpeedConfig c, LoadDeepSpeedConfig(args.deepspeed()));

@@ -27,11 +27,11 @@ absl::StatusOr<TrainingArguments> WithConfig(const std::string& config,
                                              std::vector<std::string> more = {}) {
   std::vector<std::string> flags = {"--fsdp", "full_shard auto_wrap", "--fsdp_config", config};
   flags.insert(flags.end(), more.begin(), more.end());
-  return ResolveForTest(flags, warnings);
+  return ResolveForTest(flags, warnings, /*reject_unsupported=*/false);
 }
 
 TEST(FsdpConfigTest, AbsentConfigGivesTheDefaultsOfTheSpecTable) {
-  ASSERT_OK_AND_ASSIGN(TrainingArguments args, ResolveForTest({"--fsdp", "full_shard"}));
+  ASSERT_OK_AND_ASSIGN(TrainingArguments args, ResolveForTest({"--fsdp", "full_shard"}, nullptr, /*reject_unsupported=*/false));
   ASSERT_OK_AND_ASSIGN(FsdpConfig c, FsdpConfigOf(args));
   EXPECT_EQ(c.min_num_params, 0);
   EXPECT_THAT(c.transformer_layer_cls_to_wrap, IsEmpty());

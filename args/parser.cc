@@ -233,8 +233,18 @@ std::string ArgParser::Help() const {
       } else {
         absl::StrAppend(&out, " (default: ", spec.has_py_default() ? spec.py_default() : "None", ")");
       }
-      if (!spec.unsupported().empty()) {
-        absl::StrAppend(&out, " [not supported by loom: ", spec.unsupported(), "]");
+      switch (spec.support()) {
+        case NOT_APPLICABLE:
+          absl::StrAppend(&out, " [ignored by loom: ", spec.support_note(), "]");
+          break;
+        case UNSUPPORTED:
+          absl::StrAppend(&out, " [not supported by loom: ", spec.support_note(), "]");
+          break;
+        case NOT_YET:
+          absl::StrAppend(&out, " [not implemented in loom yet: ", spec.support_note(), "]");
+          break;
+        default:
+          break;
       }
       absl::StrAppend(&out, "\n");
       if (f->cpp_type() == FieldDescriptor::CPPTYPE_BOOL && f->has_default_value() &&

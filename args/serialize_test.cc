@@ -27,6 +27,7 @@ PostInitOptions Fixed() {
   PostInitOptions o;
   o.now = [] { return absl::FromCivil(absl::CivilSecond(2024, 1, 2, 3, 4, 5), absl::UTCTimeZone()); };
   o.hostname = "goldenhost";
+  o.reject_unsupported = false;  // serialization of every field, refused ones included
   return o;
 }
 

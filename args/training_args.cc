@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "args/deepspeed_config.h"
+#include "args/field_support.h"
 #include "args/field_value.h"
 #include "args/fsdp_config.h"
 #include "base/file_util.h"
@@ -167,22 +169,18 @@ absl::Status ResolveAcceleratorConfig(TrainingArguments* a, std::vector<std::str
   return absl::OkStatus();
 }
 
-// Options loom cannot honour in C++ (spec §10.6): rejected only when not at their default.
-absl::Status CheckSupported(const TrainingArguments& a, bool compile_implied) {
-  const Descriptor* d = a.GetDescriptor();
-  const auto* r = a.GetReflection();
-  for (int i = 0; i < d->field_count(); ++i) {
-    const FieldDescriptor* f = d->field(i);
-    const FieldSpec& spec = SpecOf(f);
-    if (spec.unsupported().empty()) continue;
-    if (f->is_repeated() ? r->FieldSize(a, f) == 0 : !r->HasField(a, f)) continue;
-    if (GetAsJson(a, f) == GetAsJson(TrainingArguments::default_instance(), f)) continue;
-    std::string why = f->name() == "torch_compile" && compile_implied
-                          ? " (implied by --torch_compile_backend / --torch_compile_mode)"
-                          : "";
-    return Invalid(absl::StrCat("--", f->name(), why, " is not supported by loom: ",
-                                spec.unsupported(), ". Remove the flag."));
-  }
+// Options loom cannot honour (spec §10.6): the field table (args/field_support.h) over the
+// flags as given (so a deprecated alias is named, not the field HF moves it to), then the
+// values of implemented fields that loom lacks, over the resolved arguments `a`.
+absl::Status CheckSupported(const TrainingArguments& given, const TrainingArguments& a,
+                            const PostInitOptions& options, std::vector<std::string>* warnings) {
+  // What PostInit makes of no flags at all: a second PostInit sees the fields the first one
+  // filled (fsdp_config gets HF's defaults), which count as given only when they differ.
+  TrainingArguments nothing;
+  nothing.set_output_dir(a.output_dir());
+  PostInitOptions quiet = options;
+  quiet.reject_unsupported = false;
+  RETURN_IF_ERROR(PostInit(&nothing, quiet).status());
   static const std::set<std::string> kOptims = {
       "adamw_hf", "adamw_torch", "adamw_torch_fused", "adafactor", "sgd", "adagrad", "rmsprop"};
   if (!kOptims.count(a.optim())) {
@@ -192,23 +190,53 @@ absl::Status CheckSupported(const TrainingArguments& a, bool compile_implied) {
                                 "adagrad, rmsprop"));
   }
   if (a.half_precision_backend() == "apex") {
-    return Invalid(
-        "--half_precision_backend apex is not supported by loom: NVIDIA Apex is "
-        "Python-only; use auto or cpu_amp");
+    const char* with = a.fp16() ? "--fp16 with " : a.fp16_full_eval() ? "--fp16_full_eval with " : "";
+    return Invalid(absl::StrCat(with,
+                                "--half_precision_backend apex is not supported by loom: NVIDIA "
+                                "Apex is Python-only; use --half_precision_backend auto (torch "
+                                "amp) or cpu_amp"));
+  }
+  for (const std::string& r : a.report_to()) {
+    if (r != "tensorboard" && r != "none") {
+      return Invalid(absl::StrCat("--report_to ", r,
+                                  " is not supported by loom: that integration is a Python "
+                                  "library; use tensorboard or none"));
+    }
   }
   if (a.has_ddp_backend() && a.ddp_backend() != "nccl" && a.ddp_backend() != "gloo") {
     return Invalid(absl::StrCat("--ddp_backend ", a.ddp_backend(),
                                 " is not supported by loom; use gloo (CPU) or nccl (CUDA)"));
   }
-  for (const auto& opt : a.debug()) {
-    if (opt == "tpu_metrics_debug") {
-      return Invalid("--debug tpu_metrics_debug is not supported by loom: TPUs are not supported");
-    }
-  }
   json fsdp_cfg = json::parse(a.fsdp_config(), nullptr, false);
   if (fsdp_cfg.is_object() && fsdp_cfg.value("xla", false)) {
     return Invalid("--fsdp_config: xla is not supported by loom: PyTorch/XLA FSDP is TPU-only");
   }
+  return CheckFieldSupport(given, warnings, &nothing);
+}
+
+int WorldSizeFromEnv() {
+  const char* v = std::getenv("WORLD_SIZE");
+  if (v == nullptr || *v == '\0') return 1;
+  const int n = std::atoi(v);
+  return n > 0 ? n : 1;
+}
+
+// HF __post_init__ with a deepspeed config: HfTrainerDeepSpeedConfig(...) then
+// trainer_config_process(self) (spec/deepspeed.md §2). loom reports the mismatches found so
+// far right away (HF waits for trainer_config_finalize): they cannot go away later.
+absl::Status ResolveDeepSpeed(const TrainingArguments& a, int world_size,
+                              std::vector<std::string>* warnings) {
+  if (!a.has_deepspeed() || a.deepspeed().empty()) return absl::OkStatus();
+  std::vector<std::string> ds_warnings;
+  ASSIGN_OR_RETURN(DeepSpeedConfig config, LoadDeepSpeedConfig(a.deepspeed(), &ds_warnings),
+                   "--deepspeed");
+  for (const std::string& w : ds_warnings) warnings->push_back("--deepspeed: " + w);
+  TrainerDeepSpeedConfig resolved(std::move(config));
+  RETURN_IF_ERROR_CTX(
+      resolved.TrainerConfigProcess(a, world_size > 0 ? world_size : WorldSizeFromEnv()),
+      "--deepspeed");
+  RETURN_IF_ERROR_CTX(resolved.CheckMismatches(), "--deepspeed");
+  RETURN_IF_ERROR_CTX(resolved.CheckAdafactor(a), "--deepspeed");
   return absl::OkStatus();
 }
 
@@ -217,6 +245,7 @@ absl::Status CheckSupported(const TrainingArguments& a, bool compile_implied) {
 absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
                                                   const PostInitOptions& options) {
   std::vector<std::string> warnings;
+  const TrainingArguments given = *a;  // before aliases and derived values are filled in
   // Dict fields given as JSON text: HF's _convert_str_dict ("true" -> true, "8" -> 8, ...).
   for (const char* name : {"accelerator_config", "fsdp_config", "deepspeed",
                            "gradient_checkpointing_kwargs", "lr_scheduler_kwargs"}) {
@@ -330,10 +359,8 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
     warnings.push_back(Deprecated("torchdynamo", "torch_compile_backend"));
     a->set_torch_compile_backend(a->torchdynamo());
   }
-  bool compile_implied = false;
   if ((a->has_torch_compile_mode() || a->has_torch_compile_backend()) && !a->torch_compile()) {
     a->set_torch_compile(true);
-    compile_implied = true;
   }
   if (a->torch_compile() && !a->has_torch_compile_backend())
     a->set_torch_compile_backend("inductor");
@@ -413,38 +440,9 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
         "(in this case ",
         a->hub_model_id(), ")."));
   }
-  if (options.reject_unsupported) RETURN_IF_ERROR(CheckSupported(*a, compile_implied));
+  RETURN_IF_ERROR(ResolveDeepSpeed(*a, options.world_size, &warnings));
+  if (options.reject_unsupported) RETURN_IF_ERROR(CheckSupported(given, *a, options, &warnings));
   return warnings;
-}
-
-int64_t GetWarmupSteps(const TrainingArguments& a, int64_t num_training_steps) {
-  if (a.warmup_steps() > 0) return a.warmup_steps();
-  return static_cast<int64_t>(
-      std::ceil(static_cast<double>(num_training_steps) * a.warmup_ratio()));
-}
-
-int64_t TrainBatchSizePerDevice(const TrainingArguments& a, std::string* warning) {
-  if (a.has_per_gpu_train_batch_size()) {
-    if (warning) {
-      *warning =
-          "Using deprecated `--per_gpu_train_batch_size` argument which will be removed in "
-          "a future version. Using `--per_device_train_batch_size` is preferred.";
-    }
-    return a.per_gpu_train_batch_size();
-  }
-  return a.per_device_train_batch_size();
-}
-
-int64_t EvalBatchSizePerDevice(const TrainingArguments& a, std::string* warning) {
-  if (a.has_per_gpu_eval_batch_size()) {
-    if (warning) {
-      *warning =
-          "Using deprecated `--per_gpu_eval_batch_size` argument which will be removed in "
-          "a future version. Using `--per_device_eval_batch_size` is preferred.";
-    }
-    return a.per_gpu_eval_batch_size();
-  }
-  return a.per_device_eval_batch_size();
 }
 
 }  // namespace loom::args

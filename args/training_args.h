@@ -35,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "args/derived.h"  // GetWarmupSteps, *BatchSizePerDevice (re-exported)
 #include "args/training_args.pb.h"
 
 namespace loom::args {
@@ -45,24 +46,24 @@ struct PostInitOptions {
   std::string hostname;
   // What report_to "all" (and the None default) expands to: the integrations loom has.
   std::vector<std::string> available_integrations = {"tensorboard"};
-  // Reject non-default values of fields loom cannot support (spec `unsupported`). Tests of
-  // HF's own derivations may turn it off.
+  // Apply each field's support status (args/field_support.h): refuse UNSUPPORTED and NOT_YET
+  // fields given a non-default value, warn about NOT_APPLICABLE ones. Tests of HF's own
+  // derivations may turn it off.
   bool reject_unsupported = true;
+  // The number of processes, for the DeepSpeed config's batch-size "auto" values; 0 reads
+  // WORLD_SIZE from the environment (1 when unset), as HF's args.world_size does.
+  int world_size = 0;
 };
 
 // Resolves `args` in place exactly as HF's __post_init__ does; returns the warnings HF
 // would emit (deprecations, ignored options). Running it twice is harmless.
+// With --deepspeed, the config (file or inline JSON) is loaded and its "auto" values resolved
+// against the flags here, as HF's __post_init__ does (HfTrainerDeepSpeedConfig +
+// trainer_config_process): a missing file, bad JSON, a bad key, or a value that contradicts
+// a flag (e.g. fp16.enabled true without --fp16) is an error before any work
+// (spec/deepspeed.md §2.3). The loaded config is not kept: whoever trains with it loads it again.
 absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* args,
                                                   const PostInitOptions& options = {});
-
-// HF's get_warmup_steps: warmup_steps if > 0, else ceil(num_training_steps * warmup_ratio).
-int64_t GetWarmupSteps(const TrainingArguments& args, int64_t num_training_steps);
-
-// HF's train_batch_size / eval_batch_size per device: the deprecated per_gpu_* value when set
-// (with `warning` filled), else per_device_*. (n_gpu scaling is the caller's: loom runs one
-// device per process.)
-int64_t TrainBatchSizePerDevice(const TrainingArguments& args, std::string* warning = nullptr);
-int64_t EvalBatchSizePerDevice(const TrainingArguments& args, std::string* warning = nullptr);
 
 }  // namespace loom::args
 

@@ -13,7 +13,10 @@ int main(int argc, char** argv) {
   p.AddGroup("TrainingArguments", &a);
   std::vector<std::string> args(argv + 2, argv + argc);
   absl::Status s = p.Parse(args);
-  if (s.ok()) s = loom::args::PostInit(&a).status();
+  // The file format of every field, refused ones (--fsdp, --hub_token) included.
+  loom::args::PostInitOptions options;
+  options.reject_unsupported = false;
+  if (s.ok()) s = loom::args::PostInit(&a, options).status();
   if (s.ok()) s = loom::args::SaveTrainingArgs(a, argv[1]);
   if (!s.ok()) {
     std::cerr << s << "\n";
