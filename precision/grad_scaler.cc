@@ -1,0 +1,123 @@
+#include "precision/grad_scaler.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace loom::precision {
+
+absl::StatusOr<GradScaler> GradScaler::Create(const GradScalerOptions& options) {
+  if (!(options.growth_factor > 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GradScaler: growth_factor must be > 1.0, got ", options.growth_factor));
+  }
+  if (!(options.backoff_factor < 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GradScaler: backoff_factor must be < 1.0, got ", options.backoff_factor));
+  }
+  if (options.growth_interval < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GradScaler: growth_interval must be >= 1, got ", options.growth_interval));
+  }
+  if (!(options.init_scale > 0) || !std::isfinite(static_cast<float>(options.init_scale))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GradScaler: init_scale must be a positive finite float32, got ", options.init_scale));
+  }
+  return GradScaler(options);
+}
+
+GradScaler::GradScaler(const GradScalerOptions& options)
+    : scale_(static_cast<float>(options.init_scale)),
+      growth_factor_(options.growth_factor),
+      backoff_factor_(options.backoff_factor),
+      growth_interval_(options.growth_interval) {}
+
+at::Tensor GradScaler::Scale(const at::Tensor& loss) const {
+  return loss * at::full({}, scale_, loss.options().dtype(at::kFloat));
+}
+
+absl::Status GradScaler::Unscale(const std::vector<at::Tensor>& params) {
+  if (unscaled_) {
+    return absl::FailedPreconditionError(
+        "unscale_() has already been called on this optimizer since the last update().");
+  }
+  // torch: self._scale.double().reciprocal().float()
+  const float inv_scale = static_cast<float>(1.0 / static_cast<double>(scale_));
+  at::Tensor any_non_finite;
+  for (const at::Tensor& p : params) {
+    const at::Tensor& g = p.grad();
+    if (!g.defined()) continue;
+    if (g.scalar_type() == at::kHalf) {
+      return absl::InvalidArgumentError(
+          "Attempting to unscale FP16 gradients: the GradScaler path keeps fp32 weights "
+          "(autocast); half weights need precision/master_weights.h");
+    }
+    at::Tensor bad = g.isfinite().logical_not().any();
+    any_non_finite = any_non_finite.defined() ? any_non_finite.logical_or(bad.to(any_non_finite.device())) : bad;
+    g.mul_(at::full({}, inv_scale, g.options().dtype(at::kFloat)));
+  }
+  // One host synchronisation per step, as torch's step() has.
+  found_inf_ = any_non_finite.defined() && any_non_finite.item<bool>();
+  unscaled_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> GradScaler::Step(const std::function<void()>& step_fn,
+                                      const std::vector<at::Tensor>& params) {
+  if (!unscaled_) {
+    absl::Status s = Unscale(params);
+    if (!s.ok()) return s;
+  }
+  const bool run = !found_inf_;
+  if (run) step_fn();
+  Update();
+  return run;
+}
+
+void GradScaler::Update() {
+  if (found_inf_) {
+    scale_ = static_cast<float>(static_cast<double>(scale_) * backoff_factor_);
+    growth_tracker_ = 0;
+  } else {
+    const int64_t successful = growth_tracker_ + 1;
+    if (successful == growth_interval_) {
+      const float grown = static_cast<float>(static_cast<double>(scale_) * growth_factor_);
+      if (std::isfinite(grown)) scale_ = grown;
+      growth_tracker_ = 0;
+    } else {
+      growth_tracker_ = successful;
+    }
+  }
+  unscaled_ = false;
+  found_inf_ = false;
+}
+
+GradScalerState GradScaler::State() const {
+  GradScalerState s;
+  s.scale = scale_;
+  s.growth_factor = growth_factor_;
+  s.backoff_factor = backoff_factor_;
+  s.growth_interval = growth_interval_;
+  s.growth_tracker = growth_tracker_;
+  return s;
+}
+
+absl::Status GradScaler::LoadState(const GradScalerState& state) {
+  GradScalerOptions o;
+  o.init_scale = state.scale;
+  o.growth_factor = state.growth_factor;
+  o.backoff_factor = state.backoff_factor;
+  o.growth_interval = state.growth_interval;
+  absl::StatusOr<GradScaler> checked = Create(o);
+  if (!checked.ok()) return checked.status();
+  if (state.growth_tracker < 0 || state.growth_tracker >= state.growth_interval) {
+    return absl::InvalidArgumentError(absl::StrCat("GradScaler state: _growth_tracker ",
+                                                   state.growth_tracker, " is outside [0, ",
+                                                   state.growth_interval, ")"));
+  }
+  *this = *checked;
+  growth_tracker_ = state.growth_tracker;
+  return absl::OkStatus();
+}
+
+}  // namespace loom::precision
