@@ -13,8 +13,10 @@
 #include "args/parser.h"
 #include "args/serialize.h"
 #include "args/training_args.h"
+#include "logging/process_logging.h"
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   // `bazel run` starts us in the runfiles tree; relative paths are the user's.
   if (const char* wd = std::getenv("BUILD_WORKING_DIRECTORY")) {
     if (::chdir(wd) != 0) std::cerr << "show_args: cannot enter " << wd << "\n";

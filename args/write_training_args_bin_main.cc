@@ -5,8 +5,10 @@
 #include "args/parser.h"
 #include "args/training_args.h"
 #include "args/training_args_file.h"
+#include "logging/process_logging.h"
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   if (argc < 2) return 2;
   loom::args::TrainingArguments a;
   loom::args::ArgParser p({.program = "write_training_args_bin"});

@@ -34,6 +34,7 @@
 
 #include "benchmark/benchmark.h"
 #include "checkpoint/safetensors.h"
+#include "logging/process_logging.h"
 
 namespace loom::benchmarks {
 namespace {
@@ -258,6 +259,7 @@ class BestReporter : public benchmark::ConsoleReporter {
 }  // namespace loom::benchmarks
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   using namespace loom::benchmarks;  // NOLINT
   benchmark::Initialize(&argc, argv);
   // Write the file the read benchmarks use before any of them runs, and note its layout for

@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "benchmark/benchmark.h"
 #include "logging/crc32c_internal.h"
+#include "logging/process_logging.h"
 
 namespace loom::benchmarks {
 namespace {
@@ -94,6 +95,7 @@ class GbpsReporter : public benchmark::ConsoleReporter {
 }  // namespace loom::benchmarks
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   using loom::benchmarks::kSizes;
   benchmark::Initialize(&argc, argv);
   loom::benchmarks::RegisterRounds();

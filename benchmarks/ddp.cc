@@ -26,6 +26,7 @@
 
 #include "distributed/collectives.h"
 #include "distributed/multiprocess_testing.h"
+#include "logging/process_logging.h"
 
 namespace loom::benchmarks {
 namespace {
@@ -169,6 +170,7 @@ int Rank(int rank, int world, int port) {
 }  // namespace loom::benchmarks
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   const int world = argc > 1 ? std::atoi(argv[1]) : 2;
   if (world < 2) {
     std::fprintf(stderr, "usage: ddp [RANKS >= 2]\n");

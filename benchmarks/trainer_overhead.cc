@@ -23,6 +23,7 @@
 
 #include "args/training_args.h"
 #include "benchmark/benchmark.h"
+#include "logging/process_logging.h"
 #include "trainer/examples/synthetic_task.h"
 #include "trainer/trainer.h"
 
@@ -159,6 +160,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
 }  // namespace loom::benchmarks
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   // OpenBLAS's worker thread spin-waits (sched_yield) between GEMMs; on this 2-vCPU machine it
   // takes the second hyperthread from whatever runs next and made rounds vary 4x. One BLAS
   // thread for both sides keeps the comparison about the loops.

@@ -22,6 +22,7 @@
 #include "launch/free_port.h"
 #include "launch/launch_options.h"
 #include "launch/rank_supervisor.h"
+#include "logging/process_logging.h"
 
 namespace {
 
@@ -33,6 +34,7 @@ int Fail(const absl::Status& status, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   using loom::launch::LaunchOptions;
   std::vector<std::string> warnings;
   absl::StatusOr<LaunchOptions> parsed = loom::launch::ParseCommandLine(

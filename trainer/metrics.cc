@@ -19,66 +19,9 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-// Python's json.dumps spelling of a float: repr(), with NaN / Infinity / -Infinity.
-std::string PyFloatRepr(double x) {
-  if (std::isnan(x)) return "NaN";
-  if (std::isinf(x)) return x > 0 ? "Infinity" : "-Infinity";
-  return base::PythonFloatRepr(x);
-}
-
-void DumpTo(const ojson& v, int indent, bool sort_keys, int depth, std::string* out) {
-  const std::string nl = indent >= 0 ? "\n" : "";
-  const std::string pad = indent >= 0 ? std::string(indent * (depth + 1), ' ') : "";
-  const std::string pad_end = indent >= 0 ? std::string(indent * depth, ' ') : "";
-  const std::string item_sep = indent >= 0 ? "," : ", ";
-  switch (v.type()) {
-    case ojson::value_t::object: {
-      if (v.empty()) {
-        *out += "{}";
-        return;
-      }
-      std::vector<std::string> keys;
-      for (auto it = v.begin(); it != v.end(); ++it) keys.push_back(it.key());
-      if (sort_keys) std::sort(keys.begin(), keys.end());
-      *out += "{" + nl;
-      for (size_t i = 0; i < keys.size(); ++i) {
-        *out += pad + ojson(keys[i]).dump() + ": ";
-        DumpTo(v.at(keys[i]), indent, sort_keys, depth + 1, out);
-        if (i + 1 < keys.size()) *out += item_sep;
-        *out += nl;
-      }
-      *out += pad_end + "}";
-      return;
-    }
-    case ojson::value_t::array: {
-      if (v.empty()) {
-        *out += "[]";
-        return;
-      }
-      *out += "[" + nl;
-      for (size_t i = 0; i < v.size(); ++i) {
-        *out += pad;
-        DumpTo(v[i], indent, sort_keys, depth + 1, out);
-        if (i + 1 < v.size()) *out += item_sep;
-        *out += nl;
-      }
-      *out += pad_end + "]";
-      return;
-    }
-    case ojson::value_t::number_float:
-      *out += PyFloatRepr(v.get<double>());
-      return;
-    default:
-      // Python's json.dumps escapes non-ASCII by default (ensure_ascii=True).
-      *out += v.dump(-1, ' ', /*ensure_ascii=*/true);
-      return;
-  }
-}
-
-// Python str() of a formatted metric value (used by log_metrics).
 std::string PyStr(const ojson& v) {
   if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_float()) return PyFloatRepr(v.get<double>());
+  if (v.is_number_float()) return base::PyJsonFloatRepr(v.get<double>());
   if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
   return v.dump();
 }
@@ -157,12 +100,6 @@ std::string FormatLogMetrics(const std::string& split, const Metrics& metrics) {
                     std::string(v_width - value.size(), ' '), value, "\n");
   }
   return text;
-}
-
-std::string PyJsonDumps(const nlohmann::ordered_json& value, int indent, bool sort_keys) {
-  std::string out;
-  DumpTo(value, indent, sort_keys, 0, &out);
-  return out;
 }
 
 absl::Status SaveMetrics(const std::string& dir, const std::string& split, const Metrics& metrics,

@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/python_json.h"
 #include "nlohmann/json.hpp"
 
 namespace loom::trainer {
@@ -50,9 +51,8 @@ std::string FormatLogMetrics(const std::string& split, const Metrics& metrics);
 absl::Status SaveMetrics(const std::string& dir, const std::string& split, const Metrics& metrics,
                          bool combined = true);
 
-// Python json.dumps(value, indent=indent, sort_keys=sort_keys) text, with Python's float
-// spellings (repr; NaN / Infinity) — so our JSON files read like HF's.
-std::string PyJsonDumps(const nlohmann::ordered_json& value, int indent, bool sort_keys);
+// json.dumps text (base/python_json.h), under the name trainer code has always used.
+using base::PyJsonDumps;
 
 // Python str(dict) of the metrics, as HF's printer and progress callbacks print logs:
 // {'loss': 0.6931, 'learning_rate': 5e-05, 'epoch': 0.5}

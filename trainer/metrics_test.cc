@@ -34,26 +34,6 @@ Metrics Sample() {
   return m;
 }
 
-TEST(PyJsonDumpsTest, MatchesPythonJsonDumpsWithSortedKeys) {
-  EXPECT_EQ(PyJsonDumps(Sample(), 4, true),
-            "{\n    \"epoch\": 3.0,\n    \"step\": 10,\n    \"total_flos\": 3758096384.0,\n    "
-            "\"train_loss\": 0.693147,\n    \"train_mem_cpu_alloc_delta\": 5242887,\n    "
-            "\"train_runtime\": 3725.4567,\n    \"train_samples_per_second\": 12.345,\n    "
-            "\"w\": NaN,\n    \"x\": 1e-05,\n    \"y\": 1e+16,\n    \"z\": 123456789.125\n}");
-}
-
-TEST(PyJsonDumpsTest, NestedContainersNullBoolAndNonAscii) {
-  Metrics m = Metrics::object();
-  m["e"] = true;
-  m["d"] = nullptr;
-  m["c"] = Metrics::array({1, 2.5, "s\u00e9"});
-  m["b"] = Metrics::object();
-  m["a"] = Metrics::array();
-  EXPECT_EQ(PyJsonDumps(m, 2, true),
-            "{\n  \"a\": [],\n  \"b\": {},\n  \"c\": [\n    1,\n    2.5,\n    \"s\\u00e9\"\n  "
-            "],\n  \"d\": null,\n  \"e\": true\n}");
-}
-
 TEST(PyRoundTest, MatchesPythonRound) {
   EXPECT_EQ(PyRound(0.12345, 4), 0.1235);
   EXPECT_EQ(PyRound(2.675, 2), 2.67);  // 2.675 is 2.67499999... in binary

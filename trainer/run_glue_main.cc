@@ -15,10 +15,12 @@
 #include "absl/status/status.h"
 #include "args/parser.h"
 #include "args/training_args.h"
+#include "logging/process_logging.h"
 #include "trainer/run_glue.h"
 #include "trainer/run_glue_args.pb.h"
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   // `bazel run` starts us in the runfiles tree; relative paths are the user's.
   if (const char* wd = std::getenv("BUILD_WORKING_DIRECTORY")) {
     if (::chdir(wd) != 0) std::cerr << "run_glue: cannot enter " << wd << "\n";

@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
-#include "trainer/metrics.h"
+#include "base/python_json.h"
 
 namespace loom::models::bert {
 namespace {
@@ -386,7 +386,7 @@ nlohmann::ordered_json BertConfig::ToJsonValue() const {
 }
 
 std::string BertConfig::ToJson() const {
-  return trainer::PyJsonDumps(ToJsonValue(), /*indent=*/2, /*sort_keys=*/false) + "\n";
+  return base::PyJsonDumps(ToJsonValue(), /*indent=*/2, /*sort_keys=*/false) + "\n";
 }
 
 }  // namespace loom::models::bert

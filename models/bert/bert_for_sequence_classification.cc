@@ -191,7 +191,7 @@ at::Tensor SequenceClassificationLoss(const at::Tensor& logits, const at::Tensor
   return at::binary_cross_entropy_with_logits(logits, labels.to(logits.scalar_type()));
 }
 
-absl::StatusOr<trainer::ModelOutput> BertForSequenceClassification::TryForward(
+absl::StatusOr<modeling::ModelOutput> BertForSequenceClassification::TryForward(
     const data::Batch& inputs) {
   RETURN_IF_ERROR(CheckInputs(inputs));
   auto get = [&](const char* name) {
@@ -202,7 +202,7 @@ absl::StatusOr<trainer::ModelOutput> BertForSequenceClassification::TryForward(
     BertModelOutput hidden = bert->Forward(get("input_ids"), get("attention_mask"),
                                            get("token_type_ids"), get("position_ids"));
     at::Tensor logits = classifier->forward(dropout->forward(hidden.pooled_output));
-    trainer::ModelOutput out;
+    modeling::ModelOutput out;
     if (at::Tensor labels = get("labels"); labels.defined()) {
       out.loss =
           SequenceClassificationLoss(logits, labels, config_.num_labels(), &config_.problem_type);
@@ -214,8 +214,8 @@ absl::StatusOr<trainer::ModelOutput> BertForSequenceClassification::TryForward(
   }
 }
 
-trainer::ModelOutput BertForSequenceClassification::Forward(const data::Batch& inputs) {
-  absl::StatusOr<trainer::ModelOutput> out = TryForward(inputs);
+modeling::ModelOutput BertForSequenceClassification::Forward(const data::Batch& inputs) {
+  absl::StatusOr<modeling::ModelOutput> out = TryForward(inputs);
   if (!out.ok()) throw std::invalid_argument(std::string(out.status().message()));
   return *std::move(out);
 }

@@ -28,7 +28,7 @@
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto model, BertForSequenceClassification::Create(config, /*seed=*/42));
-//   trainer::ModelOutput out = model->Forward({{"input_ids", ids}, {"labels", labels}});
+//   modeling::ModelOutput out = model->Forward({{"input_ids", ids}, {"labels", labels}});
 #ifndef LOOM_MODELS_BERT_BERT_FOR_SEQUENCE_CLASSIFICATION_H_
 #define LOOM_MODELS_BERT_BERT_FOR_SEQUENCE_CLASSIFICATION_H_
 
@@ -43,11 +43,11 @@
 #include "data/batch.h"
 #include "models/bert/bert_config.h"
 #include "models/bert/bert_model.h"
-#include "trainer/model.h"
+#include "modeling/model.h"
 
 namespace loom::models::bert {
 
-class BertForSequenceClassification : public trainer::Model {
+class BertForSequenceClassification : public modeling::Model {
  public:
   // Builds the modules with LibTorch's default initialisation; prefer Create(). `config` must
   // have passed Validate().
@@ -56,11 +56,24 @@ class BertForSequenceClassification : public trainer::Model {
   static absl::StatusOr<std::shared_ptr<BertForSequenceClassification>> Create(
       const BertConfig& config, uint64_t seed);
 
-  trainer::ModelOutput Forward(const data::Batch& inputs) override;
-  absl::StatusOr<trainer::ModelOutput> TryForward(const data::Batch& inputs);
+  modeling::ModelOutput Forward(const data::Batch& inputs) override;
+  absl::StatusOr<modeling::ModelOutput> TryForward(const data::Batch& inputs);
 
   double FloatingPointOps(const data::Batch& inputs) const override;
   std::string ConfigJson() const override;
+  // HF's get_input_embeddings(): bert.embeddings.word_embeddings.
+  modeling::ForwardHooks* InputEmbeddingHooks() override {
+    return &bert->embeddings->word_embeddings->hooks;
+  }
+  // HF's BertPreTrainedModel.supports_gradient_checkpointing: every encoder layer.
+  absl::Status EnableGradientCheckpointing(const modeling::CheckpointingOptions& options) override {
+    bert->encoder->gradient_checkpointing = options;
+    return absl::OkStatus();
+  }
+  void DisableGradientCheckpointing() override { bert->encoder->gradient_checkpointing.reset(); }
+  bool IsGradientCheckpointing() const override {
+    return bert->encoder->gradient_checkpointing.has_value();
+  }
 
   const BertConfig& config() const { return config_; }
   // For callers that relabel after construction (run_glue sets label2id/id2label); the

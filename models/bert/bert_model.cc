@@ -46,7 +46,7 @@ at::Tensor ApplyActivation(const std::string& name, const at::Tensor& x) {
 BertEmbeddings::BertEmbeddings(const BertConfig& c) {
   auto word = torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size);
   if (c.pad_token_id.has_value()) word.padding_idx(*c.pad_token_id);
-  word_embeddings = register_module("word_embeddings", torch::nn::Embedding(word));
+  word_embeddings = register_module("word_embeddings", modeling::HookedEmbedding(word));
   position_embeddings = register_module(
       "position_embeddings", torch::nn::Embedding(c.max_position_embeddings, c.hidden_size));
   token_type_embeddings = register_module("token_type_embeddings",
@@ -134,8 +134,16 @@ BertEncoder::BertEncoder(const BertConfig& c) {
 }
 
 at::Tensor BertEncoder::Forward(at::Tensor hidden, const at::Tensor& additive_mask) {
+  const bool checkpoint = gradient_checkpointing.has_value() && is_training();
   for (const auto& module : *layer) {
-    hidden = module->as<BertLayer>()->Forward(hidden, additive_mask);
+    const std::shared_ptr<BertLayer> bert_layer = std::dynamic_pointer_cast<BertLayer>(module);
+    if (!checkpoint) {
+      hidden = bert_layer->Forward(hidden, additive_mask);
+      continue;
+    }
+    hidden = modeling::Checkpoint(
+        [bert_layer](const std::vector<at::Tensor>& in) { return bert_layer->Forward(in[0], in[1]); },
+        {hidden, additive_mask}, bert_layer->parameters(), *gradient_checkpointing);
   }
   return hidden;
 }

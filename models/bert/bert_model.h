@@ -44,9 +44,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "models/bert/bert_config.h"
+#include "modeling/activation_checkpoint.h"
+#include "modeling/hooked_embedding.h"
 
 namespace loom::models::bert {
 
@@ -59,7 +62,8 @@ class BertEmbeddings : public torch::nn::Module {
   at::Tensor Forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids,
                      const at::Tensor& position_ids);
 
-  torch::nn::Embedding word_embeddings{nullptr};
+  // Hookable (HF get_input_embeddings, e.g. for NEFTune); state-dict keys are Embedding's.
+  modeling::HookedEmbedding word_embeddings{nullptr};
   torch::nn::Embedding position_embeddings{nullptr};
   torch::nn::Embedding token_type_embeddings{nullptr};
   torch::nn::LayerNorm layer_norm{nullptr};  // "LayerNorm"
@@ -124,9 +128,12 @@ class BertLayer : public torch::nn::Module {
 class BertEncoder : public torch::nn::Module {
  public:
   explicit BertEncoder(const BertConfig& config);
+  // With gradient_checkpointing set and in training mode, each layer's activations are
+  // recomputed in backward (HF's BertEncoder with gradient_checkpointing and self.training).
   at::Tensor Forward(at::Tensor hidden, const at::Tensor& additive_mask);
 
   torch::nn::ModuleList layer{nullptr};
+  std::optional<modeling::CheckpointingOptions> gradient_checkpointing;
 };
 
 class BertPooler : public torch::nn::Module {

@@ -125,7 +125,7 @@ double ManualCrossEntropy(const at::Tensor& logits, const at::Tensor& labels) {
 TEST(BertTest, SingleLabelLossIsCrossEntropyAndProblemTypeIsRecorded) {
   auto model = Tiny(TinyConfig(3));
   at::Tensor labels = torch::tensor({0, 2, 1, 2}, at::kLong);
-  ASSERT_OK_AND_ASSIGN(trainer::ModelOutput out,
+  ASSERT_OK_AND_ASSIGN(modeling::ModelOutput out,
                        model->TryForward({{"input_ids", Ids(4, 6)}, {"labels", labels}}));
   at::Tensor logits = out.Get("logits");
   EXPECT_EQ(logits.sizes().vec(), (std::vector<int64_t>{4, 3}));
@@ -134,7 +134,7 @@ TEST(BertTest, SingleLabelLossIsCrossEntropyAndProblemTypeIsRecorded) {
   EXPECT_THAT(model->ConfigJson(), HasSubstr("\"problem_type\": \"single_label_classification\""));
   // Ignored labels (-100) do not count, as in CrossEntropyLoss.
   ASSERT_OK_AND_ASSIGN(
-      trainer::ModelOutput masked,
+      modeling::ModelOutput masked,
       model->TryForward({{"input_ids", Ids(4, 6)}, {"labels", torch::tensor({0, -100, 1, -100})}}));
   EXPECT_NEAR(masked.loss.item<double>(),
               ManualCrossEntropy(logits.index({torch::tensor({0, 2})}).to(at::kDouble),
@@ -145,7 +145,7 @@ TEST(BertTest, SingleLabelLossIsCrossEntropyAndProblemTypeIsRecorded) {
 TEST(BertTest, RegressionLossIsMseOnSqueezedLogits) {
   auto model = Tiny(TinyConfig(1));
   at::Tensor labels = torch::tensor({0.5, -1.0, 2.0}, at::kFloat);
-  ASSERT_OK_AND_ASSIGN(trainer::ModelOutput out,
+  ASSERT_OK_AND_ASSIGN(modeling::ModelOutput out,
                        model->TryForward({{"input_ids", Ids(3, 5)}, {"labels", labels}}));
   at::Tensor logits = out.Get("logits");
   EXPECT_EQ(logits.sizes().vec(), (std::vector<int64_t>{3, 1}));
@@ -157,7 +157,7 @@ TEST(BertTest, RegressionLossIsMseOnSqueezedLogits) {
 TEST(BertTest, FloatLabelsWithSeveralLabelsAreMultiLabel) {
   auto model = Tiny(TinyConfig(4));
   at::Tensor labels = torch::tensor({{1.0, 0.0, 1.0, 0.0}, {0.0, 0.0, 0.0, 1.0}});
-  ASSERT_OK_AND_ASSIGN(trainer::ModelOutput out,
+  ASSERT_OK_AND_ASSIGN(modeling::ModelOutput out,
                        model->TryForward({{"input_ids", Ids(2, 7)}, {"labels", labels}}));
   at::Tensor x = out.Get("logits").to(at::kDouble), y = labels.to(at::kDouble);
   const double expected =
@@ -171,7 +171,7 @@ TEST(BertTest, ExplicitProblemTypeWins) {
   ASSERT_OK(c.set_problem_type("regression"));
   auto model = Tiny(c);
   at::Tensor labels = torch::tensor({{0.1, 0.2}, {0.3, -0.4}});
-  ASSERT_OK_AND_ASSIGN(trainer::ModelOutput out,
+  ASSERT_OK_AND_ASSIGN(modeling::ModelOutput out,
                        model->TryForward({{"input_ids", Ids(2, 4)}, {"labels", labels}}));
   EXPECT_NEAR(out.loss.item<double>(), (out.Get("logits") - labels).pow(2).mean().item<double>(),
               1e-6);
@@ -180,34 +180,34 @@ TEST(BertTest, ExplicitProblemTypeWins) {
 TEST(BertTest, PaddedPositionsDoNotChangeTheLogits) {
   auto model = Tiny(TinyConfig());
   at::Tensor short_ids = Ids(1, 5, 11);
-  ASSERT_OK_AND_ASSIGN(trainer::ModelOutput alone, model->TryForward({{"input_ids", short_ids}}));
+  ASSERT_OK_AND_ASSIGN(modeling::ModelOutput alone, model->TryForward({{"input_ids", short_ids}}));
   for (int64_t seed : {12, 13}) {
     at::Tensor padded = torch::cat({short_ids, Ids(1, 4, seed)}, 1);  // junk after the text
     at::Tensor mask =
         torch::cat({torch::ones({1, 5}, at::kLong), torch::zeros({1, 4}, at::kLong)}, 1);
-    ASSERT_OK_AND_ASSIGN(trainer::ModelOutput out,
+    ASSERT_OK_AND_ASSIGN(modeling::ModelOutput out,
                          model->TryForward({{"input_ids", padded}, {"attention_mask", mask}}));
     EXPECT_TRUE(at::allclose(out.Get("logits"), alone.Get("logits"), 1e-5, 1e-6))
         << out.Get("logits") << alone.Get("logits");
   }
   // Without the mask the junk does change them.
   at::Tensor padded = torch::cat({short_ids, Ids(1, 4, 12)}, 1);
-  ASSERT_OK_AND_ASSIGN(trainer::ModelOutput unmasked, model->TryForward({{"input_ids", padded}}));
+  ASSERT_OK_AND_ASSIGN(modeling::ModelOutput unmasked, model->TryForward({{"input_ids", padded}}));
   EXPECT_FALSE(at::allclose(unmasked.Get("logits"), alone.Get("logits"), 1e-5, 1e-6));
 }
 
 TEST(BertTest, DefaultsEqualExplicitInputs) {
   auto model = Tiny(TinyConfig());
   at::Tensor ids = Ids(2, 6);
-  ASSERT_OK_AND_ASSIGN(trainer::ModelOutput plain, model->TryForward({{"input_ids", ids}}));
-  ASSERT_OK_AND_ASSIGN(trainer::ModelOutput explicit_inputs,
+  ASSERT_OK_AND_ASSIGN(modeling::ModelOutput plain, model->TryForward({{"input_ids", ids}}));
+  ASSERT_OK_AND_ASSIGN(modeling::ModelOutput explicit_inputs,
                        model->TryForward({{"input_ids", ids},
                                           {"attention_mask", torch::ones({2, 6}, at::kLong)},
                                           {"token_type_ids", torch::zeros({2, 6}, at::kLong)},
                                           {"position_ids", torch::arange(6).unsqueeze(0)}}));
   EXPECT_TRUE(at::equal(plain.Get("logits"), explicit_inputs.Get("logits")));
   ASSERT_OK_AND_ASSIGN(
-      trainer::ModelOutput typed,
+      modeling::ModelOutput typed,
       model->TryForward({{"input_ids", ids}, {"token_type_ids", torch::ones({2, 6}, at::kLong)}}));
   EXPECT_FALSE(at::equal(plain.Get("logits"), typed.Get("logits")));
 }

@@ -39,6 +39,7 @@
 #include "checkpoint/safetensors_sharded.h"
 #include "checkpoint/scheduler_state.h"
 #include "checkpoint/torch_pickle.h"
+#include "logging/process_logging.h"
 #include "optim/lr_lambdas.h"
 #include "optim/lr_scheduler.h"
 
@@ -251,6 +252,7 @@ absl::Status Read(const std::string& dir) {
 }  // namespace loom::checkpoint::testing
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   if (argc != 3 || (std::string(argv[1]) != "write" && std::string(argv[1]) != "read")) {
     std::fprintf(stderr, "usage: %s write|read DIR\n", argv[0]);
     return 2;

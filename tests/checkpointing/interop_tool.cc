@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "logging/process_logging.h"
 #include "nlohmann/json.hpp"
 #include "optim/param_state.h"
 #include "tests/checkpointing/harness.h"
@@ -109,6 +110,7 @@ absl::Status Run(const std::string& dir) {
 }  // namespace loom::tests::checkpointing
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   if (argc != 2) {
     std::cerr << "usage: interop_tool DIR\n";
     return 2;

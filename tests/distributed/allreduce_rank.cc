@@ -10,6 +10,7 @@
 #include "distributed/collectives.h"
 #include "distributed/distributed_env.h"
 #include "distributed/process_group.h"
+#include "logging/process_logging.h"
 
 namespace {
 
@@ -21,6 +22,7 @@ int Fail(const char* what, const absl::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   using namespace loom::distributed;  // NOLINT(build/namespaces): a test main
   absl::StatusOr<DistributedEnv> env = DistributedEnvFromProcess();
   if (!env.ok()) return Fail("env", env.status());

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "glue/metrics.h"
+#include "logging/process_logging.h"
 #include "nlohmann/json.hpp"
 
 namespace {
@@ -29,6 +30,7 @@ bool Close(double got, double want) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s CASES_JSON\n", argv[0]);
     return 2;

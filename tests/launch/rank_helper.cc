@@ -17,6 +17,8 @@
 
 #include <string>
 
+#include "logging/process_logging.h"
+
 namespace {
 
 std::string Env(const char* name) {
@@ -61,6 +63,7 @@ void WriteRaw(int fd, const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   if (argc < 2) return 99;
   int mode_index = 1;
   while (mode_index + 1 < argc && strncmp(argv[mode_index], "--", 2) == 0) ++mode_index;

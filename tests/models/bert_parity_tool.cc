@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "checkpoint/safetensors.h"
+#include "logging/process_logging.h"
 #include "models/bert/pretrained.h"
 
 namespace loom::models::bert {
@@ -114,7 +115,7 @@ absl::Status Write(const std::string& dir) {
     RETURN_IF_ERROR(SaveBertForSequenceClassification(*model, sdir + "/model").status());
     for (int64_t batch : {1, 3, 5}) {
       data::Batch inputs = MakeInputs(sc, batch, ++seed);
-      ASSIGN_OR_RETURN(trainer::ModelOutput out, model->TryForward(inputs), sc.name);
+      ASSIGN_OR_RETURN(modeling::ModelOutput out, model->TryForward(inputs), sc.name);
       checkpoint::NamedTensors file(inputs.begin(), inputs.end());
       file.emplace_back("expected_logits", out.Get("logits"));
       file.emplace_back("expected_loss", out.loss.reshape({1}));
@@ -167,7 +168,7 @@ absl::Status Check(const std::string& dir) {
           inputs[key] = tensor;
         }
       }
-      ASSIGN_OR_RETURN(trainer::ModelOutput out, loaded.model->TryForward(inputs), name);
+      ASSIGN_OR_RETURN(modeling::ModelOutput out, loaded.model->TryForward(inputs), name);
       RETURN_IF_ERROR(Compare(sc.name + "/" + name + " logits", out.Get("logits"), logits));
       RETURN_IF_ERROR(Compare(sc.name + "/" + name + " loss", out.loss.reshape({1}), loss));
       ++cases;
@@ -181,6 +182,7 @@ absl::Status Check(const std::string& dir) {
 }  // namespace loom::models::bert
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   if (argc != 3 || (std::string(argv[1]) != "write" && std::string(argv[1]) != "check")) {
     std::cerr << "usage: bert_parity_tool write|check DIR\n";
     return 2;

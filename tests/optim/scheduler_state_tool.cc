@@ -21,6 +21,7 @@
 #include "args/training_args.pb.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "logging/process_logging.h"
 #include "nlohmann/json.hpp"
 #include "optim/lr_scheduler.h"
 
@@ -138,4 +139,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace loom::optim
 
-int main(int argc, char** argv) { return loom::optim::Main(argc, argv); }
+int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
+  return loom::optim::Main(argc, argv);
+}

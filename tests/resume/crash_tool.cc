@@ -6,9 +6,11 @@
 #include <iostream>
 
 #include "base/file_util.h"
+#include "logging/process_logging.h"
 #include "tests/resume/resume_harness.h"
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   if (argc != 3) {
     std::cerr << "usage: crash_tool OUTPUT_DIR DIGEST_FILE\n";
     return 2;

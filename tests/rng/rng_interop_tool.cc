@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "logging/process_logging.h"
 #include "rng/host_generator.h"
 #include "rng/rng_state.h"
 #include "rng/rng_state_file.h"
@@ -61,6 +62,7 @@ absl::Status Read(const std::string& dir) {
 }  // namespace loom::rng::testing
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   const std::string mode = argc == 3 ? argv[1] : "";
   absl::Status status;
   if (mode == "write") {

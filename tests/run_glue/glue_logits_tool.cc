@@ -18,6 +18,7 @@
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "checkpoint/safetensors.h"
+#include "logging/process_logging.h"
 #include "models/bert/pretrained.h"
 #include "text/bert_tokenizer.h"
 
@@ -57,7 +58,7 @@ absl::Status Run(const std::string& dir, const std::string& tsv, int n, int max_
       {"input_ids", make(ids)}, {"token_type_ids", make(types)}, {"attention_mask", make(mask)}};
   loaded.model->eval();
   torch::NoGradGuard no_grad;
-  ASSIGN_OR_RETURN(loom::trainer::ModelOutput output, loaded.model->TryForward(batch));
+  ASSIGN_OR_RETURN(loom::modeling::ModelOutput output, loaded.model->TryForward(batch));
   loom::checkpoint::NamedTensors tensors(batch.begin(), batch.end());
   tensors.emplace_back("expected_logits", output.Get("logits").contiguous());
   return loom::checkpoint::SaveSafetensors(out, tensors);
@@ -66,6 +67,7 @@ absl::Status Run(const std::string& dir, const std::string& tsv, int n, int max_
 }  // namespace
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   if (argc != 6) {
     std::cerr << "usage: glue_logits_tool MODEL_DIR TSV N MAX_LENGTH OUT.safetensors\n";
     return 2;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "logging/process_logging.h"
 #include "nlohmann/json.hpp"
 #include "text/bert_tokenizer.h"
 
@@ -95,6 +96,7 @@ absl::Status Run(const std::string& dir) {
 }  // namespace loom::text
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   if (argc != 2) {
     std::cerr << "usage: tokenizer_parity_cli DIR\n";
     return 2;

@@ -42,6 +42,7 @@
 #include "data/dataset.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "logging/process_logging.h"
 #include "nlohmann/json.hpp"
 #include "tests/trainer/tiny_model.h"
 #include "trainer/trainer.h"
@@ -274,6 +275,7 @@ absl::Status Load(const std::string& scenarios, const std::string& dir, const st
 }  // namespace loom::trainer::testing
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   using loom::trainer::testing::g_inputs;
   if (argc < 5) {
     std::cerr << "usage: parity_check SCENARIOS_JSON DATA_DIR EXPECTED_JSON EXPECTED_PARAMS_PT "

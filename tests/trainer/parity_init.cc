@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "logging/process_logging.h"
 #include "tests/trainer/tiny_model.h"
 
 namespace loom::trainer::testing {
@@ -37,6 +38,7 @@ absl::Status Run(const std::string& dir) {
 }  // namespace loom::trainer::testing
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   if (argc != 2) {
     std::cerr << "usage: parity_init DIR\n";
     return 2;

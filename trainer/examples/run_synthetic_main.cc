@@ -21,6 +21,7 @@
 #include "args/training_args.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "logging/process_logging.h"
 #include "trainer/examples/synthetic_args.pb.h"
 #include "trainer/examples/synthetic_task.h"
 #include "trainer/script_resume.h"
@@ -103,6 +104,7 @@ absl::Status Run(const args::TrainingArguments& targs, const SyntheticArguments&
 }  // namespace loom::trainer::examples
 
 int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
   // `bazel run` starts us in the runfiles tree; relative paths are the user's.
   if (const char* wd = std::getenv("BUILD_WORKING_DIRECTORY")) {
     if (::chdir(wd) != 0) std::cerr << "run_synthetic: cannot enter " << wd << "\n";

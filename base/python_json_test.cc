@@ -1,0 +1,58 @@
+// Expected strings were produced by Python 3's json.dumps, not by loom.
+#include "base/python_json.h"
+
+#include <limits>
+
+#include "gtest/gtest.h"
+
+namespace loom::base {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json Sample() {
+  Json m = Json::object();
+  m["train_runtime"] = 3725.4567;
+  m["train_samples_per_second"] = 12.345;
+  m["total_flos"] = 3.5 * (1 << 30);
+  m["train_loss"] = 0.693147;
+  m["epoch"] = 3.0;
+  m["train_mem_cpu_alloc_delta"] = 5 * (1 << 20) + 7;
+  m["step"] = 10;
+  m["x"] = 1e-05;
+  m["y"] = 1e16;
+  m["z"] = 123456789.125;
+  m["w"] = std::numeric_limits<double>::quiet_NaN();
+  return m;
+}
+
+TEST(PyJsonDumpsTest, MatchesPythonJsonDumpsWithSortedKeys) {
+  EXPECT_EQ(PyJsonDumps(Sample(), 4, true),
+            "{\n    \"epoch\": 3.0,\n    \"step\": 10,\n    \"total_flos\": 3758096384.0,\n    "
+            "\"train_loss\": 0.693147,\n    \"train_mem_cpu_alloc_delta\": 5242887,\n    "
+            "\"train_runtime\": 3725.4567,\n    \"train_samples_per_second\": 12.345,\n    "
+            "\"w\": NaN,\n    \"x\": 1e-05,\n    \"y\": 1e+16,\n    \"z\": 123456789.125\n}");
+}
+
+TEST(PyJsonDumpsTest, NestedContainersNullBoolAndNonAscii) {
+  Json m = Json::object();
+  m["e"] = true;
+  m["d"] = nullptr;
+  m["c"] = Json::array({1, 2.5, "s\u00e9"});
+  m["b"] = Json::object();
+  m["a"] = Json::array();
+  EXPECT_EQ(PyJsonDumps(m, 2, true),
+            "{\n  \"a\": [],\n  \"b\": {},\n  \"c\": [\n    1,\n    2.5,\n    \"s\\u00e9\"\n  "
+            "],\n  \"d\": null,\n  \"e\": true\n}");
+}
+
+TEST(PyJsonDumpsTest, NoIndentUsesPythonSeparators) {
+  Json m = Json::object();
+  m["b"] = 1.5;
+  m["a"] = Json::array({1, -std::numeric_limits<double>::infinity()});
+  EXPECT_EQ(PyJsonDumps(m, -1, false), "{\"b\": 1.5, \"a\": [1, -Infinity]}");
+  EXPECT_EQ(PyJsonFloatRepr(1e-05), "1e-05");
+}
+
+}  // namespace
+}  // namespace loom::base

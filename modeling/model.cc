@@ -1,0 +1,18 @@
+#include "modeling/model.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace loom::modeling {
+
+absl::Status Model::EnableGradientCheckpointing(const CheckpointingOptions&) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(ClassName(), " does not support gradient checkpointing."));
+}
+
+std::string Model::ClassName() const {
+  const std::string full = name();  // torch::nn::Module: the demangled type name
+  const size_t colon = full.rfind("::");
+  return colon == std::string::npos ? full : full.substr(colon + 2);
+}
+
+}  // namespace loom::modeling
