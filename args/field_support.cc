@@ -75,6 +75,19 @@ absl::Status CheckFieldSupport(const TrainingArguments& args, std::vector<std::s
   return absl::OkStatus();
 }
 
+std::string SupportTableTsv() {
+  std::string out = "field\tsupport\tseq2seq\texample\tnote\n";
+  const Descriptor* d = TrainingArguments::descriptor();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    const FieldSpec& spec = SpecOf(f);
+    absl::StrAppend(&out, f->name(), "\t", SupportName(spec.support()), "\t",
+                    spec.seq2seq() ? 1 : 0, "\t", spec.example_value(), "\t",
+                    spec.support_note(), "\n");
+  }
+  return out;
+}
+
 const char* SupportName(Support support) {
   switch (support) {
     case IMPLEMENTED:

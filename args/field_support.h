@@ -49,6 +49,10 @@ absl::Status CheckFieldSupport(const TrainingArguments& args, std::vector<std::s
 // "implemented", "not applicable", "unsupported", "not yet" (for tables and --help).
 const char* SupportName(Support support);
 
+// The whole table as tab-separated lines: a header "field support seq2seq example note", then
+// one line per field in schema order (seq2seq 1 for Seq2SeqTrainingArguments-only fields).
+std::string SupportTableTsv();
+
 }  // namespace loom::args
 
 #endif  // LOOM_ARGS_FIELD_SUPPORT_H_

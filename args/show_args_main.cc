@@ -3,6 +3,9 @@
 //
 //   bazel run //args:show_args -- --output_dir out --learning_rate 2e-5
 //       --fsdp "full_shard auto_wrap" --log_on_each_node 0    (one command line)
+//   bazel run //args:show_args -- --support_table
+//       what loom does with each field: implemented, not applicable (ignored with a warning),
+//       unsupported or not yet (refused), as tab-separated lines (args/field_support.h)
 //
 // Warnings (deprecations) go to stderr; errors exit with status 2 like argparse.
 #include <cstdlib>
@@ -10,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "args/field_support.h"
 #include "args/parser.h"
 #include "args/serialize.h"
 #include "args/training_args.h"
@@ -20,6 +24,10 @@ int main(int argc, char** argv) {
   // `bazel run` starts us in the runfiles tree; relative paths are the user's.
   if (const char* wd = std::getenv("BUILD_WORKING_DIRECTORY")) {
     if (::chdir(wd) != 0) std::cerr << "show_args: cannot enter " << wd << "\n";
+  }
+  if (argc == 2 && std::string(argv[1]) == "--support_table") {
+    std::cout << loom::args::SupportTableTsv();
+    return 0;
   }
   loom::args::TrainingArguments args;
   loom::args::ArgParser parser({.program = "show_args",

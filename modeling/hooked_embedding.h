@@ -18,6 +18,8 @@ namespace loom::modeling {
 
 class HookedEmbeddingImpl : public torch::nn::EmbeddingImpl {
  public:
+  HookedEmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim)
+      : torch::nn::EmbeddingImpl(num_embeddings, embedding_dim) {}
   explicit HookedEmbeddingImpl(const torch::nn::EmbeddingOptions& options)
       : torch::nn::EmbeddingImpl(options) {}
 

@@ -1,6 +1,8 @@
 #include "precision/grad_scaler.h"
 
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -100,6 +102,55 @@ GradScalerState GradScaler::State() const {
   s.growth_interval = growth_interval_;
   s.growth_tracker = growth_tracker_;
   return s;
+}
+
+c10::IValue GradScaler::StateDict() const {
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+  const GradScalerState s = State();
+  dict.insert("scale", s.scale);
+  dict.insert("growth_factor", s.growth_factor);
+  dict.insert("backoff_factor", s.backoff_factor);
+  dict.insert("growth_interval", s.growth_interval);
+  dict.insert("_growth_tracker", s.growth_tracker);
+  return dict;
+}
+
+absl::Status GradScaler::LoadStateDict(const c10::IValue& state) {
+  if (!state.isGenericDict()) {
+    return absl::InvalidArgumentError("GradScaler state: expected a dict");
+  }
+  const c10::impl::GenericDict dict = state.toGenericDict();
+  if (dict.size() == 0) {
+    return absl::InvalidArgumentError(
+        "GradScaler state: the dict is empty, possibly because it was saved from a disabled "
+        "GradScaler");
+  }
+  auto number = [&](const char* key, bool integral) -> absl::StatusOr<double> {
+    auto it = dict.find(c10::IValue(std::string(key)));
+    if (it == dict.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("GradScaler state: missing \"", key, "\""));
+    }
+    const c10::IValue& v = it->value();
+    if (v.isInt()) return static_cast<double>(v.toInt());
+    if (v.isDouble() && !integral) return v.toDouble();
+    return absl::InvalidArgumentError(absl::StrCat("GradScaler state: \"", key, "\" must be ",
+                                                   integral ? "an int" : "a number"));
+  };
+  GradScalerState s;
+  for (auto [key, integral, target] :
+       {std::tuple{"scale", false, &s.scale}, std::tuple{"growth_factor", false, &s.growth_factor},
+        std::tuple{"backoff_factor", false, &s.backoff_factor}}) {
+    absl::StatusOr<double> v = number(key, integral);
+    if (!v.ok()) return v.status();
+    *target = *v;
+  }
+  for (auto [key, target] : {std::pair{"growth_interval", &s.growth_interval},
+                             std::pair{"_growth_tracker", &s.growth_tracker}}) {
+    absl::StatusOr<double> v = number(key, true);
+    if (!v.ok()) return v.status();
+    *target = static_cast<int64_t>(*v);
+  }
+  return LoadState(s);
 }
 
 absl::Status GradScaler::LoadState(const GradScalerState& state) {

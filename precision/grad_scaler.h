@@ -83,6 +83,12 @@ class GradScaler {
 
   GradScalerState State() const;
   absl::Status LoadState(const GradScalerState& state);
+  // torch's state_dict() as an IValue dict (what scaler.pt holds: Python's torch.load gives
+  // {'scale': 65536.0, 'growth_factor': 2.0, 'backoff_factor': 0.5, 'growth_interval': 2000,
+  // '_growth_tracker': 0}); LoadStateDict reads it back (ints accepted for the floats), errors
+  // name the key.
+  c10::IValue StateDict() const;
+  absl::Status LoadStateDict(const c10::IValue& state);
 
  private:
   explicit GradScaler(const GradScalerOptions& options);

@@ -109,6 +109,20 @@ TEST(GradScalerTest, StateRoundTrip) {
     EXPECT_EQ(a.State(), b.State());
   }
   EXPECT_EQ(a.scale(), 131072.0f);
+  // torch's state_dict layout, and back.
+  const c10::IValue dict = a.StateDict();
+  ASSERT_TRUE(dict.isGenericDict());
+  std::vector<std::string> keys;
+  for (const auto& e : dict.toGenericDict()) keys.push_back(e.key().toStringRef());
+  EXPECT_EQ(keys, (std::vector<std::string>{"scale", "growth_factor", "backoff_factor",
+                                            "growth_interval", "_growth_tracker"}));
+  ASSERT_OK_AND_ASSIGN(GradScaler c, GradScaler::Create({}));
+  ASSERT_OK(c.LoadStateDict(dict));
+  EXPECT_EQ(c.State(), a.State());
+  c10::impl::GenericDict bad(c10::StringType::get(), c10::AnyType::get());
+  bad.insert("scale", std::string("x"));
+  EXPECT_THAT(c.LoadStateDict(bad), StatusIs(absl::StatusCode::kInvalidArgument,
+                                             HasSubstr("\"scale\" must be a number")));
   st.growth_tracker = 7;
   EXPECT_THAT(b.LoadState(st), StatusIs(absl::StatusCode::kInvalidArgument,
                                         HasSubstr("_growth_tracker 7 is outside [0, 5)")));

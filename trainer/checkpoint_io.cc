@@ -12,6 +12,8 @@
 #include "checkpoint/optimizer_state.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/scheduler_state.h"
+#include "checkpoint/torch_pickle.h"
+#include "glog/logging.h"
 #include "rng/rng_state_file.h"
 
 namespace loom::trainer {
@@ -51,6 +53,9 @@ absl::Status WriteCheckpointFiles(const std::string& dir, const CheckpointConten
   if (c.scheduler != nullptr) {
     RETURN_IF_ERROR(checkpoint::SaveSchedulerState(dir + "/" + kSchedulerFile, *c.scheduler));
   }
+  if (c.grad_scaler != nullptr) {
+    RETURN_IF_ERROR(checkpoint::SavePickle(dir + "/" + kScalerFile, c.grad_scaler->StateDict()));
+  }
   if (c.position != nullptr) {
     RETURN_IF_ERROR(
         base::WriteFileAtomically(dir + "/" + kResumePositionFile, c.position->ToJson()));
@@ -67,6 +72,18 @@ absl::Status LoadOptimizerAndSchedulerFiles(const std::string& dir,
                                             optim::LrScheduler* scheduler) {
   RETURN_IF_ERROR(checkpoint::LoadOptimizerState(dir + "/" + kOptimizerFile, *optimizer));
   return checkpoint::LoadSchedulerState(dir + "/" + kSchedulerFile, *scheduler);
+}
+
+absl::Status LoadGradScalerFile(const std::string& dir, precision::GradScaler* scaler) {
+  const std::string path = dir + "/" + kScalerFile;
+  if (!std::filesystem::exists(path)) {
+    LOG(WARNING) << dir << " has no " << kScalerFile
+                 << ": the loss scale starts again from its initial value";
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(const c10::IValue state, checkpoint::LoadPickle(path));
+  RETURN_IF_ERROR_CTX(scaler->LoadStateDict(state), path);
+  return absl::OkStatus();
 }
 
 absl::Status LoadPendingGrads(const std::string& dir, Model* model, int rank, int world_size) {

@@ -6,7 +6,10 @@
 // A checkpoint folder written by WriteCheckpointFiles holds:
 //   model.safetensors (save_safetensors, with {"format": "pt"}) or pytorch_model.bin,
 //   config.json (when the model has one), training_args.bin, trainer_state.json,
-//   and unless save_only_model: optimizer.pt, scheduler.pt, rng_state.pth,
+//   and unless save_only_model: optimizer.pt, scheduler.pt, rng_state.pth, scaler.pt (with a
+//   GradScaler: --fp16; torch's GradScaler.state_dict(), the file accelerate's save_state
+//   writes — HF 4.38–4.41's Trainer no longer saves it, so its resumed fp16 runs restart the
+//   scale),
 //   plus loom's loom_resume.json, loom_epoch_rng_state.pth and, when a save falls inside an
 //   open accumulation window (an epoch-end save), loom_pending_grads.safetensors (exact
 //   continuation). checkpoint/folder adds loom_manifest.json when the folder is committed.
@@ -28,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "args/training_args.pb.h"
 #include "optim/lr_scheduler.h"
+#include "precision/grad_scaler.h"
 #include "rng/rng_state.h"
 #include "trainer/model.h"
 #include "trainer/resume_position.h"
@@ -40,6 +44,7 @@ inline constexpr char kTrainingArgsFile[] = "training_args.bin";
 inline constexpr char kTrainerStateFile[] = "trainer_state.json";
 inline constexpr char kOptimizerFile[] = "optimizer.pt";
 inline constexpr char kSchedulerFile[] = "scheduler.pt";
+inline constexpr char kScalerFile[] = "scaler.pt";
 inline constexpr char kRngStateFile[] = "rng_state.pth";
 inline constexpr char kEpochStartRngFile[] = "loom_epoch_rng_state.pth";
 inline constexpr char kPendingGradsFile[] = "loom_pending_grads.safetensors";
@@ -63,6 +68,7 @@ struct CheckpointContents {
   const Model* model = nullptr;
   const torch::optim::Optimizer* optimizer = nullptr;
   const optim::LrScheduler* scheduler = nullptr;
+  const precision::GradScaler* grad_scaler = nullptr;  // scaler.pt when set
   const TrainerState* state = nullptr;
   const args::TrainingArguments* args = nullptr;
   const rng::RngState* rng = nullptr;
@@ -86,6 +92,9 @@ absl::Status LoadModelFiles(const std::string& dir, Model* model);
 absl::Status LoadOptimizerAndSchedulerFiles(const std::string& dir,
                                             torch::optim::Optimizer* optimizer,
                                             optim::LrScheduler* scheduler);
+// scaler.pt into `scaler`; a folder without one (HF's, or saved without --fp16) leaves the
+// scaler as it is, with a warning.
+absl::Status LoadGradScalerFile(const std::string& dir, precision::GradScaler* scaler);
 // Puts this process's pending-gradients file (when present) back into the parameters' grads.
 absl::Status LoadPendingGrads(const std::string& dir, Model* model, int rank = 0,
                               int world_size = 1);

@@ -213,19 +213,26 @@ absl::StatusOr<PredictionStepOutput> Trainer::PredictionStep(
   };
   torch::NoGradGuard no_grad;
   ModelOutput outputs;
-  if (has_labels) {
-    ASSIGN_OR_RETURN(LossOutput lo, ComputeLoss(model, prepared, /*return_outputs=*/true));
-    out.loss = lo.loss.mean().detach();
-    outputs = std::move(*lo.outputs);
-  } else {
-    outputs = model.Forward(prepared);
+  {
+    // HF's compute_loss_context_manager around prediction_step's forward.
+    precision::AutocastGuard autocast(precision_->ForwardAutocast());
+    if (has_labels) {
+      ASSIGN_OR_RETURN(LossOutput lo, ComputeLoss(model, prepared, /*return_outputs=*/true));
+      out.loss = lo.loss.mean().detach();
+      outputs = std::move(*lo.outputs);
+    } else {
+      outputs = CallModel(model, prepared);
+    }
   }
   if (prediction_loss_only) {
     out.labels.clear();
     return out;
   }
   for (const auto& [key, value] : outputs.outputs) {
-    if (keep(key)) out.logits.push_back(value.detach());
+    if (!keep(key)) continue;
+    // Half outputs (full-eval models) become fp32 when gathered, as HF's nested_numpify does.
+    const bool half = value.scalar_type() == at::kBFloat16 || value.scalar_type() == at::kHalf;
+    out.logits.push_back(half ? value.detach().to(at::kFloat) : value.detach());
   }
   return out;
 }
@@ -235,17 +242,15 @@ absl::StatusOr<EvalLoopOutput> Trainer::EvaluationLoop(data::DataLoader& dataloa
                                                        std::optional<bool> prediction_loss_only_opt,
                                                        const std::vector<std::string>& ignore_keys,
                                                        const std::string& metric_key_prefix) {
-  if (!args_.eval_do_concat_batches()) {
-    return absl::UnimplementedError(
-        "--eval_do_concat_batches false is not supported yet; leave it at its default (true)");
-  }
-  if (args_.batch_eval_metrics()) {
-    return absl::UnimplementedError(
-        "--batch_eval_metrics is not supported yet; compute_metrics receives the whole "
-        "evaluation set");
-  }
+  // (--eval_do_concat_batches false and --batch_eval_metrics are refused when the arguments
+  // are resolved: args/field_support.h.)
   const bool prediction_loss_only = prediction_loss_only_opt.value_or(args_.prediction_loss_only());
   try {
+    // HF: outside training, --fp16_full_eval / --bf16_full_eval cast the model itself (it
+    // stays in that dtype afterwards, as in HF).
+    if (!is_in_train_ && precision_->policy().full_eval_dtype) {
+      model_->to(*precision_->policy().full_eval_dtype);
+    }
     model_->eval();
     callbacks_.context().eval_dataloader = &dataloader;
     double loss_sum = 0;  // sum over batches of mean loss * batch size

@@ -27,6 +27,7 @@
 #include "trainer/parallel_context.h"
 #include "trainer/script_resume.h"
 #include "trainer/trainer.h"
+#include "trainer/run_setup.h"
 
 namespace loom::trainer {
 namespace {
@@ -263,9 +264,13 @@ absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::Tra
   ASSIGN_OR_RETURN(std::vector<std::string> warnings, args::PostInit(&t));
   for (const std::string& w : warnings) LOG(WARNING) << w;
 
-  LOG(WARNING) << "Process rank: " << EnvInt("LOCAL_RANK", -1) << ", device: cpu, n_gpu: 0, "
-               << "distributed training: " << (EnvInt("WORLD_SIZE", 1) > 1 ? "True" : "False")
-               << ", 16-bits training: " << (t.fp16() ? "True" : "False");
+  // Where and in what precision this process trains (the Trainer decides the same way; its
+  // errors, e.g. --fp16 on a CPU, stop the run here, before any data is read).
+  ASSIGN_OR_RETURN(const RunSetup setup, ResolveRunSetup(t, EnvInt("LOCAL_RANK", 0)));
+  LOG(WARNING) << "Process rank: " << EnvInt("LOCAL_RANK", -1)
+               << ", device: " << setup.device.str() << ", n_gpu: " << (setup.device.is_cuda() ? 1 : 0)
+               << ", distributed training: " << (EnvInt("WORLD_SIZE", 1) > 1 ? "True" : "False")
+               << ", 16-bits training: " << (setup.precision.policy.SixteenBit() ? "True" : "False");
   LOG(INFO) << "Training/evaluation parameters " << args::ToJsonString(t);
   nlohmann::ordered_json model_dict = args::ToDict(m);
   if (m.has_token()) model_dict["token"] = "<TOKEN>";

@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
   }
   if (absl::Status s = loom::trainer::RunGlue(model_args, data_args, training_args); !s.ok()) {
     std::cerr << "run_glue: error: " << s.message() << "\n";
-    return absl::IsInvalidArgument(s) ? 2 : 1;
+    // Bad arguments (a wrong value, a missing config file) exit 2, as argparse errors do.
+    return absl::IsInvalidArgument(s) || absl::IsNotFound(s) ? 2 : 1;
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "args/training_args.h"
 #include "base/status_macros.h"
@@ -11,6 +12,8 @@
 #include "glog/logging.h"
 #include "optim/clip_grad.h"
 #include "rng/rng_state.h"
+#include "trainer/checkpoint_io.h"
+#include "trainer/neftune.h"
 #include "trainer/trainer.h"
 
 namespace loom::trainer {
@@ -26,6 +29,15 @@ int64_t AbsoluteSteps(double value, int64_t max_steps) {
   return static_cast<int64_t>(value);
 }
 
+// accelerate's should_reduce_batch_size: the out-of-memory messages it recognises.
+bool IsOutOfMemory(const absl::Status& status) {
+  for (const char* statement : {"CUDA out of memory.", "cuDNN error: CUDNN_STATUS_NOT_SUPPORTED.",
+                                "DefaultCPUAllocator: can't allocate memory"}) {
+    if (absl::StrContains(status.message(), statement)) return true;
+  }
+  return false;
+}
+
 std::vector<at::Tensor> TrainableParameters(torch::nn::Module& model) {
   std::vector<at::Tensor> params;
   for (const at::Tensor& p : model.parameters()) {
@@ -37,9 +49,17 @@ std::vector<at::Tensor> TrainableParameters(torch::nn::Module& model) {
 }  // namespace
 
 absl::StatusOr<TrainOutput> Trainer::Train(std::optional<ResumeFrom> resume) {
+  is_in_train_ = true;
+  memory_tracker_->Start("train");
+  absl::StatusOr<TrainOutput> out = TrainWithBatchSizeSearch(resume);
+  is_in_train_ = false;
+  train_batch_size_ = 0;
+  return out;
+}
+
+absl::StatusOr<TrainOutput> Trainer::TrainWithBatchSizeSearch(
+    const std::optional<ResumeFrom>& resume) {
   try {
-    is_in_train_ = true;
-    memory_tracker_->Start("train");
     if (options_.model_init) {
       // Each Train() starts from a fresh model (spec/trainer.md §11 item 3).
       RETURN_IF_ERROR(Seed());
@@ -49,12 +69,49 @@ absl::StatusOr<TrainOutput> Trainer::Train(std::optional<ResumeFrom> resume) {
       callbacks_.context().model = model_.get();
       optimizer_.reset();
       lr_scheduler_.reset();
+      RETURN_IF_ERROR(PrepareModelFeatures());
     }
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "model_init");
+  }
+  // HF activates NEFTune when train() starts; the hook goes when Train returns (HF removes it
+  // after on_train_end; loom also on a failed run).
+  modeling::ForwardHookHandle neftune;
+  if (args_.has_neftune_noise_alpha()) {
+    ASSIGN_OR_RETURN(neftune, ActivateNeftune(*model_, args_.neftune_noise_alpha()));
+  }
+  // HF's find_executable_batch_size (accelerate 0.27): halve the per-device batch on an
+  // out-of-memory error and run the inner loop again.
+  ASSIGN_OR_RETURN(int64_t batch_size, InitialTrainBatchSize(resume));
+  while (true) {
+    if (batch_size == 0) {
+      return absl::ResourceExhaustedError(
+          "--auto_find_batch_size: No executable batch size found, reached zero.");
+    }
+    train_batch_size_ = batch_size;
+    absl::StatusOr<TrainOutput> out = InnerTrainingLoop(resume);
+    if (out.ok() || !args_.auto_find_batch_size() || !IsOutOfMemory(out.status())) return out;
+    LOG(WARNING) << "--auto_find_batch_size: out of memory with a per-device train batch size of "
+                 << batch_size << " (" << out.status().message() << "); retrying with "
+                 << batch_size / 2;
+    batch_size /= 2;
+    // HF resets the dataloader, scheduler and state for the next attempt (the model keeps its
+    // weights); loom also drops an optimizer it built, which HF keeps with the old attempt's
+    // moments.
+    gradient_sync_.reset();
+    if (!user_optimizer_) optimizer_.reset();
+    if (!user_optimizer_) lr_scheduler_.reset();
+    model_->zero_grad();
+  }
+}
+
+absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(const std::optional<ResumeFrom>& resume) {
+  try {
     const double start_time = NowSeconds();
     ASSIGN_OR_RETURN(std::unique_ptr<data::DataLoader> train_dataloader, GetTrainDataloader(),
                      "train dataloader");
     const int64_t ga = args_.gradient_accumulation_steps();
-    const int64_t train_batch_size = args::TrainBatchSizePerDevice(args_);
+    const int64_t train_batch_size = TrainBatchSize();
     const int64_t total_train_batch_size = train_batch_size * ga * parallel_.world_size();
     const std::optional<int64_t> len_dataloader = train_dataloader->NumBatches();
 
@@ -210,10 +267,14 @@ absl::StatusOr<TrainOutput> Trainer::Train(std::optional<ResumeFrom> resume) {
         current_flos_ += FloatingPointOps(*batch);
         if (closes_window) {
           if (args_.max_grad_norm() > 0) {
+            // Unscaled first (--fp16's GradScaler), so the norm clipped and logged is the true one.
+            RETURN_IF_ERROR_CTX(precision_->UnscaleGradients(params), where);
             grad_norm = optim::ClipGradNorm(params, args_.max_grad_norm());
           }
-          optimizer_->step();
-          if (!lr_scheduler_->steps_on_metric()) lr_scheduler_->Step();
+          ASSIGN_OR_RETURN(const bool stepped, precision_->OptimizerStep(*optimizer_, params),
+                           where);
+          // HF: a step the GradScaler skipped (inf/nan gradients) does not step the scheduler.
+          if (stepped && !lr_scheduler_->steps_on_metric()) lr_scheduler_->Step();
           model_->zero_grad();
           state_.global_step += 1;
           state_.epoch = epoch + static_cast<double>(step + 1) / steps_in_epoch;
@@ -270,10 +331,24 @@ absl::StatusOr<TrainOutput> Trainer::Train(std::optional<ResumeFrom> resume) {
     output.metrics = std::move(metrics);
     return output;
   } catch (const std::exception& e) {
-    is_in_train_ = false;
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
                                     absl::StrCat("training at step ", state_.global_step));
   }
+}
+
+absl::StatusOr<int64_t> Trainer::InitialTrainBatchSize(const std::optional<ResumeFrom>& resume) {
+  const int64_t configured = args::TrainBatchSizePerDevice(args_);
+  if (!args_.auto_find_batch_size()) return configured;
+  if (device_.is_cpu()) {
+    LOG(INFO) << "--auto_find_batch_size: on CPU loom retries only when an allocation fails "
+                 "(\"DefaultCPUAllocator: can't allocate memory\"); with Linux's memory "
+                 "overcommit a too-large batch may be stopped by the OOM killer instead";
+  }
+  if (!resume.has_value()) return configured;
+  // HF: a resumed run continues with the batch size the checkpoint's run had found.
+  ASSIGN_OR_RETURN(std::string folder, ResumeFolder(*resume), "resume_from_checkpoint");
+  ASSIGN_OR_RETURN(TrainerState saved, TrainerState::LoadFromJson(folder + "/" + kTrainerStateFile));
+  return saved.train_batch_size.value_or(configured);
 }
 
 absl::StatusOr<double> Trainer::NumTokens(data::DataLoader& dataloader,

@@ -22,7 +22,9 @@
 #include "rng/seed.h"
 #include "trainer/flow_callbacks.h"
 #include "trainer/label_smoother.h"
+#include "trainer/neftune.h"
 #include "trainer/tensorboard_callback.h"
+#include "trainer/run_setup.h"
 
 namespace loom::trainer {
 
@@ -42,6 +44,7 @@ absl::Status Trainer::Seed() {
 }
 
 absl::Status Trainer::Init() {
+  user_optimizer_ = optimizer_ != nullptr;
   ASSIGN_OR_RETURN(std::vector<std::string> warnings, args::PostInit(&args_),
                    "Trainer: resolving TrainingArguments");
   ASSIGN_OR_RETURN(parallel_, ParallelContext::Create(std::move(options_.process_group), args_),
@@ -91,23 +94,28 @@ absl::Status Trainer::Init() {
   if (options_.data_collator == nullptr) {
     options_.data_collator = std::make_shared<data::DefaultCollator>();
   }
+  // Device (HF: cuda:LOCAL_RANK in a launched run, cuda:0 otherwise), precision policy (HF
+  // sets up amp in __init__) and checkpointing options, once per Trainer.
+  ASSIGN_OR_RETURN(RunSetup setup, ResolveRunSetup(args_, parallel_.local_rank()));
+  device_ = setup.device;
+  gradient_checkpointing_ = setup.gradient_checkpointing;
+  precision::PrecisionPolicy precision_policy;
+  if (options_.precision.has_value()) {
+    precision_policy = *options_.precision;
+  } else {
+    for (const std::string& w : setup.precision.warnings) LOG(WARNING) << w;
+    precision_policy = std::move(setup.precision.policy);
+  }
+  ASSIGN_OR_RETURN(precision_, precision::TrainingPrecision::Create(precision_policy), "Trainer");
+  LOG(INFO) << precision_policy.Describe();
+  precision::ApplyTf32(precision_policy);
   try {
-    // HF: cuda:LOCAL_RANK in a launched run (each rank its own GPU), cuda:0 otherwise.
-    if (!args_.use_cpu() && torch::cuda::is_available()) {
-      const int64_t gpus = static_cast<int64_t>(torch::cuda::device_count());
-      if (parallel_.local_rank() >= gpus) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "local rank ", parallel_.local_rank(), " has no GPU: only ", gpus,
-            " visible (CUDA_VISIBLE_DEVICES); start at most that many processes per node, or "
-            "pass --use_cpu"));
-      }
-      device_ = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(parallel_.local_rank()));
-    }
     model_->to(device_);
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "placing the model");
   }
 
+  RETURN_IF_ERROR(PrepareModelFeatures());
   // Default callbacks first, then the caller's, then the progress display (HF order).
   callbacks_.AddCallback(std::make_shared<DefaultFlowCallback>());
   for (const std::string& integration : args_.report_to()) {
@@ -129,6 +137,18 @@ absl::Status Trainer::Init() {
   RETURN_IF_ERROR(callbacks_.OnInitEnd(args_, state_, control_));
   memory_tracker_->Stop("init");
   return absl::OkStatus();
+}
+
+absl::Status Trainer::PrepareModelFeatures() {
+  if (gradient_checkpointing_) {
+    RETURN_IF_ERROR_CTX(model_->EnableGradientCheckpointing(*gradient_checkpointing_),
+                        "--gradient_checkpointing");
+  }
+  return args_.has_neftune_noise_alpha() ? CheckNeftuneSupported(*model_) : absl::OkStatus();
+}
+
+int64_t Trainer::TrainBatchSize() const {
+  return train_batch_size_ > 0 ? train_batch_size_ : args::TrainBatchSizePerDevice(args_);
 }
 
 std::vector<std::string> Trainer::LabelNames() const {
@@ -157,7 +177,7 @@ data::DataLoaderOptions Trainer::LoaderOptions(int64_t batch_size) const {
 }
 
 absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::GetTrainDataloader() {
-  const int64_t batch_size = args::TrainBatchSizePerDevice(args_);
+  const int64_t batch_size = TrainBatchSize();
   if (options_.train_iterable_dataset != nullptr && parallel_.world_size() > 1) {
     // Every rank reads the stream and keeps its slice of each global chunk (accelerate's
     // IterableDatasetShard; its dispatcher sends rank r the same slice from rank 0).
@@ -299,7 +319,7 @@ absl::StatusOr<LossOutput> Trainer::ComputeLoss(Model& model, data::Batch& input
       inputs.erase(it);
     }
   }
-  ModelOutput outputs = model.Forward(inputs);
+  ModelOutput outputs = CallModel(model, inputs);
   LossOutput result;
   if (labels.defined()) {
     at::Tensor logits = outputs.Get("logits");
@@ -329,11 +349,25 @@ absl::StatusOr<LossOutput> Trainer::ComputeLoss(Model& model, data::Batch& input
 absl::StatusOr<at::Tensor> Trainer::TrainingStep(Model& model, data::Batch& inputs) {
   model.train();
   data::Batch prepared = PrepareInputs(inputs);
-  ASSIGN_OR_RETURN(LossOutput out, ComputeLoss(model, prepared, /*return_outputs=*/false));
-  // spec/trainer-semantics.md "One optimizer step": backward on loss / accumulation steps.
+  LossOutput out;
+  {
+    // HF's compute_loss_context_manager: the forward under autocast (amp), backward outside.
+    precision::AutocastGuard autocast(precision_->ForwardAutocast());
+    ASSIGN_OR_RETURN(out, ComputeLoss(model, prepared, /*return_outputs=*/false));
+  }
+  // spec/trainer-semantics.md "One optimizer step": backward on loss / accumulation steps
+  // (scaled by the GradScaler with --fp16, as accelerator.backward does).
   const double ga = static_cast<double>(args_.gradient_accumulation_steps());
-  (out.loss / ga).backward();
+  precision_->ScaleLoss(out.loss / ga).backward();
   return out.loss.detach() / ga;
+}
+
+ModelOutput Trainer::CallModel(Model& model, const data::Batch& inputs) const {
+  ModelOutput outputs = model.Forward(inputs);
+  // accelerate's convert_outputs_to_fp32 around an autocast forward.
+  outputs.loss = precision_->OutputToFp32(outputs.loss);
+  for (auto& [name, value] : outputs.outputs) value = precision_->OutputToFp32(value);
+  return outputs;
 }
 
 double Trainer::FloatingPointOps(const data::Batch& inputs) {

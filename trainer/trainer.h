@@ -53,6 +53,8 @@
 #include "distributed/gradient_sync.h"
 #include "distributed/process_group.h"
 #include "optim/lr_scheduler.h"
+#include "precision/policy.h"
+#include "precision/training_precision.h"
 #include "rng/host_generator.h"
 #include "rng/rng_state.h"
 #include "trainer/callback.h"
@@ -127,6 +129,10 @@ struct TrainerOptions {
   // optimizers=(optimizer, scheduler): used instead of the ones built from the arguments.
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<optim::LrScheduler> lr_scheduler;
+  // The precision to train in; unset: resolved from the arguments for this machine
+  // (precision/policy.h). Set it to train in a policy the flags do not express (e.g. the
+  // GradScaler path on a CPU, for tests).
+  std::optional<precision::PrecisionPolicy> precision;
   // The process group of a multi-process run; unset: read from the launcher's environment
   // (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), one process when there is none. A group is
   // created once per process (rank 0 hosts its store on MASTER_PORT): a second Trainer in the
@@ -154,6 +160,9 @@ class Trainer {
   // Trains from scratch or, with `resume`, continues a checkpoint's run exactly where it
   // stopped (model, optimizer, scheduler, every RNG, data position, log history).
   absl::StatusOr<TrainOutput> Train(std::optional<ResumeFrom> resume = std::nullopt);
+  // The per-device train batch size of the run in progress (HF's _train_batch_size: smaller
+  // than the argument after --auto_find_batch_size halved it).
+  int64_t TrainBatchSize() const;
   // Evaluates the configured eval dataset(s).
   absl::StatusOr<Metrics> Evaluate(const std::vector<std::string>& ignore_keys = {});
   virtual absl::StatusOr<Metrics> Evaluate(std::shared_ptr<const data::Dataset> dataset,
@@ -231,6 +240,7 @@ class Trainer {
   // This process's place in the run (world size, ranks, collectives).
   ParallelContext& parallel() { return parallel_; }
   const at::Device& device() const { return device_; }
+  const precision::PrecisionPolicy& precision_policy() const { return precision_->policy(); }
   // The learning rate the next step uses (HF _get_learning_rate).
   double CurrentLearningRate() const;
 
@@ -244,6 +254,9 @@ class Trainer {
   absl::Status CleanUpCheckpointsAtEnd();
   // Moves the batch's tensors to the training device.
   data::Batch PrepareInputs(const data::Batch& inputs) const;
+  // model.Forward with the amp path's fp16/bf16 outputs turned into fp32 (accelerate's
+  // convert_outputs_to_fp32); what ComputeLoss and PredictionStep call the model with.
+  ModelOutput CallModel(Model& model, const data::Batch& inputs) const;
   std::vector<std::string> LabelNames() const;
 
   args::TrainingArguments args_;
@@ -262,9 +275,24 @@ class Trainer {
   std::unique_ptr<distributed::GradientSync> gradient_sync_;
   // skip_memory_metrics=false: per-stage memory deltas (spec/trainer.md §1.7).
   std::unique_ptr<MemoryTracker> memory_tracker_;
+  // The precision policy's loop pieces (autocast, loss scaling), chosen once in Init.
+  std::unique_ptr<precision::TrainingPrecision> precision_;
 
  private:
   absl::Status Seed();
+  // What the arguments ask of the model itself: gradient checkpointing (enabled on the model, as
+  // HF's gradient_checkpointing_enable) and a check that NEFTune can hook its embeddings.
+  absl::Status PrepareModelFeatures();
+  // model_init, NEFTune, then the inner loop under HF's find_executable_batch_size.
+  absl::StatusOr<TrainOutput> TrainWithBatchSizeSearch(const std::optional<ResumeFrom>& resume);
+  // HF's _inner_training_loop for the batch size in train_batch_size_.
+  absl::StatusOr<TrainOutput> InnerTrainingLoop(const std::optional<ResumeFrom>& resume);
+  // The per-device batch size to start from (a resumed --auto_find_batch_size run: the
+  // checkpoint's).
+  absl::StatusOr<int64_t> InitialTrainBatchSize(const std::optional<ResumeFrom>& resume);
+  // The folder a resume reads (the newest complete checkpoint for `latest`), without cleaning
+  // anything up.
+  absl::StatusOr<std::string> ResumeFolder(const ResumeFrom& resume) const;
   // The dataloader_* arguments (drop_last, num_workers, prefetch_factor) for `batch_size`.
   data::DataLoaderOptions LoaderOptions(int64_t batch_size) const;
   // This rank's share of the global training batches (accelerator_config split_batches /
@@ -311,6 +339,12 @@ class Trainer {
   double total_loss_scalar_ = 0;
   int64_t globalstep_last_logged_ = 0;
   double current_flos_ = 0;
+  // --gradient_checkpointing's options (unset: off).
+  std::optional<modeling::CheckpointingOptions> gradient_checkpointing_;
+  // Set while Train runs (--auto_find_batch_size may lower it); 0: the arguments' value.
+  int64_t train_batch_size_ = 0;
+  // The optimizer came with TrainerOptions (kept across batch-size retries).
+  bool user_optimizer_ = false;
 };
 
 }  // namespace loom::trainer

@@ -105,6 +105,7 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
   if (!args_.save_only_model()) {
     contents.optimizer = optimizer_.get();
     contents.scheduler = lr_scheduler_.get();
+    contents.grad_scaler = precision_->grad_scaler();
     contents.rng = &rng;
     contents.epoch_start_rng = &epoch_start_rng_;
     // An epoch-end save can fall inside an accumulation window that the next epoch completes:
@@ -152,19 +153,7 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
     }
     RETURN_IF_ERROR_CTX(parallel_.AgreeOnStatus(cleaned, "cleaning up an interrupted save"),
                         "resume_from_checkpoint");
-    checkpoint::DiscoveryOptions discovery;
-    discovery.allow_missing_manifest = true;
-    ASSIGN_OR_RETURN(checkpoint::LastCheckpoint last,
-                     checkpoint::FindLastCheckpoint(args_.output_dir(), discovery),
-                     "resume_from_checkpoint");
-    for (const auto& skipped : last.skipped) {
-      LOG(WARNING) << "Not resuming from " << skipped.ToString();
-    }
-    if (last.path.empty()) {
-      return absl::NotFoundError(
-          absl::StrCat("No valid checkpoint found in output directory (", args_.output_dir(), ")"));
-    }
-    out.folder = last.path.string();
+    ASSIGN_OR_RETURN(out.folder, ResumeFolder(resume), "resume_from_checkpoint");
   } else {
     out.folder = resume.path;
     RETURN_IF_ERROR_CTX(checkpoint::VerifyFolder(out.folder, verify).status(),
@@ -201,6 +190,9 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
         "Start a new run initialised from it instead."));
   }
   RETURN_IF_ERROR(LoadOptimizerAndSchedulerFiles(dir, optimizer_.get(), lr_scheduler_.get()));
+  if (precision_->grad_scaler() != nullptr) {
+    RETURN_IF_ERROR(LoadGradScalerFile(dir, precision_->grad_scaler()));
+  }
   RETURN_IF_ERROR(LoadPendingGrads(dir, model_.get(), parallel_.rank(), parallel_.world_size()));
   const ProcessFileNames files = ProcessFiles(parallel_.rank(), parallel_.world_size());
   if (out.position.total_batched_samples % ga != 0 &&
@@ -224,6 +216,22 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
     ASSIGN_OR_RETURN(out.epoch_start_rng, rng::LoadRngState(dir + "/" + files.epoch_start_rng));
   }
   return out;
+}
+
+absl::StatusOr<std::string> Trainer::ResumeFolder(const ResumeFrom& resume) const {
+  if (!resume.latest) return resume.path;
+  checkpoint::DiscoveryOptions discovery;
+  discovery.allow_missing_manifest = true;
+  ASSIGN_OR_RETURN(checkpoint::LastCheckpoint last,
+                   checkpoint::FindLastCheckpoint(args_.output_dir(), discovery));
+  for (const auto& skipped : last.skipped) {
+    LOG(WARNING) << "Not resuming from " << skipped.ToString();
+  }
+  if (last.path.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("No valid checkpoint found in output directory (", args_.output_dir(), ")"));
+  }
+  return last.path.string();
 }
 
 Metrics Trainer::CallbackStates() const {

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Honest flags (issue 11): every TrainingArguments field that show_args --support_table marks
+# "not yet" or "unsupported" is refused by run_glue with exit 2 and a message naming the flag,
+# before any work (the output directory is never created). A "not applicable" field runs with
+# a warning naming it; the first line a run prints is never glog's early-logging warning.
+#   usage: run_glue_refusals_test.sh RUN_GLUE SHOW_ARGS
+set -euo pipefail
+run_glue=$1 show_args=$2
+fail() { echo "FAIL: $*"; exit 1; }
+"$show_args" --support_table > "$TEST_TMPDIR/table.tsv"
+[[ $(head -1 "$TEST_TMPDIR/table.tsv") == $'field\tsupport\tseq2seq\texample\tnote' ]] || fail "table header"
+rows=$(($(wc -l < "$TEST_TMPDIR/table.tsv") - 1))
+[[ $rows -ge 130 ]] || fail "only $rows fields in the table"
+checked=0
+# Tabs become \037 so that read keeps empty columns (tab is IFS whitespace, which collapses).
+while IFS=$'\037' read -r field support seq2seq example note; do
+  [[ $field == field ]] && continue
+  case "$support" in
+    "not yet") want="--$field is not implemented in loom yet" ;;
+    unsupported) want="--$field is not supported by loom" ;;
+    implemented|"not applicable") continue ;;
+    *) fail "--$field has support '$support'" ;;
+  esac
+  [[ $seq2seq == 1 ]] && continue  # run_glue parses TrainingArguments, not Seq2Seq's fields
+  out="$TEST_TMPDIR/out_$field"
+  args=(--output_dir "$out" "--$field")
+  [[ -n $example ]] && args+=("$example")
+  set +e
+  "$run_glue" "${args[@]}" > /dev/null 2> "$TEST_TMPDIR/err.txt"
+  rc=$?
+  set -e
+  [[ $rc -eq 2 ]] || fail "--$field $example: exit $rc: $(head -c 400 "$TEST_TMPDIR/err.txt")"
+  grep -qF -- "$want" "$TEST_TMPDIR/err.txt" || fail "--$field: no '$want': $(cat "$TEST_TMPDIR/err.txt")"
+  [[ ! -e $out ]] || fail "--$field: $out was created before the refusal"
+  checked=$((checked + 1))
+done < <(tr '\t' '\037' < "$TEST_TMPDIR/table.tsv")
+[[ $checked -ge 20 ]] || fail "only $checked refusals checked"
+
+# The README's honest-flag cases, each refused before any work.
+expect_refusal() {
+  local want=$1; shift
+  set +e
+  "$run_glue" --output_dir "$TEST_TMPDIR/x" "$@" > /dev/null 2> "$TEST_TMPDIR/err.txt"
+  local rc=$?
+  set -e
+  [[ $rc -eq 2 ]] || fail "$*: exit $rc: $(cat "$TEST_TMPDIR/err.txt")"
+  grep -qF -- "$want" "$TEST_TMPDIR/err.txt" || fail "$*: no '$want': $(cat "$TEST_TMPDIR/err.txt")"
+  [[ ! -e $TEST_TMPDIR/x ]] || fail "$*: output written before the refusal"
+}
+expect_refusal "--deepspeed: DeepSpeed config: cannot open '/nonexistent.json'" --deepspeed /nonexistent.json
+expect_refusal "--deepspeed: DeepSpeed config <inline JSON>: not valid JSON" --deepspeed '{bad'
+expect_refusal "- ds fp16.enabled=True vs hf fp16|fp16_full_eval+fp16_backend(amp)=False" --deepspeed '{"fp16": {"enabled": true}}'
+expect_refusal "--deepspeed is not implemented in loom yet" --bf16 --deepspeed '{"bf16": {"enabled": "auto"}}'
+expect_refusal "At most one of --fp16 and --bf16" --bf16 --fp16
+expect_refusal "--fp16 with --half_precision_backend apex" --fp16 --half_precision_backend apex
+expect_refusal "--fsdp is not implemented in loom yet" --fsdp full_shard
+expect_refusal "--push_to_hub is not implemented in loom yet" --push_to_hub
+expect_refusal "--gradient_checkpointing_kwargs: unknown key \"debug\"" --gradient_checkpointing --gradient_checkpointing_kwargs '{"debug": true}'
+if [[ $("$show_args" --support_table | grep -c $'^use_cpu\timplemented') -ne 1 ]]; then fail "use_cpu row"; fi
+# --fp16 on this CPU-only LibTorch: refused with the advice to use --bf16.
+if ! grep -q libtorch_cuda <<< "$(ldd "$run_glue")"; then
+  expect_refusal "use --bf16" --fp16
+fi
+
+# A not-applicable field trains with a warning; no run starts with glog's early warning.
+"$run_glue" --output_dir "$TEST_TMPDIR/na" --tpu_num_cores 8 --num_train_epochs 1 \
+  --do_train --max_train_samples 64 --disable_tqdm > /dev/null 2> "$TEST_TMPDIR/na.txt" || fail "tpu_num_cores run: $(tail -5 "$TEST_TMPDIR/na.txt")"
+grep -qF -- "--tpu_num_cores is ignored by loom: TPUs do not exist for loom" "$TEST_TMPDIR/na.txt" || fail "no tpu warning"
+! grep -q "Logging before InitGoogleLogging" "$TEST_TMPDIR/na.txt" "$TEST_TMPDIR/err.txt" || fail "glog's early-logging warning printed"
+echo "run_glue_refusals_test: PASS ($checked fields refused)"

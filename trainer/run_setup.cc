@@ -1,0 +1,43 @@
+#include "trainer/run_setup.h"
+
+#include <torch/cuda.h>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace loom::trainer {
+namespace {
+
+absl::StatusOr<at::Device> TrainingDevice(const args::TrainingArguments& args, int local_rank) {
+  if (args.use_cpu() || !torch::cuda::is_available()) return at::Device(at::kCPU);
+  const int64_t gpus = static_cast<int64_t>(torch::cuda::device_count());
+  const int64_t index = std::max(local_rank, 0);
+  if (index >= gpus) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "local rank ", index, " has no GPU: only ", gpus,
+        " visible (CUDA_VISIBLE_DEVICES); start at most that many processes per node, or pass "
+        "--use_cpu"));
+  }
+  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+}  // namespace
+
+absl::StatusOr<RunSetup> ResolveRunSetup(const args::TrainingArguments& args, int local_rank) {
+  RunSetup setup;
+  ASSIGN_OR_RETURN(setup.device, TrainingDevice(args, local_rank));
+  ASSIGN_OR_RETURN(setup.precision,
+                   precision::ResolvePrecisionPolicy(
+                       args, /*deepspeed=*/nullptr,
+                       precision::CurrentPrecisionEnvironment(setup.device)));
+  if (args.gradient_checkpointing()) {
+    ASSIGN_OR_RETURN(setup.gradient_checkpointing,
+                     modeling::CheckpointingOptions::FromKwargs(
+                         args.has_gradient_checkpointing_kwargs()
+                             ? args.gradient_checkpointing_kwargs()
+                             : std::string()));
+  }
+  return setup;
+}
+
+}  // namespace loom::trainer

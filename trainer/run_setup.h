@@ -1,0 +1,44 @@
+// What a run is, decided once from its arguments before any work: where it trains (HF's
+// args.device), in what precision (the Trainer's amp setup, precision/policy.h) and how the
+// model recomputes activations (--gradient_checkpointing_kwargs). Scripts resolve it before
+// reading data — so a bad combination stops them first and HF's "Process rank: ..., device:
+// ..., 16-bits training: ..." line is truthful — and the Trainer resolves it in Init.
+//
+// Contract:
+//   - device: cpu with --use_cpu or when LibTorch has no CUDA; otherwise cuda:<local_rank>
+//     (each launched rank its own GPU; cuda:0 alone), FailedPrecondition when the node has
+//     fewer GPUs than local ranks.
+//   - precision: ResolvePrecisionPolicy for this machine. --deepspeed is refused when the
+//     arguments are resolved (not implemented yet), so no DeepSpeed config reaches here.
+//   - gradient_checkpointing: set with --gradient_checkpointing, from its kwargs
+//     (modeling::CheckpointingOptions::FromKwargs; bad keys are InvalidArgument).
+//
+// Example:
+//   ASSIGN_OR_RETURN(RunSetup setup, ResolveRunSetup(args, local_rank));
+//   LOG(WARNING) << "device: " << setup.device << ", 16-bits training: "
+//                << setup.precision.policy.SixteenBit();
+#ifndef LOOM_TRAINER_RUN_SETUP_H_
+#define LOOM_TRAINER_RUN_SETUP_H_
+
+#include <ATen/ATen.h>
+
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "args/training_args.pb.h"
+#include "modeling/activation_checkpoint.h"
+#include "precision/policy.h"
+
+namespace loom::trainer {
+
+struct RunSetup {
+  at::Device device = at::Device(at::kCPU);
+  precision::ResolvedPrecision precision;
+  std::optional<modeling::CheckpointingOptions> gradient_checkpointing;
+};
+
+absl::StatusOr<RunSetup> ResolveRunSetup(const args::TrainingArguments& args, int local_rank);
+
+}  // namespace loom::trainer
+
+#endif  // LOOM_TRAINER_RUN_SETUP_H_
