@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/python_float.h"
 
@@ -64,6 +66,70 @@ void DumpTo(const ojson& v, int indent, bool sort_keys, int depth, std::string* 
 
 // Python str() of a formatted metric value (used by log_metrics).
 }  // namespace
+
+namespace {
+
+// Stand-ins for the non-standard tokens while nlohmann parses the text: strings that start
+// with a control character, which JSON text can only hold escaped.
+constexpr char kNanMarker[] = "\x01loom:NaN";
+constexpr char kInfMarker[] = "\x01loom:Infinity";
+constexpr char kNegInfMarker[] = "\x01loom:-Infinity";
+
+void RestoreNonFinite(ojson* v) {
+  if (v->is_string()) {
+    const std::string& s = v->get_ref<const std::string&>();
+    if (s == kNanMarker) *v = std::numeric_limits<double>::quiet_NaN();
+    else if (s == kInfMarker) *v = std::numeric_limits<double>::infinity();
+    else if (s == kNegInfMarker) *v = -std::numeric_limits<double>::infinity();
+    return;
+  }
+  if (v->is_structured()) {
+    for (auto& child : *v) RestoreNonFinite(&child);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ojson> ParsePythonJson(absl::string_view text) {
+  std::string standard;
+  standard.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      standard += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        standard += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    const absl::string_view rest = text.substr(i);
+    const char* marker = nullptr;
+    size_t length = 0;
+    if (absl::StartsWith(rest, "NaN")) {
+      marker = kNanMarker, length = 3;
+    } else if (absl::StartsWith(rest, "Infinity")) {
+      marker = kInfMarker, length = 8;
+    } else if (absl::StartsWith(rest, "-Infinity")) {
+      marker = kNegInfMarker, length = 9;
+    }
+    if (marker == nullptr) {
+      standard += c;
+      continue;
+    }
+    standard += ojson(std::string(marker)).dump();
+    i += length - 1;
+  }
+  ojson parsed = ojson::parse(standard, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    return absl::InvalidArgumentError("not valid JSON (Python's json.loads would refuse it)");
+  }
+  RestoreNonFinite(&parsed);
+  return parsed;
+}
 
 std::string PyJsonFloatRepr(double x) {
   if (std::isnan(x)) return "NaN";

@@ -12,6 +12,8 @@
 
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
 namespace loom::base {
@@ -20,6 +22,12 @@ std::string PyJsonDumps(const nlohmann::ordered_json& value, int indent, bool so
 
 // One float as json.dumps writes it: repr(), or NaN / Infinity / -Infinity.
 std::string PyJsonFloatRepr(double x);
+
+// json.loads of text Python's json module wrote: standard JSON plus the bare tokens NaN,
+// Infinity and -Infinity as numbers (json.dumps writes them by default, e.g. a logged
+// grad_norm of a step whose gradients overflowed). Invalid JSON is InvalidArgument with the
+// parser's message.
+absl::StatusOr<nlohmann::ordered_json> ParsePythonJson(absl::string_view text);
 
 }  // namespace loom::base
 

@@ -1,6 +1,7 @@
 // Expected strings were produced by Python 3's json.dumps, not by loom.
 #include "base/python_json.h"
 
+#include <cmath>
 #include <limits>
 
 #include "gtest/gtest.h"
@@ -52,6 +53,26 @@ TEST(PyJsonDumpsTest, NoIndentUsesPythonSeparators) {
   m["a"] = Json::array({1, -std::numeric_limits<double>::infinity()});
   EXPECT_EQ(PyJsonDumps(m, -1, false), "{\"b\": 1.5, \"a\": [1, -Infinity]}");
   EXPECT_EQ(PyJsonFloatRepr(1e-05), "1e-05");
+}
+
+TEST(ParsePythonJsonTest, ReadsWhatJsonDumpsWrites) {
+  Json m = Json::object();
+  m["nan"] = std::numeric_limits<double>::quiet_NaN();
+  m["inf"] = std::numeric_limits<double>::infinity();
+  m["list"] = Json::array({-std::numeric_limits<double>::infinity(), 1.5, "NaN in a string"});
+  m["s"] = "Infinity \"quoted\" NaN";
+  const std::string text = PyJsonDumps(m, 2, false);
+  absl::StatusOr<Json> back = ParsePythonJson(text);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(std::isnan((*back)["nan"].get<double>()));
+  EXPECT_EQ((*back)["inf"].get<double>(), std::numeric_limits<double>::infinity());
+  EXPECT_EQ((*back)["list"][0].get<double>(), -std::numeric_limits<double>::infinity());
+  EXPECT_EQ((*back)["list"][2], "NaN in a string");
+  EXPECT_EQ((*back)["s"], "Infinity \"quoted\" NaN");
+  EXPECT_EQ(PyJsonDumps(*back, 2, false), text);
+  EXPECT_FALSE(ParsePythonJson("{\"a\": Nan}").ok());
+  EXPECT_FALSE(ParsePythonJson("{\"a\": 1,}").ok());
+  EXPECT_FALSE(ParsePythonJson("").ok());
 }
 
 }  // namespace

@@ -111,7 +111,7 @@ absl::Status SaveMetrics(const std::string& dir, const std::string& split, const
   Metrics all = Metrics::object();
   absl::StatusOr<std::string> existing = base::ReadFile(all_path);
   if (existing.ok()) {
-    all = Metrics::parse(*existing, nullptr, /*allow_exceptions=*/false);
+    all = base::ParsePythonJson(*existing).value_or(Metrics());
     if (!all.is_object()) {
       return absl::InvalidArgumentError(absl::StrCat(
           all_path, " is not a JSON object; move it away so save_metrics can rewrite it"));

@@ -22,7 +22,8 @@ std::string ResumePosition::ToJson() const {
 }
 
 absl::StatusOr<ResumePosition> ResumePosition::FromJson(const std::string& text) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // Python's json spelling: the running loss can be inf or nan (logging_nan_inf_filter off).
+  nlohmann::ordered_json j = base::ParsePythonJson(text).value_or(nlohmann::ordered_json());
   if (!j.is_object() || j.value("format", "") != "loom.resume_position") {
     return absl::InvalidArgumentError(absl::StrCat(kResumePositionFile,
                                                    ": not a loom resume position (no \"format\": "

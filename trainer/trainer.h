@@ -241,6 +241,8 @@ class Trainer {
   ParallelContext& parallel() { return parallel_; }
   const at::Device& device() const { return device_; }
   const precision::PrecisionPolicy& precision_policy() const { return precision_->policy(); }
+  // --fp16's GradScaler (null without one).
+  const precision::GradScaler* grad_scaler() const { return precision_->grad_scaler(); }
   // The learning rate the next step uses (HF _get_learning_rate).
   double CurrentLearningRate() const;
 

@@ -69,7 +69,8 @@ std::string TrainerState::ToJson() const {
 }
 
 absl::StatusOr<TrainerState> TrainerState::FromJson(const std::string& text) {
-  ojson j = ojson::parse(text, nullptr, /*allow_exceptions=*/false);
+  // Python's json (NaN / Infinity allowed): a logged grad_norm can be inf or nan.
+  ojson j = base::ParsePythonJson(text).value_or(ojson());
   if (!j.is_object()) {
     return absl::InvalidArgumentError("trainer_state.json: not a JSON object");
   }

@@ -1,0 +1,160 @@
+// Stop/resume bit-exactness in 16-bit precision (issue 11 acceptance): a --bf16 run (CPU
+// autocast) and a run through --fp16's GradScaler (unit level on CPU: fp32 weights, dynamic
+// loss scaling, a batch whose loss is inf now and then so steps are skipped and the scale backs
+// off and grows) stopped after a checkpoint and resumed by a fresh Trainer end byte-identical to
+// the uninterrupted run — weights, AdamW state, schedule, log history and the loss scale.
+// The run's layout (3 epochs of 11 micro-batches, accumulation 2, 15 steps) is resume_harness.h's.
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+
+#include "base/status_matchers.h"
+#include "gtest/gtest.h"
+#include "precision/policy.h"
+#include "tests/resume/resume_harness.h"
+
+namespace loom::tests {
+namespace {
+
+std::string Dir(const std::string& name) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+// The harness's classifier, except that a micro-batch holding token 13 first in a row has an
+// infinite loss (a "loss spike"): its scaled gradients are inf/nan and the GradScaler skips the
+// step that window closes.
+class SpikyClassifier : public trainer::Model {
+ public:
+  SpikyClassifier() {
+    embed_ = register_module("embed", torch::nn::Embedding(20, 8));
+    dropout_ = register_module("dropout", torch::nn::Dropout(0.2));
+    fc_ = register_module("fc", torch::nn::Linear(8, 3));
+  }
+  trainer::ModelOutput Forward(const data::Batch& in) override {
+    const at::Tensor ids = in.at("input_ids");
+    at::Tensor h = dropout_->forward(embed_->forward(ids)).mean(1);
+    trainer::ModelOutput out;
+    at::Tensor logits = fc_->forward(at::tanh(h));
+    if (in.count("labels")) {
+      out.loss = at::cross_entropy_loss(logits, in.at("labels"));
+      if (is_training() && (ids.select(1, 0) == 13).any().item<bool>()) {
+        out.loss = out.loss * std::numeric_limits<float>::infinity();
+      }
+    }
+    out.outputs.push_back({"logits", logits});
+    return out;
+  }
+
+ private:
+  torch::nn::Embedding embed_{nullptr};
+  torch::nn::Dropout dropout_{nullptr};
+  torch::nn::Linear fc_{nullptr};
+};
+
+// Records the learning rate after every step (a skipped step leaves it where it was).
+class LrRecorder : public trainer::TrainerCallback {
+ public:
+  std::string Name() const override { return "LrRecorder"; }
+  absl::Status OnStepEnd(const trainer::Event& e) override {
+    lrs.push_back(e.context.lr_scheduler->LastLr().front());
+    return absl::OkStatus();
+  }
+  std::vector<double> lrs;
+};
+
+void Bf16(trainer::TrainerOptions& o) { o.args.set_bf16(true); }
+
+void Fp16Scaler(trainer::TrainerOptions& o) {
+  precision::PrecisionPolicy p;  // fp32 weights, no autocast: --fp16's step on a CPU
+  p.grad_scaler = precision::GradScalerOptions();
+  p.grad_scaler->growth_interval = 3;
+  o.precision = p;
+  o.model_init = []() -> absl::StatusOr<std::shared_ptr<trainer::Model>> {
+    return std::make_shared<SpikyClassifier>();
+  };
+}
+
+struct RunResult {
+  std::string digest;
+  precision::GradScalerState scaler;
+  std::vector<double> lrs;
+};
+
+RunResult Uninterrupted(const std::string& name, void (*customize)(trainer::TrainerOptions&)) {
+  auto lrs = std::make_shared<LrRecorder>();
+  auto t = MakeResumeTrainer(Dir(name), {lrs}, "steps", 3, customize);
+  EXPECT_OK(t.status());
+  EXPECT_OK((*t)->Train().status());
+  EXPECT_EQ((*t)->state().global_step, 15);
+  RunResult r{RunDigest(**t), {}, lrs->lrs};
+  if ((*t)->grad_scaler() != nullptr) r.scaler = (*t)->grad_scaler()->State();
+  return r;
+}
+
+RunResult StoppedAndResumed(const std::string& name, int64_t stop_step,
+                            void (*customize)(trainer::TrainerOptions&)) {
+  const std::string dir = Dir(name);
+  {
+    auto first =
+        MakeResumeTrainer(dir, {std::make_shared<StopAfterSave>(stop_step)}, "steps", 3, customize);
+    EXPECT_OK(first.status());
+    EXPECT_OK((*first)->Train().status());
+    EXPECT_EQ((*first)->state().global_step, stop_step);
+  }
+  auto second = MakeResumeTrainer(dir, {}, "steps", 3, customize);
+  EXPECT_OK(second.status());
+  EXPECT_OK((*second)->Train(trainer::ResumeFrom::Latest()).status());
+  RunResult r{RunDigest(**second), {}, {}};
+  if ((*second)->grad_scaler() != nullptr) r.scaler = (*second)->grad_scaler()->State();
+  return r;
+}
+
+TEST(PrecisionResumeTest, Bf16RunResumesBitExactly) {
+  const RunResult whole = Uninterrupted("bf16", Bf16);
+  // The bf16 run really computes in bf16: its weights differ from the fp32 run's.
+  EXPECT_NE(whole.digest, Uninterrupted("fp32", nullptr).digest);
+  EXPECT_EQ(StoppedAndResumed("bf16_resumed_6", 6, Bf16).digest, whole.digest);
+  EXPECT_EQ(StoppedAndResumed("bf16_resumed_9", 9, Bf16).digest, whole.digest);
+}
+
+TEST(PrecisionResumeTest, GradScalerRunResumesBitExactlyWithItsScale) {
+  const RunResult whole = Uninterrupted("fp16", Fp16Scaler);
+  // Steps were skipped (the lr stood still) and the scale moved: the test exercises the scaler.
+  int skipped = 0;
+  for (size_t i = 1; i < whole.lrs.size(); ++i) skipped += whole.lrs[i] == whole.lrs[i - 1];
+  EXPECT_GT(skipped, 0);
+  EXPECT_LT(skipped, 15);
+  EXPECT_NE(whole.scaler.scale, 65536.0);
+  for (int64_t stop : {3, 6, 9, 12}) {
+    SCOPED_TRACE(stop);
+    const RunResult resumed =
+        StoppedAndResumed("fp16_resumed_" + std::to_string(stop), stop, Fp16Scaler);
+    EXPECT_EQ(resumed.digest, whole.digest);
+    EXPECT_EQ(resumed.scaler, whole.scaler);
+  }
+}
+
+TEST(PrecisionResumeTest, ScalerFileOnlyWithAGradScaler) {
+  const std::string dir = Dir("scaler_file");
+  auto t = MakeResumeTrainer(dir, {std::make_shared<StopAfterSave>(6)}, "steps", 3, Fp16Scaler);
+  ASSERT_OK(t.status());
+  ASSERT_OK((*t)->Train().status());
+  EXPECT_TRUE(std::filesystem::exists(dir + "/checkpoint-6/scaler.pt"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/checkpoint-3/scaler.pt"));
+  // Without a GradScaler there is no scaler.pt (as HF's folders).
+  const std::string plain_dir = Dir("no_scaler");
+  auto plain = MakeResumeTrainer(plain_dir, {std::make_shared<StopAfterSave>(3)});
+  ASSERT_OK(plain.status());
+  ASSERT_OK((*plain)->Train().status());
+  EXPECT_TRUE(std::filesystem::exists(plain_dir + "/checkpoint-3/optimizer.pt"));
+  EXPECT_FALSE(std::filesystem::exists(plain_dir + "/checkpoint-3/scaler.pt"));
+}
+
+}  // namespace
+}  // namespace loom::tests
