@@ -4,12 +4,14 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace loom::precision {
 namespace {
 
-// Python's int(x) of a float scale, as DeepSpeed prints it.
-int64_t PyInt(double x) { return static_cast<int64_t>(std::trunc(x)); }
+// Python's str(int(x)) of a float scale, as DeepSpeed prints it: the exact decimal digits of the
+// truncated double (Python's ints are unbounded; a scale of 2^64 prints all 20 digits).
+std::string PyInt(double x) { return absl::StrFormat("%.0f", std::trunc(x)); }
 
 }  // namespace
 
