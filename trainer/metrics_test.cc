@@ -18,22 +18,6 @@ using ::loom::base::testing::IsOkAndHolds;
 using ::loom::base::testing::StatusIs;
 using ::testing::HasSubstr;
 
-Metrics Sample() {
-  Metrics m = Metrics::object();
-  m["train_runtime"] = 3725.4567;
-  m["train_samples_per_second"] = 12.345;
-  m["total_flos"] = 3.5 * (1 << 30);
-  m["train_loss"] = 0.693147;
-  m["epoch"] = 3.0;
-  m["train_mem_cpu_alloc_delta"] = 5 * (1 << 20) + 7;
-  m["step"] = 10;
-  m["x"] = 1e-05;
-  m["y"] = 1e16;
-  m["z"] = 123456789.125;
-  m["w"] = std::numeric_limits<double>::quiet_NaN();
-  return m;
-}
-
 TEST(PyRoundTest, MatchesPythonRound) {
   EXPECT_EQ(PyRound(0.12345, 4), 0.1235);
   EXPECT_EQ(PyRound(2.675, 2), 2.67);  // 2.675 is 2.67499999... in binary

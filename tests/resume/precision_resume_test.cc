@@ -4,13 +4,8 @@
 // off and grows) stopped after a checkpoint and resumed by a fresh Trainer end byte-identical to
 // the uninterrupted run — weights, AdamW state, schedule, log history and the loss scale.
 // The run's layout (3 epochs of 11 micro-batches, accumulation 2, 15 steps) is resume_harness.h's.
-#include <torch/nn/modules/dropout.h>
-#include <torch/nn/modules/embedding.h>
-#include <torch/nn/modules/linear.h>
-
 #include <cstdlib>
 #include <filesystem>
-#include <limits>
 
 #include "base/status_matchers.h"
 #include "gtest/gtest.h"
@@ -25,37 +20,6 @@ std::string Dir(const std::string& name) {
   std::filesystem::remove_all(dir);
   return dir;
 }
-
-// The harness's classifier, except that a micro-batch holding token 13 first in a row has an
-// infinite loss (a "loss spike"): its scaled gradients are inf/nan and the GradScaler skips the
-// step that window closes.
-class SpikyClassifier : public trainer::Model {
- public:
-  SpikyClassifier() {
-    embed_ = register_module("embed", torch::nn::Embedding(20, 8));
-    dropout_ = register_module("dropout", torch::nn::Dropout(0.2));
-    fc_ = register_module("fc", torch::nn::Linear(8, 3));
-  }
-  trainer::ModelOutput Forward(const data::Batch& in) override {
-    const at::Tensor ids = in.at("input_ids");
-    at::Tensor h = dropout_->forward(embed_->forward(ids)).mean(1);
-    trainer::ModelOutput out;
-    at::Tensor logits = fc_->forward(at::tanh(h));
-    if (in.count("labels")) {
-      out.loss = at::cross_entropy_loss(logits, in.at("labels"));
-      if (is_training() && (ids.select(1, 0) == 13).any().item<bool>()) {
-        out.loss = out.loss * std::numeric_limits<float>::infinity();
-      }
-    }
-    out.outputs.push_back({"logits", logits});
-    return out;
-  }
-
- private:
-  torch::nn::Embedding embed_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
-  torch::nn::Linear fc_{nullptr};
-};
 
 // Records the learning rate after every step (a skipped step leaves it where it was).
 class LrRecorder : public trainer::TrainerCallback {
@@ -76,7 +40,8 @@ void Fp16Scaler(trainer::TrainerOptions& o) {
   p.grad_scaler->growth_interval = 3;
   o.precision = p;
   o.model_init = []() -> absl::StatusOr<std::shared_ptr<trainer::Model>> {
-    return std::make_shared<SpikyClassifier>();
+    // Token 13 first in a row: an infinite loss, so the GradScaler skips that window's step.
+    return MakeDropoutClassifier(/*inf_loss_token=*/13);
   };
 }
 

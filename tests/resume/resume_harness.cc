@@ -7,6 +7,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <limits>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -17,7 +19,8 @@ namespace {
 
 class DropoutClassifier : public trainer::Model {
  public:
-  DropoutClassifier() {
+  explicit DropoutClassifier(std::optional<int64_t> inf_loss_token)
+      : inf_loss_token_(inf_loss_token) {
     embed_ = register_module("embed", torch::nn::Embedding(20, 8));
     dropout_ = register_module("dropout", torch::nn::Dropout(0.2));
     fc_ = register_module("fc", torch::nn::Linear(8, 3));
@@ -26,12 +29,19 @@ class DropoutClassifier : public trainer::Model {
     at::Tensor h = dropout_->forward(embed_->forward(in.at("input_ids"))).mean(1);
     trainer::ModelOutput out;
     at::Tensor logits = fc_->forward(at::tanh(h));
-    if (in.count("labels")) out.loss = at::cross_entropy_loss(logits, in.at("labels"));
+    if (in.count("labels")) {
+      out.loss = at::cross_entropy_loss(logits, in.at("labels"));
+      if (inf_loss_token_ && is_training() &&
+          (in.at("input_ids").select(1, 0) == *inf_loss_token_).any().item<bool>()) {
+        out.loss = out.loss * std::numeric_limits<float>::infinity();
+      }
+    }
     out.outputs.push_back({"logits", logits});
     return out;
   }
 
  private:
+  std::optional<int64_t> inf_loss_token_;
   torch::nn::Embedding embed_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
   torch::nn::Linear fc_{nullptr};
@@ -50,6 +60,10 @@ void AppendBytes(const at::Tensor& t, std::string* out) {
 }
 
 }  // namespace
+
+std::shared_ptr<trainer::Model> MakeDropoutClassifier(std::optional<int64_t> inf_loss_token) {
+  return std::make_shared<DropoutClassifier>(inf_loss_token);
+}
 
 absl::StatusOr<std::unique_ptr<trainer::Trainer>> MakeResumeTrainer(
     const std::string& output_dir, std::vector<std::shared_ptr<trainer::TrainerCallback>> callbacks,
@@ -76,7 +90,7 @@ absl::StatusOr<std::unique_ptr<trainer::Trainer>> MakeResumeTrainer(
   o.train_dataset = MakeData(41, 1);
   o.eval_dataset = MakeData(10, 2);
   o.model_init = []() -> absl::StatusOr<std::shared_ptr<trainer::Model>> {
-    return std::make_shared<DropoutClassifier>();
+    return MakeDropoutClassifier();
   };
   o.callbacks = std::move(callbacks);
   if (customize) customize(o);

@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,12 @@
 #include "trainer/trainer.h"
 
 namespace loom::tests {
+
+// The run's model: embedding (20 x 8), dropout 0.2, mean over the sequence, tanh, linear to 3
+// classes, cross-entropy. With `inf_loss_token`, a training micro-batch holding that token
+// first in a row has an infinite loss (a "loss spike", for the loss-scaling tests).
+std::shared_ptr<trainer::Model> MakeDropoutClassifier(
+    std::optional<int64_t> inf_loss_token = std::nullopt);
 
 // Builds the Trainer of the run above writing into `output_dir`; `callbacks` are added.
 absl::StatusOr<std::unique_ptr<trainer::Trainer>> MakeResumeTrainer(
