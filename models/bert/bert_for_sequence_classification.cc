@@ -180,15 +180,24 @@ at::Tensor SequenceClassificationLoss(const at::Tensor& logits, const at::Tensor
     }
   }
   const std::string& type = **problem_type;
+  // HF passes the labels as the collator made them (float32 for these problem types). Other
+  // dtypes (doubles or ints from a loom dataset) become float32, which torch's losses need for
+  // backward; labels are never cast to the logits' dtype: under bf16 autocast the losses run
+  // in fp32 on the float32 labels.
+  const at::Tensor float_labels =
+      labels.scalar_type() == at::kFloat || labels.scalar_type() == at::kHalf ||
+              labels.scalar_type() == at::kBFloat16
+          ? labels
+          : labels.to(at::kFloat);
   if (type == kRegression) {
-    at::Tensor target = labels.to(logits.scalar_type());
+    const at::Tensor& target = float_labels;
     if (num_labels == 1) return at::mse_loss(logits.squeeze(), target.squeeze());
     return at::mse_loss(logits, target.view_as(logits));
   }
   if (type == kSingleLabelClassification) {
     return at::cross_entropy_loss(logits.view({-1, num_labels}), labels.view(-1).to(at::kLong));
   }
-  return at::binary_cross_entropy_with_logits(logits, labels.to(logits.scalar_type()));
+  return at::binary_cross_entropy_with_logits(logits, float_labels);
 }
 
 absl::StatusOr<modeling::ModelOutput> BertForSequenceClassification::TryForward(
@@ -201,7 +210,9 @@ absl::StatusOr<modeling::ModelOutput> BertForSequenceClassification::TryForward(
   try {
     BertModelOutput hidden = bert->Forward(get("input_ids"), get("attention_mask"),
                                            get("token_type_ids"), get("position_ids"));
-    at::Tensor logits = classifier->forward(dropout->forward(hidden.pooled_output));
+    // at::linear as HF's nn.Linear (see bert_model.cc's Dense).
+    at::Tensor logits =
+        at::linear(dropout->forward(hidden.pooled_output), classifier->weight, classifier->bias);
     modeling::ModelOutput out;
     if (at::Tensor labels = get("labels"); labels.defined()) {
       out.loss =

@@ -16,7 +16,8 @@
 //       regression: MSE(logits.squeeze(), labels.squeeze()) (num_labels == 1) else
 //         MSE(logits, labels); single label: cross entropy of logits.view(-1, num_labels) and
 //         labels.view(-1); multi label: BCE with logits. Regression and multi-label labels are
-//         cast to the logits' dtype.
+//         used as given when they are floating point of 32 bits or fewer (as HF does; not cast
+//         to the logits' dtype), others (float64, integers) as float32.
 //     Inputs that do not fit (missing input_ids, wrong ranks or shapes, ids out of range,
 //     sequences longer than max_position_embeddings, ...) throw std::invalid_argument with the
 //     message TryForward returns; the Trainer turns that into a Status.

@@ -17,6 +17,13 @@ namespace {
 
 namespace F = torch::nn::functional;
 
+// HF's nn.Linear is at::linear (one addmm with the bias for 2-D and contiguous 3-D inputs;
+// under autocast the bias is cast too). LibTorch 1.13's C++ Linear::forward runs matmul then
+// `+= bias` for 3-D inputs, which rounds differently in bf16: call at::linear as Python does.
+at::Tensor Dense(const torch::nn::Linear& layer, const at::Tensor& x) {
+  return at::linear(x, layer->weight, layer->bias);
+}
+
 torch::nn::LayerNorm MakeLayerNorm(const BertConfig& c) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps));
 }
@@ -25,13 +32,27 @@ torch::nn::LayerNorm MakeLayerNorm(const BertConfig& c) {
 
 at::Tensor ApplyActivation(const std::string& name, const at::Tensor& x) {
   constexpr double kPi = 3.14159265358979323846;
+  // The composite activations create their ops in the order Python evaluates HF's expressions
+  // (left to right), so their gradients reach x in the same order (it matters in bf16).
   if (name == "gelu") return at::gelu(x);
-  if (name == "gelu_python") return x * 0.5 * (1.0 + at::erf(x / std::sqrt(2.0)));
+  if (name == "gelu_python") {  // input * 0.5 * (1.0 + torch.erf(input / math.sqrt(2.0)))
+    const at::Tensor half_x = x * 0.5;
+    const at::Tensor erf = at::erf(x / std::sqrt(2.0));
+    return half_x * (1.0 + erf);
+  }
   if (name == "gelu_new") {
-    return 0.5 * x * (1.0 + at::tanh(std::sqrt(2.0 / kPi) * (x + 0.044715 * at::pow(x, 3.0))));
+    // 0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 * torch.pow(input, 3.0))))
+    const at::Tensor half_x = 0.5 * x;
+    const at::Tensor cubic = 0.044715 * at::pow(x, 3.0);
+    const at::Tensor inner = std::sqrt(2.0 / kPi) * (x + cubic);
+    return half_x * (1.0 + at::tanh(inner));
   }
   if (name == "gelu_fast") {
-    return 0.5 * x * (1.0 + at::tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)));
+    // 0.5 * input * (1.0 + torch.tanh(input * 0.7978845608 * (1.0 + 0.044715 * input * input)))
+    const at::Tensor half_x = 0.5 * x;
+    const at::Tensor scaled = x * 0.7978845608;
+    const at::Tensor quadratic = 0.044715 * x * x;
+    return half_x * (1.0 + at::tanh(scaled * (1.0 + quadratic)));
   }
   if (name == "gelu_pytorch_tanh") return at::gelu(x, "tanh");
   if (name == "quick_gelu") return x * at::sigmoid(1.702 * x);
@@ -57,8 +78,9 @@ BertEmbeddings::BertEmbeddings(const BertConfig& c) {
 
 at::Tensor BertEmbeddings::Forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids,
                                    const at::Tensor& position_ids) {
-  at::Tensor embeddings =
-      word_embeddings->forward(input_ids) + token_type_embeddings->forward(token_type_ids);
+  // HF's order: word embeddings, then token types, then positions.
+  const at::Tensor words = word_embeddings->forward(input_ids);
+  at::Tensor embeddings = words + token_type_embeddings->forward(token_type_ids);
   embeddings = embeddings + position_embeddings->forward(position_ids);
   return dropout->forward(layer_norm->forward(embeddings));
 }
@@ -78,9 +100,9 @@ at::Tensor BertSelfAttention::Forward(const at::Tensor& hidden, const at::Tensor
   auto heads = [&](const at::Tensor& x) {
     return x.view({batch, seq, num_heads_, head_size_}).permute({0, 2, 1, 3});
   };
-  at::Tensor q = heads(query->forward(hidden));
-  at::Tensor k = heads(key->forward(hidden));
-  at::Tensor v = heads(value->forward(hidden));
+  at::Tensor q = heads(Dense(query, hidden));
+  at::Tensor k = heads(Dense(key, hidden));
+  at::Tensor v = heads(Dense(value, hidden));
   at::Tensor scores = at::matmul(q, k.transpose(-1, -2));
   scores = scores / std::sqrt(static_cast<double>(head_size_));
   if (additive_mask.defined()) scores = scores + additive_mask;
@@ -96,7 +118,7 @@ BertResidualOutput::BertResidualOutput(const BertConfig& c, int64_t in_features)
 }
 
 at::Tensor BertResidualOutput::Forward(const at::Tensor& hidden, const at::Tensor& residual) {
-  return layer_norm->forward(dropout->forward(dense->forward(hidden)) + residual);
+  return layer_norm->forward(dropout->forward(Dense(dense, hidden)) + residual);
 }
 
 BertAttention::BertAttention(const BertConfig& c) {
@@ -113,7 +135,7 @@ BertIntermediate::BertIntermediate(const BertConfig& c) : act_(c.hidden_act) {
 }
 
 at::Tensor BertIntermediate::Forward(const at::Tensor& hidden) {
-  return ApplyActivation(act_, dense->forward(hidden));
+  return ApplyActivation(act_, Dense(dense, hidden));
 }
 
 BertLayer::BertLayer(const BertConfig& c) {
@@ -153,7 +175,7 @@ BertPooler::BertPooler(const BertConfig& c) {
 }
 
 at::Tensor BertPooler::Forward(const at::Tensor& sequence_output) {
-  return at::tanh(dense->forward(sequence_output.select(1, 0)));
+  return at::tanh(Dense(dense, sequence_output.select(1, 0)));
 }
 
 BertModel::BertModel(const BertConfig& c) {

@@ -270,6 +270,10 @@ class Classifier(nn.Module):
         logits = self.classifier(self.dropout(pooled))
         if labels is None:
             return logits, None
+        return logits, self.loss(logits, labels)
+
+    def loss(self, logits, labels):
+        """HF's loss choice for the problem type (inferred from num_labels / labels' dtype)."""
         kind = self.cfg.get("problem_type")
         if kind is None:
             if self.num_labels == 1:
@@ -287,7 +291,7 @@ class Classifier(nn.Module):
             loss = F.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
         else:
             loss = F.binary_cross_entropy_with_logits(logits, labels)
-        return logits, loss
+        return loss
 
 
 # --- the test --------------------------------------------------------------------------------
