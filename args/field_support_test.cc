@@ -148,6 +148,10 @@ TEST(FieldSupportTest, ValuesOfImplementedFieldsThatLoomLacks) {
                        HasSubstr("--report_to wandb is not supported by loom")));
   EXPECT_OK(Resolve({"--report_to", "tensorboard"}).status());
   EXPECT_OK(Resolve({"--report_to", "none"}).status());
+  EXPECT_THAT(Resolve({"--accelerator_config", R"({"use_seedable_sampler": false})"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("use_seedable_sampler=false is not implemented in loom yet")));
+  EXPECT_OK(Resolve({"--accelerator_config", R"({"use_seedable_sampler": true})"}).status());
   EXPECT_THAT(Resolve({"--fp16", "--half_precision_backend", "apex"}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--fp16 with --half_precision_backend apex is not supported")));

@@ -64,11 +64,6 @@ void DumpTo(const ojson& v, int indent, bool sort_keys, int depth, std::string* 
   }
 }
 
-// Python str() of a formatted metric value (used by log_metrics).
-}  // namespace
-
-namespace {
-
 // Stand-ins for the non-standard tokens while nlohmann parses the text: strings that start
 // with a control character, which JSON text can only hold escaped.
 constexpr char kNanMarker[] = "\x01loom:NaN";

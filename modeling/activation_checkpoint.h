@@ -1,5 +1,5 @@
 // Activation checkpointing for C++ modules: torch.utils.checkpoint's recompute-in-backward
-// (torch 1.13, use_reentrant semantics for what is computed), usable by any model.
+// (torch 1.13), usable by any model.
 //
 // Contract:
 //   - Checkpoint(fn, inputs, params, options) returns fn(inputs). When grad mode is on and any
@@ -15,7 +15,11 @@
 //   - The autocast state of the forward (both devices) is replayed during the recomputation.
 //   - fn must return one floating-point tensor and must not change anything but its result.
 //   - The backward of the recomputation runs inside the outer backward (a reentrant backward,
-//     as torch's use_reentrant=True), so it works under DDP's hooks.
+//     as torch's use_reentrant=True), and the parameters' gradients leave through this node's
+//     edges to their accumulators, so DDP's gradient hooks fire as usual. Whenever an input
+//     requires grad (every HF model whose embeddings train) the results are those of both
+//     torch variants; when none does, the parameters still get their gradients, as with
+//     use_reentrant=False (use_reentrant=True would leave them None with a warning).
 //   - CheckpointingOptions::FromKwargs parses HF's gradient_checkpointing_kwargs (a JSON
 //     object): use_reentrant (true/false; both give these results — loom has one
 //     implementation), preserve_rng_state (bool); other keys are InvalidArgument naming them.

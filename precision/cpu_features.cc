@@ -1,7 +1,11 @@
 #include "precision/cpu_features.h"
 
 #include <ATen/Context.h>
+
+#if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#define LOOM_X86 1
+#endif
 
 #include <cstdint>
 #include <cstdlib>
@@ -16,11 +20,13 @@ namespace {
 
 bool Bit(uint32_t reg, int bit) { return (reg >> bit) & 1u; }
 
+#ifdef LOOM_X86
 uint64_t ReadXcr0() {
   uint32_t eax = 0, edx = 0;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
   return (static_cast<uint64_t>(edx) << 32) | eax;
 }
+#endif
 
 // oneDNN's ISA names in increasing order (ONEDNN_MAX_CPU_ISA values loom compares against).
 int OneDnnIsaRank(std::string isa) {
@@ -51,6 +57,9 @@ std::string CpuFeatures::FlagList() const {
 
 CpuFeatures DetectCpuFeatures() {
   CpuFeatures f;
+#ifndef LOOM_X86
+  return f;  // no x86 extensions: bf16 is classified "slow" (the ARM paths are not modelled)
+#else
   uint32_t eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
   const bool osxsave = Bit(ecx, 27);
@@ -72,6 +81,7 @@ CpuFeatures DetectCpuFeatures() {
     f.avx512_bf16 = os_avx512 && Bit(eax, 5);
   }
   return f;
+#endif
 }
 
 const char* Bf16SupportName(Bf16Support support) {

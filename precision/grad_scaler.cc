@@ -1,6 +1,7 @@
 #include "precision/grad_scaler.h"
 
 #include <cmath>
+#include <unordered_map>
 #include <tuple>
 #include <utility>
 
@@ -45,7 +46,8 @@ absl::Status GradScaler::Unscale(const std::vector<at::Tensor>& params) {
   }
   // torch: self._scale.double().reciprocal().float()
   const float inv_scale = static_cast<float>(1.0 / static_cast<double>(scale_));
-  at::Tensor any_non_finite;
+  // Grads grouped by device, as torch's _unscale_grads_ does.
+  std::unordered_map<c10::Device, std::vector<at::Tensor>> by_device;
   for (const at::Tensor& p : params) {
     const at::Tensor& g = p.grad();
     if (!g.defined()) continue;
@@ -54,12 +56,25 @@ absl::Status GradScaler::Unscale(const std::vector<at::Tensor>& params) {
           "Attempting to unscale FP16 gradients: the GradScaler path keeps fp32 weights "
           "(autocast); half weights need precision/master_weights.h");
     }
-    at::Tensor bad = g.isfinite().logical_not().any();
-    any_non_finite = any_non_finite.defined() ? any_non_finite.logical_or(bad.to(any_non_finite.device())) : bad;
-    g.mul_(at::full({}, inv_scale, g.options().dtype(at::kFloat)));
+    by_device[g.device()].push_back(g);
   }
-  // One host synchronisation per step, as torch's step() has.
-  found_inf_ = any_non_finite.defined() && any_non_finite.item<bool>();
+  std::vector<at::Tensor> found;  // one float 0/1 per device
+  for (auto& [device, grads] : by_device) {
+    const auto on = at::TensorOptions().dtype(at::kFloat).device(device);
+    at::Tensor device_found = at::zeros({1}, on);
+    const at::Tensor inv = at::full({1}, inv_scale, on);
+    if (device.is_cuda()) {
+      at::_amp_foreach_non_finite_check_and_unscale_(grads, device_found, inv);
+    } else {
+      for (at::Tensor& g : grads) {
+        device_found.logical_or_(g.isfinite().logical_not().any());
+        g.mul_(inv);
+      }
+    }
+    found.push_back(device_found.cpu());
+  }
+  found_inf_ = false;
+  for (const at::Tensor& f : found) found_inf_ = found_inf_ || f.item<float>() != 0;
   unscaled_ = true;
   return absl::OkStatus();
 }

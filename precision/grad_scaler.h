@@ -6,8 +6,10 @@
 //   - Options: init_scale 2^16, growth_factor 2, backoff_factor 0.5, growth_interval 2000;
 //     Create() refuses growth_factor <= 1, backoff_factor >= 1, growth_interval < 1.
 //   - Scale(loss) = loss * scale (a float32 0-dim tensor on the loss's device).
-//   - Unscale(params): inv_scale = float(1 / double(scale)); every defined grad is multiplied
-//     by it in place and checked for inf/nan (found_inf). Once per step: a second call before
+//   - Unscale(params): inv_scale = float(1 / double(scale)); every defined grad is checked for
+//     inf/nan (found_inf) and multiplied by it in place (CUDA grads by torch's fused
+//     _amp_foreach_non_finite_check_and_unscale_, others element-wise with the same float
+//     arithmetic), with one host synchronisation per step. Once per step: a second call before
 //     Update() is FailedPrecondition ("unscale_() has already been called ..."). fp16 grads are
 //     refused ("Attempting to unscale FP16 gradients."): the optimizer must hold fp32 weights.
 //   - Step(step_fn, params): unscales first when Unscale was not called; runs step_fn unless
@@ -74,6 +76,12 @@ class GradScaler {
   absl::StatusOr<bool> Step(const std::function<void()>& step_fn,
                             const std::vector<at::Tensor>& params);
   void Update();
+  // Forgets a step left half done (unscaled, not updated) by an error; the scale and growth
+  // tracker stay. Call it before training resumes after a failure.
+  void ResetStep() {
+    unscaled_ = false;
+    found_inf_ = false;
+  }
 
   // The current scale (a float32 value).
   float scale() const { return scale_; }

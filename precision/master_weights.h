@@ -12,7 +12,9 @@
 //       2. prev_scale = the scale; scaler.Update(overflow) (its overflow line is returned);
 //       3. overflow: the model's grads are cleared, no update (skipped = true);
 //       4. else: norm = sqrt(sum of squares of per-tensor float64 norms of the model grads),
-//          in float32 (DeepSpeed's get_grad_norm_direct; inf/nan -> -1); the grads are copied
+//          in float32 (DeepSpeed's get_grad_norm_direct for one parameter group; with several
+//          groups DeepSpeed then takes the float32 norm of the group norms — the sharding
+//          strategies that split groups must do that; inf/nan -> -1); the grads are copied
 //          to the masters in fp32 and multiplied by 1 / combined_scale where combined_scale =
 //          scaler.loss_scale() * max(1, (norm / scaler.loss_scale() + 1e-6) / clip_grad) when
 //          clip_grad > 0 (DeepSpeed's unscale_and_clip_grads — which uses the scale as updated

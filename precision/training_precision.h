@@ -7,8 +7,10 @@
 // Contract:
 //   - Create(policy): kFp32 and kAutocast; kHalfWeights (DeepSpeed's path) is Unimplemented here
 //     — the sharding strategies drive precision/master_weights.h themselves.
-//   - ForwardAutocast(): the autocast spec for the forward (nullopt: none). Backward runs
-//     outside it.
+//   - ForwardAutocast(): the autocast spec around the model's forward (accelerate wraps
+//     model.forward with it); LossAutocast(): the one around the whole loss computation (HF's
+//     compute_loss_context_manager: only cpu_amp has one). nullopt: none. Backward runs outside
+//     both.
 //   - OutputToFp32(t): t.float() for bf16/fp16 tensors when the forward autocasts; t otherwise.
 //   - ScaleLoss(loss): loss * scale with a GradScaler (--fp16), loss otherwise.
 //   - UnscaleGradients(params): the GradScaler's unscale (call before clipping so the
@@ -47,6 +49,13 @@ class TrainingPrecision {
 
   const PrecisionPolicy& policy() const { return policy_; }
   std::optional<AutocastSpec> ForwardAutocast() const { return policy_.autocast; }
+  std::optional<AutocastSpec> LossAutocast() const {
+    return policy_.backend == "cpu_amp" ? policy_.autocast : std::nullopt;
+  }
+  // Forgets a step an error left half done (GradScaler::ResetStep).
+  void ResetStep() {
+    if (scaler_) scaler_->ResetStep();
+  }
   at::Tensor OutputToFp32(const at::Tensor& t) const;
   at::Tensor ScaleLoss(const at::Tensor& loss) const;
   absl::Status UnscaleGradients(const std::vector<at::Tensor>& params);

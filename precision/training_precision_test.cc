@@ -66,6 +66,22 @@ TEST(TrainingPrecisionTest, ScalerSkipsTheStepOnInf) {
   EXPECT_EQ(tp->grad_scaler()->scale(), 512.0f);
 }
 
+TEST(TrainingPrecisionTest, ResetStepForgetsAStepAnErrorLeftHalfDone) {
+  ASSERT_OK_AND_ASSIGN(auto tp, TrainingPrecision::Create(Fp16ScalerOnCpuWeights()));
+  at::Tensor w = torch::ones({1}).set_requires_grad(true);
+  w.mutable_grad() = torch::ones({1});
+  torch::optim::SGD sgd({w}, torch::optim::SGDOptions(1.0));
+  ASSERT_OK(tp->UnscaleGradients({w}));
+  // The optimizer step threw (e.g. out of memory): no Update() ran.
+  EXPECT_THAT(tp->UnscaleGradients({w}),
+              StatusIs(absl::StatusCode::kFailedPrecondition, ::testing::HasSubstr("unscale_()")));
+  tp->ResetStep();
+  ASSERT_OK(tp->UnscaleGradients({w}));
+  EXPECT_EQ(tp->grad_scaler()->scale(), 1024.0f);  // the scale itself is kept
+  ASSERT_OK_AND_ASSIGN(bool stepped, tp->OptimizerStep(sgd, {w}));
+  EXPECT_TRUE(stepped);
+}
+
 TEST(TrainingPrecisionTest, HalfWeightsBelongToTheStrategies) {
   PrecisionPolicy p;
   p.mode = PrecisionMode::kHalfWeights;

@@ -214,8 +214,9 @@ absl::StatusOr<PredictionStepOutput> Trainer::PredictionStep(
   torch::NoGradGuard no_grad;
   ModelOutput outputs;
   {
-    // HF's compute_loss_context_manager around prediction_step's forward.
-    precision::AutocastGuard autocast(precision_->ForwardAutocast());
+    // HF's compute_loss_context_manager around prediction_step's forward (cpu_amp); the
+    // model's own autocast is CallModel's.
+    precision::AutocastGuard autocast(precision_->LossAutocast());
     if (has_labels) {
       ASSIGN_OR_RETURN(LossOutput lo, ComputeLoss(model, prepared, /*return_outputs=*/true));
       out.loss = lo.loss.mean().detach();
@@ -230,9 +231,10 @@ absl::StatusOr<PredictionStepOutput> Trainer::PredictionStep(
   }
   for (const auto& [key, value] : outputs.outputs) {
     if (!keep(key)) continue;
-    // Half outputs (full-eval models) become fp32 when gathered, as HF's nested_numpify does.
-    const bool half = value.scalar_type() == at::kBFloat16 || value.scalar_type() == at::kHalf;
-    out.logits.push_back(half ? value.detach().to(at::kFloat) : value.detach());
+    // bf16 outputs (a --bf16_full_eval model) become fp32, as HF's nested_numpify does (numpy
+    // has no bf16); fp16 ones stay fp16, as in HF.
+    const bool bf16 = value.scalar_type() == at::kBFloat16;
+    out.logits.push_back(bf16 ? value.detach().to(at::kFloat) : value.detach());
   }
   return out;
 }

@@ -266,7 +266,8 @@ absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::Tra
 
   // Where and in what precision this process trains (the Trainer decides the same way; its
   // errors, e.g. --fp16 on a CPU, stop the run here, before any data is read).
-  ASSIGN_OR_RETURN(const RunSetup setup, ResolveRunSetup(t, EnvInt("LOCAL_RANK", 0)));
+  ASSIGN_OR_RETURN(const RunSetup setup,
+                   ResolveRunSetup(t, EnvInt("LOCAL_RANK", 0), EnvInt("WORLD_SIZE", 1)));
   LOG(WARNING) << "Process rank: " << EnvInt("LOCAL_RANK", -1)
                << ", device: " << setup.device.str() << ", n_gpu: " << (setup.device.is_cuda() ? 1 : 0)
                << ", distributed training: " << (EnvInt("WORLD_SIZE", 1) > 1 ? "True" : "False")

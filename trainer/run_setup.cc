@@ -23,7 +23,15 @@ absl::StatusOr<at::Device> TrainingDevice(const args::TrainingArguments& args, i
 
 }  // namespace
 
-absl::StatusOr<RunSetup> ResolveRunSetup(const args::TrainingArguments& args, int local_rank) {
+absl::StatusOr<RunSetup> ResolveRunSetup(const args::TrainingArguments& args, int local_rank,
+                                         int world_size) {
+  if (args.auto_find_batch_size() && world_size > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--auto_find_batch_size is not implemented in loom yet for runs of several processes (",
+        world_size,
+        " here): a rank that ran out of memory alone would retry while the others wait. Set "
+        "--per_device_train_batch_size yourself, or find it with one process."));
+  }
   RunSetup setup;
   ASSIGN_OR_RETURN(setup.device, TrainingDevice(args, local_rank));
   ASSIGN_OR_RETURN(setup.precision,

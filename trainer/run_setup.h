@@ -12,9 +12,11 @@
 //     arguments are resolved (not implemented yet), so no DeepSpeed config reaches here.
 //   - gradient_checkpointing: set with --gradient_checkpointing, from its kwargs
 //     (modeling::CheckpointingOptions::FromKwargs; bad keys are InvalidArgument).
+//   - --auto_find_batch_size in a run of several processes is refused (not implemented yet):
+//     a rank that runs out of memory alone would retry while the others wait in a collective.
 //
 // Example:
-//   ASSIGN_OR_RETURN(RunSetup setup, ResolveRunSetup(args, local_rank));
+//   ASSIGN_OR_RETURN(RunSetup setup, ResolveRunSetup(args, local_rank, world_size));
 //   LOG(WARNING) << "device: " << setup.device << ", 16-bits training: "
 //                << setup.precision.policy.SixteenBit();
 #ifndef LOOM_TRAINER_RUN_SETUP_H_
@@ -37,7 +39,8 @@ struct RunSetup {
   std::optional<modeling::CheckpointingOptions> gradient_checkpointing;
 };
 
-absl::StatusOr<RunSetup> ResolveRunSetup(const args::TrainingArguments& args, int local_rank);
+absl::StatusOr<RunSetup> ResolveRunSetup(const args::TrainingArguments& args, int local_rank,
+                                         int world_size);
 
 }  // namespace loom::trainer
 

@@ -80,16 +80,20 @@ absl::StatusOr<TrainOutput> Trainer::TrainWithBatchSizeSearch(
   if (args_.has_neftune_noise_alpha()) {
     ASSIGN_OR_RETURN(neftune, ActivateNeftune(*model_, args_.neftune_noise_alpha()));
   }
+  std::optional<std::string> resume_folder;
+  if (resume.has_value()) {
+    ASSIGN_OR_RETURN(resume_folder, ResolveResumeFolder(*resume));
+  }
   // HF's find_executable_batch_size (accelerate 0.27): halve the per-device batch on an
   // out-of-memory error and run the inner loop again.
-  ASSIGN_OR_RETURN(int64_t batch_size, InitialTrainBatchSize(resume));
+  ASSIGN_OR_RETURN(int64_t batch_size, InitialTrainBatchSize(resume_folder));
   while (true) {
     if (batch_size == 0) {
       return absl::ResourceExhaustedError(
           "--auto_find_batch_size: No executable batch size found, reached zero.");
     }
     train_batch_size_ = batch_size;
-    absl::StatusOr<TrainOutput> out = InnerTrainingLoop(resume);
+    absl::StatusOr<TrainOutput> out = InnerTrainingLoop(resume_folder);
     if (out.ok() || !args_.auto_find_batch_size() || !IsOutOfMemory(out.status())) return out;
     LOG(WARNING) << "--auto_find_batch_size: out of memory with a per-device train batch size of "
                  << batch_size << " (" << out.status().message() << "); retrying with "
@@ -100,13 +104,21 @@ absl::StatusOr<TrainOutput> Trainer::TrainWithBatchSizeSearch(
     // moments.
     gradient_sync_.reset();
     if (!user_optimizer_) optimizer_.reset();
-    if (!user_optimizer_) lr_scheduler_.reset();
     model_->zero_grad();
   }
 }
 
-absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(const std::optional<ResumeFrom>& resume) {
+absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
+    const std::optional<std::string>& resume_folder) {
   try {
+    // HF: a scheduler the Trainer built is built again for this loop's number of steps.
+    if (created_lr_scheduler_) {
+      lr_scheduler_.reset();
+      created_lr_scheduler_ = false;
+    }
+    // A step interrupted by an error (e.g. out of memory in the optimizer) left no half-done
+    // loss-scaling state behind.
+    precision_->ResetStep();
     const double start_time = NowSeconds();
     ASSIGN_OR_RETURN(std::unique_ptr<data::DataLoader> train_dataloader, GetTrainDataloader(),
                      "train dataloader");
@@ -173,8 +185,8 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(const std::optional<Resum
     position_ = ResumePosition();
     model_->zero_grad();  // before a resume puts back an open window's gradients
     std::optional<ResumedCheckpoint> resumed;
-    if (resume.has_value()) {
-      ASSIGN_OR_RETURN(resumed, LoadForResume(*resume, num_update_steps_per_epoch));
+    if (resume_folder.has_value()) {
+      ASSIGN_OR_RETURN(resumed, LoadForResume(*resume_folder, num_update_steps_per_epoch));
       position_ = resumed->position;
     }
     state_.max_steps = max_steps;
@@ -336,19 +348,26 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(const std::optional<Resum
   }
 }
 
-absl::StatusOr<int64_t> Trainer::InitialTrainBatchSize(const std::optional<ResumeFrom>& resume) {
+absl::StatusOr<int64_t> Trainer::InitialTrainBatchSize(
+    const std::optional<std::string>& resume_folder) {
   const int64_t configured = args::TrainBatchSizePerDevice(args_);
-  if (!args_.auto_find_batch_size()) return configured;
-  if (device_.is_cpu()) {
+  if (args_.auto_find_batch_size() && device_.is_cpu()) {
     LOG(INFO) << "--auto_find_batch_size: on CPU loom retries only when an allocation fails "
                  "(\"DefaultCPUAllocator: can't allocate memory\"); with Linux's memory "
                  "overcommit a too-large batch may be stopped by the OOM killer instead";
   }
-  if (!resume.has_value()) return configured;
-  // HF: a resumed run continues with the batch size the checkpoint's run had found.
-  ASSIGN_OR_RETURN(std::string folder, ResumeFolder(*resume), "resume_from_checkpoint");
-  ASSIGN_OR_RETURN(TrainerState saved, TrainerState::LoadFromJson(folder + "/" + kTrainerStateFile));
-  return saved.train_batch_size.value_or(configured);
+  if (!resume_folder.has_value()) return configured;
+  // HF's train(): "In case of repeating the find_executable_batch_size, set
+  // self._train_batch_size properly" — from the checkpoint, on every resume.
+  ASSIGN_OR_RETURN(TrainerState saved,
+                   TrainerState::LoadFromJson(*resume_folder + "/" + kTrainerStateFile));
+  if (!saved.train_batch_size.has_value()) return configured;
+  if (*saved.train_batch_size != configured) {
+    LOG(WARNING) << "Resuming with the checkpoint's per-device train batch size "
+                 << *saved.train_batch_size << ", not --per_device_train_batch_size "
+                 << configured << " (HF takes train_batch_size from trainer_state.json)";
+  }
+  return *saved.train_batch_size;
 }
 
 absl::StatusOr<double> Trainer::NumTokens(data::DataLoader& dataloader,

@@ -96,7 +96,8 @@ absl::Status Trainer::Init() {
   }
   // Device (HF: cuda:LOCAL_RANK in a launched run, cuda:0 otherwise), precision policy (HF
   // sets up amp in __init__) and checkpointing options, once per Trainer.
-  ASSIGN_OR_RETURN(RunSetup setup, ResolveRunSetup(args_, parallel_.local_rank()));
+  ASSIGN_OR_RETURN(RunSetup setup,
+                   ResolveRunSetup(args_, parallel_.local_rank(), parallel_.world_size()));
   device_ = setup.device;
   gradient_checkpointing_ = setup.gradient_checkpointing;
   precision::PrecisionPolicy precision_policy;
@@ -298,6 +299,7 @@ absl::Status Trainer::CreateScheduler(int64_t num_training_steps) {
   }
   ASSIGN_OR_RETURN(lr_scheduler_,
                    optim::CreateScheduler(args_, optimizer_.get(), num_training_steps));
+  created_lr_scheduler_ = true;
   return absl::OkStatus();
 }
 
@@ -351,8 +353,9 @@ absl::StatusOr<at::Tensor> Trainer::TrainingStep(Model& model, data::Batch& inpu
   data::Batch prepared = PrepareInputs(inputs);
   LossOutput out;
   {
-    // HF's compute_loss_context_manager: the forward under autocast (amp), backward outside.
-    precision::AutocastGuard autocast(precision_->ForwardAutocast());
+    // HF's compute_loss_context_manager (autocast with cpu_amp); the model's forward has its
+    // own (CallModel); backward runs outside both.
+    precision::AutocastGuard autocast(precision_->LossAutocast());
     ASSIGN_OR_RETURN(out, ComputeLoss(model, prepared, /*return_outputs=*/false));
   }
   // spec/trainer-semantics.md "One optimizer step": backward on loss / accumulation steps
@@ -363,8 +366,13 @@ absl::StatusOr<at::Tensor> Trainer::TrainingStep(Model& model, data::Batch& inpu
 }
 
 ModelOutput Trainer::CallModel(Model& model, const data::Batch& inputs) const {
-  ModelOutput outputs = model.Forward(inputs);
-  // accelerate's convert_outputs_to_fp32 around an autocast forward.
+  ModelOutput outputs;
+  {
+    // accelerate's prepare_model: model.forward under autocast with amp ...
+    precision::AutocastGuard autocast(precision_->ForwardAutocast());
+    outputs = model.Forward(inputs);
+  }
+  // ... and its convert_outputs_to_fp32.
   outputs.loss = precision_->OutputToFp32(outputs.loss);
   for (auto& [name, value] : outputs.outputs) value = precision_->OutputToFp32(value);
   return outputs;

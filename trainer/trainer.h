@@ -287,14 +287,16 @@ class Trainer {
   absl::Status PrepareModelFeatures();
   // model_init, NEFTune, then the inner loop under HF's find_executable_batch_size.
   absl::StatusOr<TrainOutput> TrainWithBatchSizeSearch(const std::optional<ResumeFrom>& resume);
-  // HF's _inner_training_loop for the batch size in train_batch_size_.
-  absl::StatusOr<TrainOutput> InnerTrainingLoop(const std::optional<ResumeFrom>& resume);
-  // The per-device batch size to start from (a resumed --auto_find_batch_size run: the
-  // checkpoint's).
-  absl::StatusOr<int64_t> InitialTrainBatchSize(const std::optional<ResumeFrom>& resume);
-  // The folder a resume reads (the newest complete checkpoint for `latest`), without cleaning
-  // anything up.
-  absl::StatusOr<std::string> ResumeFolder(const ResumeFrom& resume) const;
+  // HF's _inner_training_loop for the batch size in train_batch_size_, from the checkpoint
+  // folder `resume_folder` when set.
+  absl::StatusOr<TrainOutput> InnerTrainingLoop(const std::optional<std::string>& resume_folder);
+  // The per-device batch size to start from: HF's train() takes a resumed checkpoint's
+  // train_batch_size (the one its run used, after any --auto_find_batch_size halving).
+  absl::StatusOr<int64_t> InitialTrainBatchSize(const std::optional<std::string>& resume_folder);
+  // The folder a resume reads: for `latest`, the newest complete checkpoint after the saving
+  // rank removed the leftovers of an interrupted save (all ranks agree); else the given path,
+  // verified.
+  absl::StatusOr<std::string> ResolveResumeFolder(const ResumeFrom& resume);
   // The dataloader_* arguments (drop_last, num_workers, prefetch_factor) for `batch_size`.
   data::DataLoaderOptions LoaderOptions(int64_t batch_size) const;
   // This rank's share of the global training batches (accelerator_config split_batches /
@@ -324,7 +326,7 @@ class Trainer {
     rng::RngState rng;                             // at save time
     std::optional<rng::RngState> epoch_start_rng;  // when the saved epoch began
   };
-  absl::StatusOr<ResumedCheckpoint> LoadForResume(const ResumeFrom& resume,
+  absl::StatusOr<ResumedCheckpoint> LoadForResume(const std::string& folder,
                                                   int64_t num_update_steps_per_epoch);
   // trainer_state.json's stateful_callbacks: every stateful callback's ExportState under its
   // Name() (a list for several of one name) and "TrainerControl" (HF 4.41).
@@ -347,6 +349,9 @@ class Trainer {
   int64_t train_batch_size_ = 0;
   // The optimizer came with TrainerOptions (kept across batch-size retries).
   bool user_optimizer_ = false;
+  // The scheduler was built from the arguments (HF's _created_lr_scheduler): every inner loop
+  // builds it again for its own number of steps.
+  bool created_lr_scheduler_ = false;
 };
 
 }  // namespace loom::trainer

@@ -132,9 +132,7 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
-    const ResumeFrom& resume, int64_t num_update_steps_per_epoch) {
-  ResumedCheckpoint out;
+absl::StatusOr<std::string> Trainer::ResolveResumeFolder(const ResumeFrom& resume) {
   checkpoint::VerifyOptions verify;
   verify.allow_missing_manifest = true;  // folders written by HF's Python Trainer
   if (resume.latest) {
@@ -153,12 +151,30 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
     }
     RETURN_IF_ERROR_CTX(parallel_.AgreeOnStatus(cleaned, "cleaning up an interrupted save"),
                         "resume_from_checkpoint");
-    ASSIGN_OR_RETURN(out.folder, ResumeFolder(resume), "resume_from_checkpoint");
-  } else {
-    out.folder = resume.path;
-    RETURN_IF_ERROR_CTX(checkpoint::VerifyFolder(out.folder, verify).status(),
-                        "resume_from_checkpoint");
+    checkpoint::DiscoveryOptions discovery;
+    discovery.allow_missing_manifest = true;
+    ASSIGN_OR_RETURN(checkpoint::LastCheckpoint last,
+                     checkpoint::FindLastCheckpoint(args_.output_dir(), discovery),
+                     "resume_from_checkpoint");
+    for (const auto& skipped : last.skipped) {
+      LOG(WARNING) << "Not resuming from " << skipped.ToString();
+    }
+    if (last.path.empty()) {
+      return absl::NotFoundError(absl::StrCat(
+          "resume_from_checkpoint: No valid checkpoint found in output directory (",
+          args_.output_dir(), ")"));
+    }
+    return last.path.string();
   }
+  RETURN_IF_ERROR_CTX(checkpoint::VerifyFolder(resume.path, verify).status(),
+                      "resume_from_checkpoint");
+  return resume.path;
+}
+
+absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
+    const std::string& folder, int64_t num_update_steps_per_epoch) {
+  ResumedCheckpoint out;
+  out.folder = folder;
   const std::string& dir = out.folder;
   LOG(INFO) << "Loading model from " << dir << ".";
   RETURN_IF_ERROR(LoadModelFiles(dir, model_.get()));
@@ -216,22 +232,6 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
     ASSIGN_OR_RETURN(out.epoch_start_rng, rng::LoadRngState(dir + "/" + files.epoch_start_rng));
   }
   return out;
-}
-
-absl::StatusOr<std::string> Trainer::ResumeFolder(const ResumeFrom& resume) const {
-  if (!resume.latest) return resume.path;
-  checkpoint::DiscoveryOptions discovery;
-  discovery.allow_missing_manifest = true;
-  ASSIGN_OR_RETURN(checkpoint::LastCheckpoint last,
-                   checkpoint::FindLastCheckpoint(args_.output_dir(), discovery));
-  for (const auto& skipped : last.skipped) {
-    LOG(WARNING) << "Not resuming from " << skipped.ToString();
-  }
-  if (last.path.empty()) {
-    return absl::NotFoundError(
-        absl::StrCat("No valid checkpoint found in output directory (", args_.output_dir(), ")"));
-  }
-  return last.path.string();
 }
 
 Metrics Trainer::CallbackStates() const {

@@ -105,6 +105,55 @@ TEST(PrecisionResumeTest, GradScalerRunResumesBitExactlyWithItsScale) {
   }
 }
 
+// Every window holding a loss spike is skipped — the lr schedule stands still for it — and
+// only those; global_step counts every window all the same (HF's optimizer_step_was_skipped).
+class SkipRecorder : public trainer::TrainerCallback {
+ public:
+  explicit SkipRecorder(std::shared_ptr<int64_t> spikes) : spikes_(std::move(spikes)) {}
+  std::string Name() const override { return "SkipRecorder"; }
+  absl::Status OnStepEnd(const trainer::Event& e) override {
+    const double lr = e.context.lr_scheduler->LastLr().front();
+    spiked.push_back(*spikes_ > seen_);
+    lr_moved.push_back(lr != last_lr_);
+    steps.push_back(e.state.global_step);
+    seen_ = *spikes_;
+    last_lr_ = lr;
+    return absl::OkStatus();
+  }
+  std::vector<bool> spiked, lr_moved;
+  std::vector<int64_t> steps;
+
+ private:
+  std::shared_ptr<int64_t> spikes_;
+  int64_t seen_ = 0;
+  double last_lr_ = 0;  // the schedule's lr before step 1 (warmup from 0)
+};
+
+TEST(PrecisionResumeTest, SkippedStepsAreExactlyTheSpikedWindows) {
+  auto spikes = std::make_shared<int64_t>(0);
+  auto recorder = std::make_shared<SkipRecorder>(spikes);
+  auto t = MakeResumeTrainer(Dir("skips"), {recorder}, "no", 500, [&](trainer::TrainerOptions& o) {
+    Fp16Scaler(o);
+    o.model_init = [spikes]() -> absl::StatusOr<std::shared_ptr<trainer::Model>> {
+      return MakeDropoutClassifier(/*inf_loss_token=*/13, spikes);
+    };
+  });
+  ASSERT_OK(t.status());
+  ASSERT_OK((*t)->Train().status());
+  ASSERT_EQ(recorder->steps.size(), 15u);
+  int skipped = 0;
+  for (size_t i = 0; i < recorder->steps.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(recorder->steps[i], static_cast<int64_t>(i) + 1);  // global_step always advances
+    // The first step runs at lr 0 (warmup) and leaves it 0 only if skipped; every other step
+    // moves the linear schedule.
+    EXPECT_EQ(recorder->lr_moved[i], !recorder->spiked[i]);
+    skipped += recorder->spiked[i];
+  }
+  EXPECT_GT(skipped, 0);
+  EXPECT_LT(skipped, 15);
+}
+
 TEST(PrecisionResumeTest, ScalerFileOnlyWithAGradScaler) {
   const std::string dir = Dir("scaler_file");
   auto t = MakeResumeTrainer(dir, {std::make_shared<StopAfterSave>(6)}, "steps", 3, Fp16Scaler);

@@ -19,8 +19,8 @@ namespace {
 
 class DropoutClassifier : public trainer::Model {
  public:
-  explicit DropoutClassifier(std::optional<int64_t> inf_loss_token)
-      : inf_loss_token_(inf_loss_token) {
+  DropoutClassifier(std::optional<int64_t> inf_loss_token, std::shared_ptr<int64_t> spikes)
+      : inf_loss_token_(inf_loss_token), spikes_(std::move(spikes)) {
     embed_ = register_module("embed", torch::nn::Embedding(20, 8));
     dropout_ = register_module("dropout", torch::nn::Dropout(0.2));
     fc_ = register_module("fc", torch::nn::Linear(8, 3));
@@ -34,6 +34,7 @@ class DropoutClassifier : public trainer::Model {
       if (inf_loss_token_ && is_training() &&
           (in.at("input_ids").select(1, 0) == *inf_loss_token_).any().item<bool>()) {
         out.loss = out.loss * std::numeric_limits<float>::infinity();
+        if (spikes_) ++*spikes_;
       }
     }
     out.outputs.push_back({"logits", logits});
@@ -42,6 +43,7 @@ class DropoutClassifier : public trainer::Model {
 
  private:
   std::optional<int64_t> inf_loss_token_;
+  std::shared_ptr<int64_t> spikes_;
   torch::nn::Embedding embed_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
   torch::nn::Linear fc_{nullptr};
@@ -61,8 +63,9 @@ void AppendBytes(const at::Tensor& t, std::string* out) {
 
 }  // namespace
 
-std::shared_ptr<trainer::Model> MakeDropoutClassifier(std::optional<int64_t> inf_loss_token) {
-  return std::make_shared<DropoutClassifier>(inf_loss_token);
+std::shared_ptr<trainer::Model> MakeDropoutClassifier(std::optional<int64_t> inf_loss_token,
+                                                      std::shared_ptr<int64_t> spikes) {
+  return std::make_shared<DropoutClassifier>(inf_loss_token, std::move(spikes));
 }
 
 absl::StatusOr<std::unique_ptr<trainer::Trainer>> MakeResumeTrainer(

@@ -30,9 +30,11 @@ namespace loom::tests {
 
 // The run's model: embedding (20 x 8), dropout 0.2, mean over the sequence, tanh, linear to 3
 // classes, cross-entropy. With `inf_loss_token`, a training micro-batch holding that token
-// first in a row has an infinite loss (a "loss spike", for the loss-scaling tests).
+// first in a row has an infinite loss (a "loss spike", for the loss-scaling tests), and
+// `spikes` (when given) counts those micro-batches.
 std::shared_ptr<trainer::Model> MakeDropoutClassifier(
-    std::optional<int64_t> inf_loss_token = std::nullopt);
+    std::optional<int64_t> inf_loss_token = std::nullopt,
+    std::shared_ptr<int64_t> spikes = nullptr);
 
 // Builds the Trainer of the run above writing into `output_dir`; `callbacks` are added.
 absl::StatusOr<std::unique_ptr<trainer::Trainer>> MakeResumeTrainer(

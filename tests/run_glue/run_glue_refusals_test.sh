@@ -32,6 +32,9 @@ while IFS=$'\037' read -r field support seq2seq example note; do
   [[ $rc -eq 2 ]] || fail "--$field $example: exit $rc: $(head -c 400 "$TEST_TMPDIR/err.txt")"
   grep -qF -- "$want" "$TEST_TMPDIR/err.txt" || fail "--$field: no '$want': $(cat "$TEST_TMPDIR/err.txt")"
   [[ ! -e $out ]] || fail "--$field: $out was created before the refusal"
+  if [[ $field == *token* && -n $example ]] && grep -qF -- "$example" "$TEST_TMPDIR/err.txt"; then
+    fail "--$field: its value (a hub token) was printed"
+  fi
   checked=$((checked + 1))
 done < <(tr '\t' '\037' < "$TEST_TMPDIR/table.tsv")
 [[ $checked -ge 20 ]] || fail "only $checked refusals checked"
