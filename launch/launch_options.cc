@@ -259,9 +259,29 @@ absl::StatusOr<LaunchOptions> ParseLauncherOptions(const std::vector<std::string
   return options;
 }
 
+int LauncherOmpThreads(const LaunchOptions& options, bool omp_num_threads_set,
+                       int physical_cores) {
+  if (options.nproc_per_node <= 1 || omp_num_threads_set) return 0;
+  return std::max(1, physical_cores / options.nproc_per_node);
+}
+
+std::string LauncherOmpNote(const LaunchOptions& options, bool omp_num_threads_set,
+                            int physical_cores) {
+  const int threads = LauncherOmpThreads(options, omp_num_threads_set, physical_cores);
+  if (threads == 0) return "";
+  return absl::StrCat(
+      "*****************************************\n"
+      "Setting OMP_NUM_THREADS environment variable for each process to be ",
+      threads, " (", physical_cores, " physical cores / ", options.nproc_per_node,
+      " processes), to avoid your system being overloaded; set OMP_NUM_THREADS yourself to "
+      "tune it for your application.\n"
+      "*****************************************");
+}
+
 std::vector<std::pair<std::string, std::string>> RankEnvironment(const LaunchOptions& options,
                                                                  int local_rank,
-                                                                 bool omp_num_threads_set) {
+                                                                 bool omp_num_threads_set,
+                                                                 int physical_cores) {
   std::vector<std::pair<std::string, std::string>> env = {
       {"RANK", absl::StrCat(options.global_rank(local_rank))},
       {"LOCAL_RANK", absl::StrCat(local_rank)},
@@ -271,7 +291,10 @@ std::vector<std::pair<std::string, std::string>> RankEnvironment(const LaunchOpt
       {"MASTER_ADDR", options.master_addr},
       {"MASTER_PORT", absl::StrCat(options.master_port)},
   };
-  if (options.nproc_per_node > 1 && !omp_num_threads_set) env.emplace_back("OMP_NUM_THREADS", "1");
+  if (const int threads = LauncherOmpThreads(options, omp_num_threads_set, physical_cores)) {
+    env.emplace_back("OMP_NUM_THREADS", absl::StrCat(threads));
+    env.emplace_back("LOOM_THREADS_FROM_LAUNCHER", "1");
+  }
   env.insert(env.end(), options.extra_env.begin(), options.extra_env.end());
   return env;
 }

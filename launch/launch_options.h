@@ -27,9 +27,11 @@
 //
 // Environment (RankEnvironment): for local rank L on node G with N processes per node and M
 // nodes: RANK = G*N + L, LOCAL_RANK = L, WORLD_SIZE = M*N, LOCAL_WORLD_SIZE = N, GROUP_RANK = G,
-// MASTER_ADDR, MASTER_PORT; plus OMP_NUM_THREADS=1 when N > 1 and the launcher's environment
-// has no OMP_NUM_THREADS (torchrun's default); then LaunchOptions::extra_env. TORCHELASTIC_*
-// variables are not set.
+// MASTER_ADDR, MASTER_PORT; when N > 1 and the launcher's environment has no OMP_NUM_THREADS,
+// OMP_NUM_THREADS = max(1, physical cores / N) and LOOM_THREADS_FROM_LAUNCHER=1 (torchrun sets
+// 1 there; loom gives each rank its share of the cores, which is 1 whenever there are no more
+// cores than ranks, and tells loom programs the value is the launcher's, not the user's:
+// threads/thread_plan.h); then LaunchOptions::extra_env. TORCHELASTIC_* variables are not set.
 //
 // Example:
 //   ASSIGN_OR_RETURN(LaunchOptions options, ParseLaunchCommandLine(args));
@@ -85,10 +87,18 @@ absl::StatusOr<LaunchOptions> ParseLauncherOptions(const std::vector<std::string
 absl::Status CheckLocalRanksFilter(const LaunchOptions& options);
 
 // The variables the launcher sets for `local_rank` (name, value), in a fixed order.
-// `omp_num_threads_set`: the launcher's own environment already has OMP_NUM_THREADS.
+// `omp_num_threads_set`: the launcher's own environment already has OMP_NUM_THREADS;
+// `physical_cores`: of this node (threads/cpu_topology.h).
 std::vector<std::pair<std::string, std::string>> RankEnvironment(const LaunchOptions& options,
                                                                  int local_rank,
-                                                                 bool omp_num_threads_set);
+                                                                 bool omp_num_threads_set,
+                                                                 int physical_cores = 1);
+
+// The OMP_NUM_THREADS RankEnvironment gives each rank (0 when it sets none), and the note the
+// launcher prints about it once, as torchrun does (empty when none).
+int LauncherOmpThreads(const LaunchOptions& options, bool omp_num_threads_set, int physical_cores);
+std::string LauncherOmpNote(const LaunchOptions& options, bool omp_num_threads_set,
+                            int physical_cores);
 
 // The arguments after PROGRAM for `local_rank`: program_args, after `--local_rank=L` when
 // local_rank_arg.

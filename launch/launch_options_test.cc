@@ -12,6 +12,7 @@ namespace loom::launch {
 namespace {
 
 using ::loom::base::testing::StatusIs;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
@@ -161,8 +162,17 @@ TEST(LaunchOptionsTest, RankEnvironment) {
               ElementsAre(Pair("RANK", "3"), Pair("LOCAL_RANK", "1"), Pair("WORLD_SIZE", "6"),
                           Pair("LOCAL_WORLD_SIZE", "2"), Pair("GROUP_RANK", "1"),
                           Pair("MASTER_ADDR", "127.0.0.1"), Pair("MASTER_PORT", "4000"),
-                          Pair("OMP_NUM_THREADS", "1")));
+                          Pair("OMP_NUM_THREADS", "1"), Pair("LOOM_THREADS_FROM_LAUNCHER", "1")));
   EXPECT_EQ(RankEnvironment(o, 0, /*omp_num_threads_set=*/true).size(), 7u);
+  // Each rank gets its share of the node's physical cores (torchrun: always 1).
+  EXPECT_THAT(RankEnvironment(o, 0, false, /*physical_cores=*/16),
+              Contains(Pair("OMP_NUM_THREADS", "8")));
+  EXPECT_THAT(RankEnvironment(o, 0, false, /*physical_cores=*/3),
+              Contains(Pair("OMP_NUM_THREADS", "1")));
+  EXPECT_THAT(LauncherOmpNote(o, false, 16),
+              HasSubstr("Setting OMP_NUM_THREADS environment variable for each process to be 8 "
+                        "(16 physical cores / 2 processes)"));
+  EXPECT_EQ(LauncherOmpNote(o, true, 16), "");
   ASSERT_OK_AND_ASSIGN(LaunchOptions single, Parse({"p"}));
   EXPECT_EQ(RankEnvironment(single, 0, /*omp_num_threads_set=*/false).size(), 7u);
 }

@@ -23,6 +23,7 @@
 #include "launch/launch_options.h"
 #include "launch/rank_supervisor.h"
 #include "logging/process_logging.h"
+#include "threads/cpu_topology.h"
 
 namespace {
 
@@ -58,11 +59,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   const bool omp_set = getenv("OMP_NUM_THREADS") != nullptr;
+  const int cores = loom::threads::DetectCpuTopology().physical_cores;
+  if (const std::string note = loom::launch::LauncherOmpNote(options, omp_set, cores); !note.empty()) {
+    fprintf(stderr, "%s\n", note.c_str());
+  }
   std::vector<loom::launch::RankSpec> ranks;
   for (int local = 0; local < options.nproc_per_node; ++local) {
     ranks.push_back({options.global_rank(local), local, options.program,
                      loom::launch::RankArgs(options, local),
-                     loom::launch::RankEnvironment(options, local, omp_set)});
+                     loom::launch::RankEnvironment(options, local, omp_set, cores)});
     ranks.back().show_output = loom::launch::ShowsOutput(options, local);
     if (options.log_dir.empty()) continue;
     const std::string dir = options.log_dir + "/" + std::to_string(options.global_rank(local));

@@ -268,6 +268,8 @@ absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::Tra
   // errors, e.g. --fp16 on a CPU, stop the run here, before any data is read).
   ASSIGN_OR_RETURN(const RunSetup setup,
                    ResolveRunSetup(t, EnvInt("LOCAL_RANK", 0), EnvInt("WORLD_SIZE", 1)));
+  // The thread counts hold from here on (tokenizing too); the Trainer logs them.
+  RETURN_IF_ERROR(threads::ApplyThreadPlan(setup.threads));
   LOG(WARNING) << "Process rank: " << EnvInt("LOCAL_RANK", -1)
                << ", device: " << setup.device.str() << ", n_gpu: " << (setup.device.is_cuda() ? 1 : 0)
                << ", distributed training: " << (EnvInt("WORLD_SIZE", 1) > 1 ? "True" : "False")

@@ -38,6 +38,10 @@ absl::StatusOr<RunSetup> ResolveRunSetup(const args::TrainingArguments& args, in
                    precision::ResolvePrecisionPolicy(
                        args, /*deepspeed=*/nullptr,
                        precision::CurrentPrecisionEnvironment(setup.device)));
+  const bool matmuls_in_blas = setup.device.is_cpu() &&
+                               setup.precision.policy.mode == precision::PrecisionMode::kFp32;
+  setup.threads = threads::DecideThreads(threads::CurrentThreadInputs(
+      matmuls_in_blas, static_cast<int>(args.dataloader_num_workers())));
   if (args.gradient_checkpointing()) {
     ASSIGN_OR_RETURN(setup.gradient_checkpointing,
                      modeling::CheckpointingOptions::FromKwargs(

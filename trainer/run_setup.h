@@ -12,6 +12,8 @@
 //     arguments are resolved (not implemented yet), so no DeepSpeed config reaches here.
 //   - gradient_checkpointing: set with --gradient_checkpointing, from its kwargs
 //     (modeling::CheckpointingOptions::FromKwargs; bad keys are InvalidArgument).
+//   - threads: threads/thread_plan.h's plan for this process (fp32 matmuls on the CPU run in
+//     BLAS, bf16 ones in oneDNN; the data-loader workers take cores), applied by the Trainer.
 //   - --auto_find_batch_size in a run of several processes is refused (not implemented yet):
 //     a rank that runs out of memory alone would retry while the others wait in a collective.
 //
@@ -30,6 +32,7 @@
 #include "args/training_args.pb.h"
 #include "modeling/activation_checkpoint.h"
 #include "precision/policy.h"
+#include "threads/thread_plan.h"
 
 namespace loom::trainer {
 
@@ -37,6 +40,7 @@ struct RunSetup {
   at::Device device = at::Device(at::kCPU);
   precision::ResolvedPrecision precision;
   std::optional<modeling::CheckpointingOptions> gradient_checkpointing;
+  threads::ThreadPlan threads;
 };
 
 absl::StatusOr<RunSetup> ResolveRunSetup(const args::TrainingArguments& args, int local_rank,

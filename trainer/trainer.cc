@@ -108,6 +108,9 @@ absl::Status Trainer::Init() {
     precision_policy = std::move(setup.precision.policy);
   }
   ASSIGN_OR_RETURN(precision_, precision::TrainingPrecision::Create(precision_policy), "Trainer");
+  // Thread counts for this process (issue 12), in one line.
+  RETURN_IF_ERROR(threads::ApplyThreadPlan(setup.threads));
+  LOG(INFO) << setup.threads.Describe();
   LOG(INFO) << precision_policy.Describe();
   precision::ApplyTf32(precision_policy);
   try {

@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
+#include "threads/cpu_topology.h"
 #include "gtest/gtest.h"
 
 namespace {
@@ -108,7 +109,15 @@ class Launch {
 
   int exit_code() const { return WIFEXITED(status_) ? WEXITSTATUS(status_) : -WTERMSIG(status_); }
   const std::string& out() const { return out_; }
-  const std::string& err() const { return err_; }
+  // stderr without the launcher's OMP_NUM_THREADS note (DefaultsAndOmpNumThreads checks it).
+  std::string err() const {
+    const std::string fence = "*****************************************\n";
+    const size_t start = err_.find(fence + "Setting OMP_NUM_THREADS");
+    if (start == std::string::npos) return err_;
+    const size_t end = err_.find(fence, start + fence.size());
+    return err_.substr(0, start) + err_.substr(end + fence.size());
+  }
+  const std::string& raw_err() const { return err_; }
   absl::Duration elapsed() const { return elapsed_; }
 
  private:
@@ -193,7 +202,14 @@ TEST(LaunchTest, DefaultsAndOmpNumThreads) {
   EXPECT_THAT(launch.out(), HasSubstr("rank 1: MASTER_PORT=29500\n"));
   EXPECT_THAT(launch.out(), HasSubstr("rank 0: WORLD_SIZE=2\n"));
   if (getenv("OMP_NUM_THREADS") == nullptr) {
-    EXPECT_THAT(launch.out(), HasSubstr("rank 1: OMP_NUM_THREADS=1\n"));
+    // Each rank's share of the physical cores, and torchrun's note about it.
+    const int cores = loom::threads::DetectCpuTopology().physical_cores;
+    const int share = std::max(1, cores / 2);
+    EXPECT_THAT(launch.out(), HasSubstr(absl::StrCat("rank 1: OMP_NUM_THREADS=", share, "\n")));
+    EXPECT_THAT(launch.raw_err(),
+                HasSubstr(absl::StrCat("Setting OMP_NUM_THREADS environment variable for each "
+                                       "process to be ",
+                                       share, " (", cores, " physical cores / 2 processes)")));
   }
 }
 
@@ -302,9 +318,9 @@ TEST(LaunchTest, PrefixedOutputHasWholeLinesOnly) {
   Launch launch({"--nproc_per_node=3", "--prefix_output", kHelper, "lines", absl::StrCat(kLines)});
   ASSERT_TRUE(launch.Wait());
   EXPECT_EQ(launch.exit_code(), 0);
-  for (const std::string* text : {&launch.out(), &launch.err()}) {
+  for (const std::string& text : {launch.out(), launch.err()}) {
     std::map<int, int> next;  // rank -> next line number, so order within a rank is kept too
-    std::vector<std::string> lines = Lines(*text);
+    std::vector<std::string> lines = Lines(text);
     EXPECT_EQ(lines.size(), 3u * kLines);
     for (const std::string& line : lines) {
       int rank = -1, i = -1;
