@@ -9,16 +9,14 @@
 //     steady-state steps after the first (which builds oneDNN's primitives), best of
 //     alternating rounds, and their ratio as "bf16/fp32 N.NNx" — on a CPU without native bf16
 //     the ratio is printed with the reason. fp32 GEMMs run in OpenBLAS (its own thread pool),
-//     bf16 GEMMs in oneDNN (LibTorch's OpenMP threads), so both are measured at every
-//     combination of the two pools at 1 thread and at every core, and each precision's figure
-//     is its best combination;
+//     bf16 GEMMs in oneDNN (LibTorch's OpenMP threads), so both are measured with loom's thread
+//     defaults and at every combination of the two pools at 1 thread and at every core; the
+//     ratio is given for each precision's best setting and for the defaults;
 //   - the peak tensor memory of one training forward+backward with and without
 //     --gradient_checkpointing (a counting CPU allocator wraps LibTorch's), beyond the memory
 //     the model already held.
 #include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
-
-#include <dlfcn.h>
 
 #include <atomic>
 #include <chrono>
@@ -27,6 +25,7 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -35,6 +34,7 @@
 #include "models/bert/bert_for_sequence_classification.h"
 #include "precision/cpu_features.h"
 #include "trainer/flow_callbacks.h"
+#include "threads/thread_plan.h"
 #include "trainer/trainer.h"
 
 namespace loom::benchmarks {
@@ -89,8 +89,15 @@ class StepClock : public trainer::TrainerCallback {
   double first_end_ = 0, last_end_ = 0;
 };
 
+// LibTorch's intra-op threads (OpenMP: oneDNN's bf16 GEMMs and the elementwise ops) and
+// OpenBLAS's (fp32 GEMMs) are separate pools; unset: loom's defaults (threads/thread_plan.h).
+struct Threads {
+  int torch;
+  int blas;
+};
+
 // Samples per second of the steady steps of one Train() in the given precision.
-double TrainSamplesPerSecond(bool bf16) {
+double TrainSamplesPerSecond(bool bf16, const std::optional<Threads>& threads) {
   auto model = *BertForSequenceClassification::Create(Config(), 7);
   auto clock = std::make_shared<StepClock>();
   trainer::TrainerOptions o;
@@ -106,6 +113,12 @@ double TrainSamplesPerSecond(bool bf16) {
   o.args.set_bf16(bf16);
   o.train_dataset = Data();
   o.callbacks = {clock};
+  if (threads) {
+    threads::ThreadPlan plan;
+    plan.intra_op = threads->torch;
+    plan.blas = threads->blas;
+    o.threads = plan;
+  }
   absl::StatusOr<std::unique_ptr<trainer::Trainer>> t = trainer::Trainer::Create(std::move(o));
   if (t.ok()) (*t)->RemoveCallback<trainer::PrinterCallback>();  // keep the figures readable
   if (!t.ok() || !(*t)->Train().ok()) {
@@ -196,21 +209,6 @@ StepMemory StepPeakBytes(CountingAllocator& counter, bool checkpointing) {
   return m;
 }
 
-// LibTorch's intra-op threads (OpenMP: oneDNN's bf16 GEMMs and the elementwise ops) and
-// OpenBLAS's (fp32 GEMMs) are separate pools that can fight over the cores (issue 12).
-struct Threads {
-  int torch;
-  int blas;
-};
-
-void SetThreads(const Threads& t) {
-  at::set_num_threads(t.torch);
-  using SetBlasThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetBlasThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
-    set(t.blas);
-  }
-}
-
 }  // namespace
 }  // namespace loom::benchmarks
 
@@ -224,28 +222,33 @@ int main(int argc, char** argv) {
             << "model: BERT, " << kLayers << " layers, hidden 768, 12 heads, intermediate 3072, seq "
             << kSeq << ", batch " << kBatch << "; " << kSteps - 1 << " timed steps per round, best of "
             << kRounds << " alternating rounds\n";
-  // Every combination of the two pools at 1 thread and at every core; each precision's figure
-  // is its best combination (as a user would tune it), and the combinations are printed.
-  std::vector<Threads> settings = {{1, 1}};
-  if (cores > 1) settings = {{1, 1}, {1, cores}, {cores, 1}, {cores, cores}};
-  double best32 = 0, best16 = 0;
+  // loom's defaults, then every combination of the two pools at 1 thread and at every core;
+  // each precision's figure is its best setting, and every setting is printed.
+  std::vector<std::optional<Threads>> settings = {std::nullopt, Threads{1, 1}};
+  if (cores > 1) {
+    settings.insert(settings.end(), {Threads{1, cores}, Threads{cores, 1}, Threads{cores, cores}});
+  }
+  double best32 = 0, best16 = 0, default32 = 0, default16 = 0;
   std::string at32, at16;
-  for (const Threads& t : settings) {
-    SetThreads(t);
+  for (const std::optional<Threads>& t : settings) {
     double fp32 = 0, bf16 = 0;
     for (int r = 0; r < kRounds; ++r) {
-      fp32 = std::max(fp32, TrainSamplesPerSecond(false));
-      bf16 = std::max(bf16, TrainSamplesPerSecond(true));
+      fp32 = std::max(fp32, TrainSamplesPerSecond(false, t));
+      bf16 = std::max(bf16, TrainSamplesPerSecond(true, t));
     }
-    const std::string name = absl::StrFormat("LibTorch %d / OpenBLAS %d threads", t.torch, t.blas);
-    std::cout << absl::StrFormat("%s: fp32 %.2f samples/s, bf16 %.2f samples/s (%.2fx)\n", name,
-                                 fp32, bf16, bf16 / fp32);
+    const std::string name =
+        t ? absl::StrFormat("LibTorch %d / OpenBLAS %d threads", t->torch, t->blas)
+          : std::string("loom's defaults");
+    std::cout << absl::StrFormat("%-32s fp32 %6.2f samples/s, bf16 %6.2f samples/s (%.2fx)\n",
+                                 name, fp32, bf16, bf16 / fp32);
+    if (!t) default32 = fp32, default16 = bf16;
     if (fp32 > best32) best32 = fp32, at32 = name;
     if (bf16 > best16) best16 = bf16, at16 = name;
   }
   std::cout << absl::StrFormat("best: fp32 %.2f samples/s (%s), bf16 %.2f samples/s (%s)\n", best32,
                                at32, best16, at16);
-  std::cout << absl::StrFormat("bf16/fp32 %.2fx", best16 / best32);
+  std::cout << absl::StrFormat("bf16/fp32 %.2fx (best of each); with loom's defaults %.2fx",
+                               best16 / best32, default16 / default32);
   if (cpu.support != loom::precision::Bf16Support::kNative) std::cout << "  (" << cpu.reason << ")";
   std::cout << "\n";
 

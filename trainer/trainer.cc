@@ -109,8 +109,9 @@ absl::Status Trainer::Init() {
   }
   ASSIGN_OR_RETURN(precision_, precision::TrainingPrecision::Create(precision_policy), "Trainer");
   // Thread counts for this process (issue 12), in one line.
-  RETURN_IF_ERROR(threads::ApplyThreadPlan(setup.threads));
-  LOG(INFO) << setup.threads.Describe();
+  const threads::ThreadPlan& thread_plan = options_.threads ? *options_.threads : setup.threads;
+  RETURN_IF_ERROR(threads::ApplyThreadPlan(thread_plan));
+  LOG(INFO) << thread_plan.Describe();
   LOG(INFO) << precision_policy.Describe();
   precision::ApplyTf32(precision_policy);
   try {

@@ -55,6 +55,7 @@
 #include "optim/lr_scheduler.h"
 #include "precision/policy.h"
 #include "precision/training_precision.h"
+#include "threads/thread_plan.h"
 #include "rng/host_generator.h"
 #include "rng/rng_state.h"
 #include "trainer/callback.h"
@@ -133,6 +134,9 @@ struct TrainerOptions {
   // (precision/policy.h). Set it to train in a policy the flags do not express (e.g. the
   // GradScaler path on a CPU, for tests).
   std::optional<precision::PrecisionPolicy> precision;
+  // The thread counts to train with; unset: decided from the machine and the environment
+  // (threads/thread_plan.h). Benchmarks comparing thread settings set it.
+  std::optional<threads::ThreadPlan> threads;
   // The process group of a multi-process run; unset: read from the launcher's environment
   // (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), one process when there is none. A group is
   // created once per process (rank 0 hosts its store on MASTER_PORT): a second Trainer in the
