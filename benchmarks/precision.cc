@@ -115,6 +115,7 @@ double TrainSamplesPerSecond(bool bf16, const std::optional<Threads>& threads) {
   o.callbacks = {clock};
   if (threads) {
     threads::ThreadPlan plan;
+    plan.heap = threads::DecideHeap(threads::HeapEnvironment());
     plan.intra_op = threads->torch;
     plan.blas = threads->blas;
     o.threads = plan;

@@ -5,6 +5,8 @@
 //   ./bazelw run -c opt //benchmarks:vs_pytorch [-- ROUNDS [ONLY]]
 //       ROUNDS default 3; ONLY runs the cases whose "<model> <precision>" contains it
 //       ("tiny", "medium fp32", "bf16", ...)
+//   ./bazelw run -c opt //benchmarks:vs_pytorch -- ROUNDS ONLY loom
+//       only loom's side with its defaults, ROUNDS runs (for profiling, e.g. under perf record)
 //
 // Models: tiny (hidden 64, 2 layers, 2 heads, intermediate 256, seq 64, batch 8) and medium
 // (hidden 256, 4 layers, 4 heads, intermediate 1024, seq 128, batch 8), fp32 and bf16 (CPU
@@ -119,6 +121,7 @@ double LoomSamplesPerSecond(const Workload& w, bool bf16, const std::optional<Th
   o.callbacks = {clock};
   if (t) {
     threads::ThreadPlan plan;
+    plan.heap = threads::DecideHeap(threads::HeapEnvironment());
     plan.intra_op = t->torch;
     plan.blas = t->blas;
     o.threads = plan;
@@ -212,6 +215,7 @@ int main(int argc, char** argv) {
   FLAGS_minloglevel = 1;
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
   const std::string only = argc > 2 ? argv[2] : "";
+  const bool loom_only = argc > 3 && std::string(argv[3]) == "loom";
   const std::string runfiles = Runfiles(argv[0]);
   std::cout << "cpu: " << std::thread::hardware_concurrency() << " CPUs; "
             << loom::threads::DecideThreads(loom::threads::CurrentThreadInputs(true, 0)).Describe()
@@ -221,7 +225,18 @@ int main(int argc, char** argv) {
   for (const Workload& w : {tiny, medium}) {
     for (bool bf16 : {false, true}) {
       const std::string name = w.name + (bf16 ? " bf16" : " fp32");
-      if (name.find(only) != std::string::npos) Compare(w, bf16, rounds, runfiles);
+      if (name.find(only) == std::string::npos) continue;
+      if (!loom_only) {
+        Compare(w, bf16, rounds, runfiles);
+        continue;
+      }
+      const std::string scratch = (std::filesystem::temp_directory_path() /
+                                   absl::StrCat("loom_vs_pytorch_", getpid())).string();
+      for (int r = 0; r < rounds; ++r) {
+        std::cout << absl::StrFormat("%s loom defaults: %.1f samples/s\n", name,
+                                     LoomSamplesPerSecond(w, bf16, std::nullopt, scratch));
+      }
+      std::filesystem::remove_all(scratch);
     }
   }
   return 0;

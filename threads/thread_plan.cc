@@ -65,6 +65,7 @@ ThreadPlan DecideThreads(const ThreadInputs& in) {
   why.push_back(in.matmuls_in_blas ? absl::StrCat("fp32 matmuls run in ", in.blas_name)
                                    : "matmuls run in oneDNN or on the GPU");
   plan.reason = absl::StrJoin(why, ", ");
+  plan.heap = DecideHeap(in.env);
   return plan;
 }
 
@@ -73,7 +74,8 @@ std::string ThreadPlan::Describe() const {
                           : blas.has_value()   ? absl::StrCat(blas_name, " ", *blas)
                                                : absl::StrCat(blas_name, " as set by its variable");
   return absl::StrCat("threads: intra-op ", intra_op, ", ", blas_part, ", inter-op ", inter_op,
-                      ", data-loader workers ", dataloader_workers, " (", reason, ")");
+                      ", data-loader workers ", dataloader_workers, " (", reason, "); ",
+                      heap.Describe());
 }
 
 ThreadInputs CurrentThreadInputs(bool matmuls_in_blas, int dataloader_workers) {
@@ -86,6 +88,7 @@ ThreadInputs CurrentThreadInputs(bool matmuls_in_blas, int dataloader_workers) {
   in.dataloader_workers = dataloader_workers;
   std::vector<std::string> names = {"OMP_NUM_THREADS", kThreadsFromLauncher};
   names.insert(names.end(), blas.env_vars.begin(), blas.env_vars.end());
+  names.insert(names.end(), HeapEnvironmentVariables().begin(), HeapEnvironmentVariables().end());
   for (const std::string& name : names) {
     if (const char* v = std::getenv(name.c_str())) in.env[name] = v;
   }
@@ -110,7 +113,7 @@ absl::Status ApplyThreadPlan(const ThreadPlan& plan) {
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("setting the thread counts: ", e.what()));
   }
-  return absl::OkStatus();
+  return ApplyHeapPlan(plan.heap);
 }
 
 }  // namespace loom::threads

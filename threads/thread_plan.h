@@ -17,6 +17,8 @@
 //   BLAS     = the library's own variable when the user set it (the library read it); else the
 //              budget when intra-op is 1, and 1 otherwise — so one pool has the cores at a time.
 //   inter-op = 1 (nothing in loom runs inter-op work).
+//   heap     = freed blocks kept for reuse unless the user chose the allocator's settings
+//              (threads/host_heap.h: DecideHeap).
 // Every value a user variable decided is named in the log line; a launcher-set OMP_NUM_THREADS
 // is not a user choice.
 //
@@ -35,6 +37,7 @@
 #include "absl/status/status.h"
 #include "threads/blas_threads.h"
 #include "threads/cpu_topology.h"
+#include "threads/host_heap.h"
 
 namespace loom::threads {
 
@@ -45,7 +48,7 @@ struct ThreadInputs {
   CpuTopology topology;
   int local_world_size = 1;
   // The thread variables of the environment that are set (OMP_NUM_THREADS, the BLAS's own,
-  // kThreadsFromLauncher).
+  // kThreadsFromLauncher) and the allocator's (HeapEnvironmentVariables()).
   std::map<std::string, std::string> env;
   std::string blas_name = "none";
   std::vector<std::string> blas_env_vars;
@@ -60,9 +63,11 @@ struct ThreadPlan {
   int dataloader_workers = 0;
   std::string blas_name = "none";
   std::string reason;  // where the numbers came from
+  HeapPlan heap;
 
   // One line: "threads: intra-op 1, OpenBLAS 2, inter-op 1, data-loader workers 0 (2 CPUs on
-  // 2 physical cores, 1 process per node; fp32 matmuls run in OpenBLAS)".
+  // 2 physical cores, 1 process per node; fp32 matmuls run in OpenBLAS); heap: freed blocks
+  // kept for reuse (...)".
   std::string Describe() const;
 };
 
@@ -71,8 +76,8 @@ ThreadPlan DecideThreads(const ThreadInputs& inputs);
 // This process's inputs: DetectCpuTopology, LOCAL_WORLD_SIZE, the thread variables, FindBlas.
 ThreadInputs CurrentThreadInputs(bool matmuls_in_blas, int dataloader_workers);
 
-// Sets LibTorch's intra-op threads, the BLAS threads and (when still possible) the inter-op
-// threads. Safe to call again with the same plan.
+// Sets LibTorch's intra-op threads, the BLAS threads, (when still possible) the inter-op
+// threads and the heap plan. Safe to call again with the same plan.
 absl::Status ApplyThreadPlan(const ThreadPlan& plan);
 
 }  // namespace loom::threads

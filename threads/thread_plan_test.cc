@@ -32,7 +32,14 @@ TEST(ThreadPlanTest, OnePoolHasTheCoresAtATime) {
   EXPECT_EQ(p.inter_op, 1);
   EXPECT_EQ(p.Describe(),
             "threads: intra-op 1, OpenBLAS 2, inter-op 1, data-loader workers 0 (2 CPUs on 2 "
-            "physical cores, 1 process per node, fp32 matmuls run in OpenBLAS)");
+            "physical cores, 1 process per node, fp32 matmuls run in OpenBLAS); heap: freed "
+            "blocks kept for reuse (mmap threshold 32 MiB, trim threshold 2 GiB)");
+  // The user's allocator settings are in the same line.
+  ThreadInputs tuned = Machine(2, 2, true);
+  tuned.env["GLIBC_TUNABLES"] = "glibc.malloc.mmap_threshold=65536";
+  EXPECT_THAT(DecideThreads(tuned).Describe(),
+              HasSubstr("; heap: left as set (GLIBC_TUNABLES=glibc.malloc.mmap_threshold=65536, "
+                        "yours)"));
   // bf16: oneDNN's matmuls on LibTorch's pool, BLAS at 1.
   p = DecideThreads(Machine(2, 2, /*fp32=*/false));
   EXPECT_EQ(p.intra_op, 2);
