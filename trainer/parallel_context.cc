@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "distributed/collectives.h"
-#include "distributed/ddp.h"
 #include "distributed/distributed_env.h"
 
 namespace loom::trainer {
@@ -111,18 +110,6 @@ absl::Status ParallelContext::MainProcessFirst(bool local,
   RETURN_IF_ERROR_CTX(Barrier(), "main_process_first");
   if (!main) status = fn();
   return status;
-}
-
-absl::StatusOr<std::unique_ptr<distributed::GradientSync>> ParallelContext::CreateGradientSync(
-    torch::nn::Module& module, const args::TrainingArguments& args) {
-  if (!pg_)
-    return std::unique_ptr<distributed::GradientSync>(
-        std::make_unique<distributed::LocalGradientSync>());
-  ASSIGN_OR_RETURN(std::unique_ptr<distributed::DistributedDataParallel> ddp,
-                   distributed::DistributedDataParallel::Create(
-                       module, *pg_, distributed::DdpOptionsFromArgs(args)),
-                   "wrapping the model in DistributedDataParallel");
-  return std::unique_ptr<distributed::GradientSync>(std::move(ddp));
 }
 
 }  // namespace loom::trainer

@@ -24,8 +24,6 @@
 //   - MainProcessFirst(local, fn): HF's main_process_first: the main process (local or world)
 //     runs fn first, the others wait at a barrier and run it after; any rank's error is
 //     returned on that rank (the barrier still completes).
-//   - CreateGradientSync(module, args): LocalGradientSync for one process, else
-//     DistributedDataParallel with the ddp_* arguments (broadcasts rank 0's weights).
 //
 // Example:
 //   ASSIGN_OR_RETURN(ParallelContext parallel, ParallelContext::Create(std::nullopt, args));
@@ -45,7 +43,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "args/training_args.pb.h"
-#include "distributed/gradient_sync.h"
 #include "distributed/process_group.h"
 #include "logging/log_level.h"
 
@@ -76,9 +73,6 @@ class ParallelContext {
   absl::StatusOr<std::vector<at::Tensor>> GatherRows(const at::Tensor& tensor);
   absl::Status AgreeOnStatus(const absl::Status& mine, const std::string& what);
   absl::Status MainProcessFirst(bool local, const std::function<absl::Status()>& fn);
-
-  absl::StatusOr<std::unique_ptr<distributed::GradientSync>> CreateGradientSync(
-      torch::nn::Module& module, const args::TrainingArguments& args);
 
  private:
   std::optional<distributed::ProcessGroup> pg_;

@@ -10,8 +10,8 @@
 #include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "glog/logging.h"
-#include "optim/clip_grad.h"
 #include "rng/rng_state.h"
+#include "sharding/create_strategy.h"
 #include "trainer/checkpoint_io.h"
 #include "trainer/neftune.h"
 #include "trainer/trainer.h"
@@ -38,14 +38,6 @@ bool IsOutOfMemory(const absl::Status& status) {
   return false;
 }
 
-std::vector<at::Tensor> TrainableParameters(torch::nn::Module& model) {
-  std::vector<at::Tensor> params;
-  for (const at::Tensor& p : model.parameters()) {
-    if (p.requires_grad()) params.push_back(p);
-  }
-  return params;
-}
-
 }  // namespace
 
 absl::StatusOr<TrainOutput> Trainer::Train(std::optional<ResumeFrom> resume) {
@@ -63,7 +55,7 @@ absl::StatusOr<TrainOutput> Trainer::TrainWithBatchSizeSearch(
     if (options_.model_init) {
       // Each Train() starts from a fresh model (spec/trainer.md §11 item 3).
       RETURN_IF_ERROR(Seed());
-      gradient_sync_.reset();  // it holds the old model's parameters and hooks
+      strategy_.reset();  // it holds the old model's parameters and hooks
       ASSIGN_OR_RETURN(model_, options_.model_init(), "model_init");
       model_->to(device_);
       callbacks_.context().model = model_.get();
@@ -102,7 +94,7 @@ absl::StatusOr<TrainOutput> Trainer::TrainWithBatchSizeSearch(
     // HF resets the dataloader, scheduler and state for the next attempt (the model keeps its
     // weights); loom also drops an optimizer it built, which HF keeps with the old attempt's
     // moments.
-    gradient_sync_.reset();
+    strategy_.reset();
     if (!user_optimizer_) optimizer_.reset();
     model_->zero_grad();
   }
@@ -177,9 +169,21 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
     state_.eval_steps = AbsoluteSteps(args_.eval_steps(), max_steps);
     state_.save_steps = AbsoluteSteps(args_.save_steps(), max_steps);
     RETURN_IF_ERROR(CreateOptimizerAndScheduler(max_steps));
-    // DDP wraps the model once per run (rank 0's weights are broadcast); one process keeps its
-    // local gradients.
-    ASSIGN_OR_RETURN(gradient_sync_, parallel_.CreateGradientSync(*model_, args_));
+    // The data-parallel strategy, chosen once per run (sharding/create_strategy.h): one
+    // process, DDP (rank 0's weights are broadcast), ...
+    {
+      const std::optional<distributed::ProcessGroup>& pg = parallel_.process_group();
+      ASSIGN_OR_RETURN(strategy_,
+                       sharding::CreateStrategy(sharding::StrategyOptions()
+                                                    .set_args(&args_)
+                                                    .set_model(model_.get())
+                                                    .set_optimizer(optimizer_.get())
+                                                    .set_precision(precision_.get())
+                                                    .set_process_group(pg ? &*pg : nullptr)),
+                       "setting up data parallelism");
+      LOG(INFO) << "data parallelism: " << strategy_->Name() << "; model state on this rank: "
+                << strategy_->StateBytes().Describe();
+    }
 
     // Where this run starts: the beginning, or a checkpoint's exact position (issue 4).
     position_ = ResumePosition();
@@ -214,7 +218,6 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
     globalstep_last_logged_ = position_.globalstep_last_logged;
     current_flos_ = position_.current_flos;
     std::optional<double> grad_norm;
-    const std::vector<at::Tensor> params = TrainableParameters(*model_);
     RETURN_IF_ERROR(callbacks_.OnTrainBegin(args_, state_, control_));
 
     int64_t total_batched_samples = position_.total_batched_samples;
@@ -265,9 +268,9 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
         const bool last_step_of_short_epoch = steps_in_epoch <= ga && step + 1 == steps_in_epoch;
         const bool closes_window = total_batched_samples % ga == 0 || last_step_of_short_epoch;
         const std::string where = absl::StrCat("training step ", state_.global_step + 1);
-        RETURN_IF_ERROR_CTX(gradient_sync_->BeforeForward(closes_window), where);
+        RETURN_IF_ERROR_CTX(strategy_->BeforeForward(closes_window), where);
         ASSIGN_OR_RETURN(at::Tensor tr_loss_step, TrainingStep(*model_, *batch), where);
-        RETURN_IF_ERROR_CTX(gradient_sync_->AfterBackward(), where);
+        RETURN_IF_ERROR_CTX(strategy_->AfterBackward(), where);
         if (args_.logging_nan_inf_filter() &&
             (at::isnan(tr_loss_step).item<bool>() || at::isinf(tr_loss_step).item<bool>())) {
           // A nan/inf step adds the average of the losses logged so far in this window.
@@ -278,16 +281,15 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
         }
         current_flos_ += FloatingPointOps(*batch);
         if (closes_window) {
-          if (args_.max_grad_norm() > 0) {
-            // Unscaled first (--fp16's GradScaler), so the norm clipped and logged is the true one.
-            RETURN_IF_ERROR_CTX(precision_->UnscaleGradients(params), where);
-            grad_norm = optim::ClipGradNorm(params, args_.max_grad_norm());
-          }
-          ASSIGN_OR_RETURN(const bool stepped, precision_->OptimizerStep(*optimizer_, params),
-                           where);
+          // Unscaled (--fp16's GradScaler), then the norm over every shard, clipped; HF logs
+          // the last window's norm while max_grad_norm > 0.
+          ASSIGN_OR_RETURN(std::optional<double> norm,
+                           strategy_->ClipGradients(args_.max_grad_norm()), where);
+          if (norm) grad_norm = norm;
+          ASSIGN_OR_RETURN(const bool stepped, strategy_->OptimizerStep(), where);
           // HF: a step the GradScaler skipped (inf/nan gradients) does not step the scheduler.
           if (stepped && !lr_scheduler_->steps_on_metric()) lr_scheduler_->Step();
-          model_->zero_grad();
+          strategy_->ZeroGrad();
           state_.global_step += 1;
           state_.epoch = epoch + static_cast<double>(step + 1) / steps_in_epoch;
           RETURN_IF_ERROR(callbacks_.OnStepEnd(args_, state_, control_));

@@ -50,11 +50,11 @@
 #include "data/data_loader.h"
 #include "data/dataset.h"
 #include "data/shard_sampler.h"
-#include "distributed/gradient_sync.h"
 #include "distributed/process_group.h"
 #include "optim/lr_scheduler.h"
 #include "precision/policy.h"
 #include "precision/training_precision.h"
+#include "sharding/strategy.h"
 #include "threads/thread_plan.h"
 #include "rng/host_generator.h"
 #include "rng/rng_state.h"
@@ -277,8 +277,8 @@ class Trainer {
   at::Device device_{at::kCPU};
   bool is_in_train_ = false;
   ParallelContext parallel_;
-  // Chosen once per Train(): local gradients, or DDP's all-reduce across ranks.
-  std::unique_ptr<distributed::GradientSync> gradient_sync_;
+  // Chosen once per Train() (sharding/create_strategy.h): one process, DDP, ...
+  std::unique_ptr<sharding::ShardingStrategy> strategy_;
   // skip_memory_metrics=false: per-stage memory deltas (spec/trainer.md §1.7).
   std::unique_ptr<MemoryTracker> memory_tracker_;
   // The precision policy's loop pieces (autocast, loss scaling), chosen once in Init.

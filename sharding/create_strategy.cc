@@ -1,0 +1,39 @@
+#include "sharding/create_strategy.h"
+
+#include "absl/strings/str_cat.h"
+#include "args/deepspeed_config.h"
+#include "base/status_macros.h"
+#include "distributed/ddp.h"
+#include "sharding/replicated.h"
+
+namespace loom::sharding {
+
+absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyOptions& o) {
+  if (o.args == nullptr) return absl::InvalidArgumentError("CreateStrategy: args must be set");
+  const args::TrainingArguments& args = *o.args;
+  if (args.has_deepspeed() && !args.deepspeed().empty()) {
+    ASSIGN_OR_RETURN(args::DeepSpeedConfig ds, args::LoadDeepSpeedConfig(args.deepspeed()),
+                     "--deepspeed");
+    const int stage = ds.zero_optimization.stage;
+    if (stage != 0) {
+      return absl::UnimplementedError(absl::StrCat(
+          "--deepspeed: \"zero_optimization.stage\": ", stage,
+          " is not implemented in loom yet (stage 0, DDP through the DeepSpeed config, is); "
+          "set \"stage\": 0 or train without --deepspeed"));
+    }
+  }
+  if (args.fsdp_size() > 0) {
+    return absl::UnimplementedError(
+        "--fsdp is not implemented in loom yet; train without it (DDP under //tools:launch)");
+  }
+  ReplicatedOptions r;
+  r.set_model(o.model)
+      .set_optimizer(o.optimizer)
+      .set_precision(o.precision)
+      .set_process_group(o.process_group)
+      .set_ddp(distributed::DdpOptionsFromArgs(args));
+  ASSIGN_OR_RETURN(std::unique_ptr<ReplicatedStrategy> strategy, ReplicatedStrategy::Create(r));
+  return std::unique_ptr<ShardingStrategy>(std::move(strategy));
+}
+
+}  // namespace loom::sharding

@@ -1,0 +1,69 @@
+// CreateStrategy: the one place that decides which data-parallel scheme a run uses (issue 13),
+// from TrainingArguments (+ the DeepSpeed config of --deepspeed) and the process group.
+//
+// Contract:
+//   - --deepspeed: its zero_optimization.stage (default 0). Stage 0 is DDP through the same
+//     config (spec/deepspeed.md §1.1); stages 1-3 are Unimplemented naming
+//     "zero_optimization.stage" until they land; a config that does not load is its
+//     loading error.
+//   - --fsdp (non-empty): Unimplemented naming --fsdp until FSDP lands.
+//   - Otherwise: ReplicatedStrategy — DDP over the process group (ddp_* arguments), or one
+//     process without a group.
+//   The model, optimizer, precision and process group must outlive the strategy.
+//
+// Example:
+//   ASSIGN_OR_RETURN(std::unique_ptr<ShardingStrategy> strategy,
+//                    CreateStrategy(StrategyOptions().set_args(&args).set_model(model.get())
+//                                       .set_optimizer(opt.get()).set_precision(precision.get())
+//                                       .set_process_group(pg ? &*pg : nullptr)));
+//   LOG(INFO) << "data parallelism: " << strategy->Name();
+#ifndef LOOM_SHARDING_CREATE_STRATEGY_H_
+#define LOOM_SHARDING_CREATE_STRATEGY_H_
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "args/training_args.pb.h"
+#include "distributed/process_group.h"
+#include "precision/training_precision.h"
+#include "sharding/strategy.h"
+
+namespace loom::sharding {
+
+struct StrategyOptions {
+  const args::TrainingArguments* args = nullptr;
+  torch::nn::Module* model = nullptr;
+  torch::optim::Optimizer* optimizer = nullptr;
+  precision::TrainingPrecision* precision = nullptr;
+  const distributed::ProcessGroup* process_group = nullptr;  // null: one process
+
+  StrategyOptions& set_args(const args::TrainingArguments* v) {
+    args = v;
+    return *this;
+  }
+  StrategyOptions& set_model(torch::nn::Module* v) {
+    model = v;
+    return *this;
+  }
+  StrategyOptions& set_optimizer(torch::optim::Optimizer* v) {
+    optimizer = v;
+    return *this;
+  }
+  StrategyOptions& set_precision(precision::TrainingPrecision* v) {
+    precision = v;
+    return *this;
+  }
+  StrategyOptions& set_process_group(const distributed::ProcessGroup* v) {
+    process_group = v;
+    return *this;
+  }
+};
+
+absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyOptions& options);
+
+}  // namespace loom::sharding
+
+#endif  // LOOM_SHARDING_CREATE_STRATEGY_H_

@@ -1,0 +1,95 @@
+#include "sharding/create_strategy.h"
+
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adamw.h>
+
+#include "base/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sharding/replicated.h"
+
+namespace loom::sharding {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::loom::base::testing::StatusIs;
+
+struct Pieces {
+  torch::nn::Linear model{3, 2};
+  torch::optim::AdamW optimizer{model->parameters(), torch::optim::AdamWOptions(0.1)};
+  std::unique_ptr<precision::TrainingPrecision> precision =
+      *precision::TrainingPrecision::Create(precision::PrecisionPolicy{});
+
+  absl::StatusOr<std::unique_ptr<ShardingStrategy>> Create(const args::TrainingArguments& args) {
+    return CreateStrategy(StrategyOptions()
+                              .set_args(&args)
+                              .set_model(model.get())
+                              .set_optimizer(&optimizer)
+                              .set_precision(precision.get()));
+  }
+};
+
+TEST(CreateStrategyTest, OneProcessWithoutAGroup) {
+  Pieces p;
+  ASSERT_OK_AND_ASSIGN(auto strategy, p.Create(args::TrainingArguments()));
+  EXPECT_EQ(strategy->Name(), "single process");
+  args::TrainingArguments stage0;
+  stage0.set_deepspeed(R"({"zero_optimization": {"stage": 0}})");
+  ASSERT_OK_AND_ASSIGN(strategy, p.Create(stage0));
+  EXPECT_EQ(strategy->Name(), "single process");
+}
+
+TEST(CreateStrategyTest, RefusesWhatIsNotImplementedNamingTheKey) {
+  Pieces p;
+  for (int stage : {1, 2, 3}) {
+    args::TrainingArguments args;
+    args.set_deepspeed(absl::StrCat(R"({"zero_optimization": {"stage": )", stage, "}}"));
+    EXPECT_THAT(p.Create(args).status(),
+                StatusIs(absl::StatusCode::kUnimplemented,
+                         AllOf(HasSubstr("\"zero_optimization.stage\": " + std::to_string(stage)),
+                               HasSubstr("--deepspeed"))));
+  }
+  args::TrainingArguments fsdp;
+  fsdp.add_fsdp("full_shard");
+  EXPECT_THAT(p.Create(fsdp).status(),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("--fsdp")));
+}
+
+TEST(CreateStrategyTest, AConfigThatDoesNotLoadNamesTheFlag) {
+  Pieces p;
+  args::TrainingArguments args;
+  args.set_deepspeed("{bad");
+  EXPECT_THAT(std::string(p.Create(args).status().message()), HasSubstr("--deepspeed"));
+  args.set_deepspeed("/nonexistent/ds_config.json");
+  EXPECT_THAT(std::string(p.Create(args).status().message()), HasSubstr("--deepspeed"));
+  args.set_deepspeed(R"({"zero_optimization": {"stage": 5}})");
+  EXPECT_THAT(std::string(p.Create(args).status().message()), HasSubstr("stage"));
+}
+
+// One process, fp32 AdamW after a step: 4 bytes per parameter, 4 per gradient, AdamW's two
+// moments (8 per trainable element) plus its step scalar per tensor.
+TEST(ReplicatedStrategyTest, StateBytesAreTheTensorsHeld) {
+  Pieces p;
+  ASSERT_OK_AND_ASSIGN(auto strategy, p.Create(args::TrainingArguments()));
+  EXPECT_EQ(strategy->StateBytes().optimizer_states, 0);
+  ASSERT_OK(strategy->BeforeForward(true));
+  p.model->forward(torch::ones({4, 3})).sum().backward();
+  ASSERT_OK(strategy->AfterBackward());
+  ASSERT_OK_AND_ASSIGN(std::optional<double> norm, strategy->ClipGradients(0));
+  EXPECT_FALSE(norm.has_value());
+  ASSERT_OK_AND_ASSIGN(bool stepped, strategy->OptimizerStep());
+  EXPECT_TRUE(stepped);
+  const ModelStateBytes b = strategy->StateBytes();
+  EXPECT_EQ(b.parameters, 4 * 8);
+  EXPECT_EQ(b.gradients, 4 * 8);
+  EXPECT_GE(b.optimizer_states, 8 * 8);
+  EXPECT_LE(b.optimizer_states, 8 * 8 + 2 * 8);
+  EXPECT_EQ(b.master_weights, 0);
+  EXPECT_THAT(b.Describe(), HasSubstr("parameters 32 B, gradients 32 B"));
+  strategy->ZeroGrad();
+  EXPECT_EQ(p.model->weight.grad().abs().sum().item<float>(), 0.0f);
+}
+
+}  // namespace
+}  // namespace loom::sharding

@@ -1,0 +1,81 @@
+// ShardingStrategy: the seam between the training loop and data parallelism (issue 13) — one
+// object, chosen once when training starts (sharding/create_strategy.h), that owns everything
+// a data-parallel scheme changes in a step: the per-micro-batch hooks, the gradient reduction,
+// the global gradient norm and clipping, the optimizer step and zero_grad, and the report of
+// the model-state bytes this rank holds. The loop calls it without knowing which scheme it
+// has (no backend if/else in the loop). Implementations: ReplicatedStrategy (one process, or
+// DDP over a process group: every rank holds everything), ZeRO stages (to come).
+//
+// Contract (every implementation; sharding/strategy_conformance.h tests it):
+//   - BeforeForward(closes_window) before each training forward; closes_window is true for the
+//     micro-batch after whose backward the optimizer steps. Micro-batches that do not close a
+//     window communicate nothing (DDP's no_sync, DeepSpeed's accumulation boundary).
+//   - AfterBackward() after that micro-batch's backward. After a closing one, the gradients the
+//     strategy keeps (full .grad for replicated, this rank's partition for ZeRO-2) hold the
+//     average over ranks of the window's gradients.
+//   - ClipGradients(max_norm) once per window, after AfterBackward: loss-scaled gradients are
+//     unscaled first; then the 2-norm over ALL gradients of the model (every shard, each
+//     element once) is returned — equal to the unsharded run's norm — and when max_norm > 0 the
+//     gradients are scaled by min(1, max_norm / (norm + 1e-6)) (torch's clip_grad_norm_).
+//     max_norm <= 0: nothing is computed and nullopt is returned (HF logs no grad_norm then).
+//   - OptimizerStep(): the optimizer's step on what this rank owns, then every rank holds the
+//     updated parameters. Returns false when the loss scaler skipped the step (inf/nan
+//     gradients; the caller then does not step the lr scheduler, as HF).
+//   - ZeroGrad(): every gradient the strategy keeps is zero (or absent) for the next window.
+//   - StateBytes(): the bytes of model state this rank holds now (parameters, gradients,
+//     optimizer states, fp32 master copies), counted from the tensors themselves.
+//   - Errors (a peer gone, a timeout, parameters without gradients) are Statuses that name the
+//     cause; after an error the strategy may only be destroyed.
+//
+// Example (the training loop, trainer/train_loop.cc):
+//   ASSIGN_OR_RETURN(std::unique_ptr<ShardingStrategy> strategy, CreateStrategy(options));
+//   RETURN_IF_ERROR(strategy->BeforeForward(closes_window));
+//   loss.backward();
+//   RETURN_IF_ERROR(strategy->AfterBackward());
+//   if (closes_window) {
+//     ASSIGN_OR_RETURN(std::optional<double> grad_norm, strategy->ClipGradients(max_norm));
+//     ASSIGN_OR_RETURN(bool stepped, strategy->OptimizerStep());
+//     strategy->ZeroGrad();
+//   }
+#ifndef LOOM_SHARDING_STRATEGY_H_
+#define LOOM_SHARDING_STRATEGY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace loom::sharding {
+
+// Model-state bytes one rank holds (spec/deepspeed.md §7.2 counts the same four parts).
+struct ModelStateBytes {
+  int64_t parameters = 0;        // the module's parameters as they are stored (full or a shard)
+  int64_t gradients = 0;         // gradients kept (full .grad or a partition)
+  int64_t optimizer_states = 0;  // the optimizer's state tensors (e.g. AdamW's two moments)
+  int64_t master_weights = 0;    // fp32 copies of half-precision parameters, when kept
+
+  int64_t Total() const { return parameters + gradients + optimizer_states + master_weights; }
+  // "parameters 1.00 MiB, gradients 1.00 MiB, optimizer states 2.00 MiB, master weights 0 B
+  // (total 4.00 MiB)".
+  std::string Describe() const;
+};
+
+class ShardingStrategy {
+ public:
+  virtual ~ShardingStrategy() = default;
+
+  // "single process", "DDP", "ZeRO-2", ... (logged once when training starts).
+  virtual std::string Name() const = 0;
+  virtual absl::Status BeforeForward(bool closes_window) = 0;
+  virtual absl::Status AfterBackward() = 0;
+  virtual absl::StatusOr<std::optional<double>> ClipGradients(double max_norm) = 0;
+  virtual absl::StatusOr<bool> OptimizerStep() = 0;
+  virtual void ZeroGrad() = 0;
+  virtual ModelStateBytes StateBytes() const = 0;
+};
+
+}  // namespace loom::sharding
+
+#endif  // LOOM_SHARDING_STRATEGY_H_

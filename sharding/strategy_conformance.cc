@@ -1,0 +1,364 @@
+#include "sharding/strategy_conformance.h"
+
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adamw.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "distributed/collectives.h"
+#include "distributed/multiprocess_testing.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "optim/clip_grad.h"
+#include "precision/training_precision.h"
+#include "sharding/create_strategy.h"
+#include "sharding/replicated.h"
+
+namespace loom::sharding::testing {
+namespace {
+
+using distributed::testing::JoinGroup;
+using distributed::testing::PickFreePort;
+using distributed::testing::RunRanks;
+
+constexpr int kSteps = 4;
+constexpr int kGlobalRows = 8;  // rows of one micro-batch over all ranks
+constexpr int kIn = 6;
+constexpr int kHidden = 5;
+constexpr int kOut = 3;
+constexpr double kLr = 0.05;
+constexpr double kWeightDecay = 0.01;
+
+// A small MLP with one frozen parameter (requires_grad = false), initialised from a fixed seed.
+struct Mlp : torch::nn::Module {
+  Mlp() {
+    torch::manual_seed(11);
+    a = register_module("a", torch::nn::Linear(kIn, kHidden));
+    b = register_module("b", torch::nn::Linear(kHidden, kOut));
+    frozen = register_parameter("frozen", torch::full({kOut}, 0.25), /*requires_grad=*/false);
+  }
+  at::Tensor forward(const at::Tensor& x) { return b(torch::tanh(a(x))) + frozen; }
+
+  torch::nn::Linear a{nullptr}, b{nullptr};
+  at::Tensor frozen;
+};
+
+// The whole run's data: micro-batch k is rows [k * kGlobalRows, (k + 1) * kGlobalRows).
+std::pair<at::Tensor, at::Tensor> Data(int ga) {
+  at::Generator gen = at::detail::createCPUGenerator(5);
+  const int64_t rows = int64_t{kSteps} * ga * kGlobalRows;
+  return {at::randn({rows, kIn}, gen), at::randn({rows, kOut}, gen)};
+}
+
+std::unique_ptr<torch::optim::AdamW> Optimizer(Mlp& model) {
+  return std::make_unique<torch::optim::AdamW>(
+      TrainableParameters(model), torch::optim::AdamWOptions(kLr).weight_decay(kWeightDecay));
+}
+
+struct RunResult {
+  std::vector<double> losses;
+  std::vector<std::optional<double>> norms;
+  std::vector<float> params;  // every parameter (frozen too), flattened in parameters() order
+};
+
+std::vector<float> FlatParams(Mlp& model) {
+  std::vector<float> out;
+  for (const at::Tensor& p : model.parameters()) {
+    at::Tensor flat = p.detach().to(at::kFloat).contiguous().view(-1);
+    out.insert(out.end(), flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
+  }
+  return out;
+}
+
+bool WriteResult(const std::string& path, const RunResult& r) {
+  std::ofstream f(path);
+  f << r.losses.size() << " " << r.params.size() << "\n";
+  for (size_t i = 0; i < r.losses.size(); ++i) {
+    f << absl::StrFormat("%a %d %a\n", r.losses[i], r.norms[i].has_value() ? 1 : 0,
+                         r.norms[i].value_or(0.0));
+  }
+  for (float v : r.params) f << absl::StrFormat("%a\n", static_cast<double>(v));
+  return static_cast<bool>(f);
+}
+
+std::optional<RunResult> ReadResult(const std::string& path) {
+  std::ifstream f(path);
+  size_t steps = 0, params = 0;
+  if (!(f >> steps >> params)) return std::nullopt;
+  RunResult r;
+  std::string loss, norm;
+  int has = 0;
+  for (size_t i = 0; i < steps; ++i) {
+    if (!(f >> loss >> has >> norm)) return std::nullopt;
+    r.losses.push_back(std::strtod(loss.c_str(), nullptr));
+    r.norms.push_back(has ? std::optional<double>(std::strtod(norm.c_str(), nullptr))
+                          : std::nullopt);
+  }
+  std::string v;
+  for (size_t i = 0; i < params; ++i) {
+    if (!(f >> v)) return std::nullopt;
+    r.params.push_back(static_cast<float>(std::strtod(v.c_str(), nullptr)));
+  }
+  return r;
+}
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name, "_", getpid());
+}
+
+// The unsharded reference: one process, the full global micro-batch, no strategy.
+int ReferenceChild(int ga, double max_norm, const std::string& out) {
+  const int rank = 0;
+  Mlp model;
+  auto opt = Optimizer(model);
+  const auto [x, y] = Data(ga);
+  const std::vector<at::Tensor> params = TrainableParameters(model);
+  RunResult r;
+  for (int step = 0; step < kSteps; ++step) {
+    double loss_sum = 0;
+    for (int m = 0; m < ga; ++m) {
+      const int64_t row = (int64_t{step} * ga + m) * kGlobalRows;
+      at::Tensor loss = torch::mse_loss(model.forward(x.slice(0, row, row + kGlobalRows)),
+                                        y.slice(0, row, row + kGlobalRows));
+      (loss / ga).backward();
+      loss_sum += loss.item<double>();
+    }
+    r.losses.push_back(loss_sum / ga);
+    r.norms.push_back(max_norm > 0 ? std::optional<double>(optim::ClipGradNorm(params, max_norm))
+                                   : std::nullopt);
+    opt->step();
+    model.zero_grad();
+  }
+  r.params = FlatParams(model);
+  CHILD_CHECK(WriteResult(out, r));
+  return 0;
+}
+
+args::TrainingArguments CaseArgs(const ConformanceCase& c) {
+  args::TrainingArguments args;
+  if (c.configure) c.configure(args);
+  return args;
+}
+
+int StrategyChild(const ConformanceCase& c, int rank, int port, int ga, double max_norm,
+                  const std::string& out) {
+  std::optional<distributed::ProcessGroup> pg;
+  if (c.world_size > 1) {
+    auto joined = JoinGroup(rank, c.world_size, port);
+    CHILD_CHECK_OK(joined.status());
+    pg = std::move(*joined);
+  }
+  Mlp model;
+  auto opt = Optimizer(model);
+  auto precision = precision::TrainingPrecision::Create(precision::PrecisionPolicy{});
+  CHILD_CHECK_OK(precision.status());
+  const args::TrainingArguments args = CaseArgs(c);
+  auto created = CreateStrategy(StrategyOptions()
+                                    .set_args(&args)
+                                    .set_model(&model)
+                                    .set_optimizer(opt.get())
+                                    .set_precision(precision->get())
+                                    .set_process_group(pg ? &*pg : nullptr));
+  CHILD_CHECK_OK(created.status());
+  ShardingStrategy& strategy = **created;
+  CHILD_CHECK(strategy.Name() == c.strategy_name);
+  const auto [x, y] = Data(ga);
+  const int64_t rows = kGlobalRows / c.world_size;
+  RunResult r;
+  for (int step = 0; step < kSteps; ++step) {
+    double loss_sum = 0;
+    for (int m = 0; m < ga; ++m) {
+      const int64_t row = (int64_t{step} * ga + m) * kGlobalRows + rank * rows;
+      CHILD_CHECK_OK(strategy.BeforeForward(/*closes_window=*/m == ga - 1));
+      at::Tensor loss =
+          torch::mse_loss(model.forward(x.slice(0, row, row + rows)), y.slice(0, row, row + rows));
+      (loss / ga).backward();
+      CHILD_CHECK_OK(strategy.AfterBackward());
+      loss_sum += loss.item<double>();
+    }
+    at::Tensor mean = at::full({}, loss_sum / ga / c.world_size, at::kDouble);
+    if (pg) CHILD_CHECK_OK(distributed::AllReduce(*pg, mean));
+    r.losses.push_back(mean.item<double>());
+    auto norm = strategy.ClipGradients(max_norm);
+    CHILD_CHECK_OK(norm.status());
+    r.norms.push_back(*norm);
+    auto stepped = strategy.OptimizerStep();
+    CHILD_CHECK_OK(stepped.status());
+    CHILD_CHECK(*stepped);
+    strategy.ZeroGrad();
+  }
+  r.params = FlatParams(model);
+  CHILD_CHECK(WriteResult(absl::StrCat(out, ".rank", rank), r));
+  return 0;
+}
+
+void ExpectNear(const RunResult& got, const RunResult& want, int rank) {
+  ASSERT_EQ(got.losses.size(), want.losses.size());
+  for (size_t i = 0; i < want.losses.size(); ++i) {
+    EXPECT_NEAR(got.losses[i], want.losses[i], 1e-6) << "loss of step " << i + 1 << ", rank " << rank;
+    ASSERT_EQ(got.norms[i].has_value(), want.norms[i].has_value()) << "step " << i + 1;
+    if (want.norms[i]) {
+      EXPECT_NEAR(*got.norms[i], *want.norms[i], 1e-6 * std::max(1.0, *want.norms[i]))
+          << "grad norm of step " << i + 1 << ", rank " << rank;
+    }
+  }
+  ASSERT_EQ(got.params.size(), want.params.size());
+  for (size_t i = 0; i < want.params.size(); ++i) {
+    EXPECT_NEAR(got.params[i], want.params[i], 1e-6) << "parameter element " << i << ", rank " << rank;
+  }
+}
+
+void RunMatchesUnsharded(const ConformanceCase& c, int ga, double max_norm) {
+  ASSERT_EQ(kGlobalRows % c.world_size, 0) << "world size must divide " << kGlobalRows;
+  const std::string ref_path = TempPath(absl::StrCat(c.name, "_reference_", ga, "_", max_norm));
+  ASSERT_THAT(RunRanks(1, absl::Seconds(60),
+                       [&](int) { return ReferenceChild(ga, max_norm, ref_path); }),
+              ::testing::Each(0));
+  std::optional<RunResult> want = ReadResult(ref_path);
+  ASSERT_TRUE(want.has_value());
+  if (max_norm > 0) {
+    // The case must clip for real: the reference's first norm is above max_norm.
+    ASSERT_GT(*want->norms[0], max_norm);
+  }
+  const std::string out = TempPath(absl::StrCat(c.name, "_strategy_", ga, "_", max_norm));
+  const int port = PickFreePort();
+  ASSERT_THAT(RunRanks(c.world_size, absl::Seconds(90),
+                       [&](int rank) { return StrategyChild(c, rank, port, ga, max_norm, out); }),
+              ::testing::Each(0));
+  for (int rank = 0; rank < c.world_size; ++rank) {
+    std::optional<RunResult> got = ReadResult(absl::StrCat(out, ".rank", rank));
+    ASSERT_TRUE(got.has_value()) << "rank " << rank;
+    ExpectNear(*got, *want, rank);
+    // The frozen parameter (the module's own, so first: 3 elements of 0.25) never moved.
+    for (size_t i = 0; i < kOut; ++i) {
+      EXPECT_EQ(got->params[i], 0.25f);
+    }
+  }
+}
+
+int StateBytesChild(const ConformanceCase& c, int rank, int port, const std::string& out) {
+  std::optional<distributed::ProcessGroup> pg;
+  if (c.world_size > 1) {
+    auto joined = JoinGroup(rank, c.world_size, port);
+    CHILD_CHECK_OK(joined.status());
+    pg = std::move(*joined);
+  }
+  Mlp model;
+  auto opt = Optimizer(model);
+  auto precision = precision::TrainingPrecision::Create(precision::PrecisionPolicy{});
+  CHILD_CHECK_OK(precision.status());
+  const args::TrainingArguments args = CaseArgs(c);
+  auto created = CreateStrategy(StrategyOptions()
+                                    .set_args(&args)
+                                    .set_model(&model)
+                                    .set_optimizer(opt.get())
+                                    .set_precision(precision->get())
+                                    .set_process_group(pg ? &*pg : nullptr));
+  CHILD_CHECK_OK(created.status());
+  ShardingStrategy& strategy = **created;
+  const auto [x, y] = Data(1);
+  const int64_t rows = kGlobalRows / c.world_size;
+  CHILD_CHECK_OK(strategy.BeforeForward(true));
+  torch::mse_loss(model.forward(x.slice(0, rank * rows, (rank + 1) * rows)),
+                  y.slice(0, rank * rows, (rank + 1) * rows))
+      .backward();
+  CHILD_CHECK_OK(strategy.AfterBackward());
+  CHILD_CHECK_OK(strategy.ClipGradients(1.0).status());
+  CHILD_CHECK_OK(strategy.OptimizerStep().status());
+  const ModelStateBytes b = strategy.StateBytes();
+  std::ofstream f(absl::StrCat(out, ".rank", rank));
+  f << b.parameters << " " << b.gradients << " " << b.optimizer_states << " " << b.master_weights
+    << "\n";
+  CHILD_CHECK(static_cast<bool>(f));
+  return 0;
+}
+
+void RunStateBytes(const ConformanceCase& c) {
+  // The unsharded model: all parameters in fp32, gradients of the trainable ones, AdamW's two
+  // moments of each (plus at most 8 bytes of step per tensor).
+  const int64_t all = kIn * kHidden + kHidden + kHidden * kOut + kOut + kOut;
+  const int64_t trainable = all - kOut;
+  const int64_t tensors = 4;
+  const std::string out = TempPath(absl::StrCat(c.name, "_bytes"));
+  const int port = PickFreePort();
+  ASSERT_THAT(RunRanks(c.world_size, absl::Seconds(60),
+                       [&](int rank) { return StateBytesChild(c, rank, port, out); }),
+              ::testing::Each(0));
+  int64_t optimizer_total = 0;
+  for (int rank = 0; rank < c.world_size; ++rank) {
+    std::ifstream f(absl::StrCat(out, ".rank", rank));
+    ModelStateBytes b;
+    ASSERT_TRUE(f >> b.parameters >> b.gradients >> b.optimizer_states >> b.master_weights);
+    EXPECT_GT(b.Total(), 0) << "rank " << rank;
+    EXPECT_LE(b.parameters, 4 * all) << "rank " << rank;
+    EXPECT_LE(b.gradients, 4 * trainable) << "rank " << rank;
+    EXPECT_LE(b.optimizer_states, 8 * trainable + 8 * tensors) << "rank " << rank;
+    EXPECT_EQ(b.master_weights, 0) << "fp32 training keeps no master copies (rank " << rank << ")";
+    optimizer_total += b.optimizer_states;
+  }
+  // Every optimizer-state element is held by some rank.
+  EXPECT_GE(optimizer_total, 8 * trainable);
+}
+
+class ConformanceTest : public ::testing::Test {
+ public:
+  explicit ConformanceTest(std::function<void()> body) : body_(std::move(body)) {}
+  void TestBody() override { body_(); }
+
+ private:
+  std::function<void()> body_;
+};
+
+void Register(const ConformanceCase& c, const std::string& test, std::function<void()> body) {
+  ::testing::RegisterTest(
+      absl::StrCat("StrategyConformance/", c.name).c_str(), test.c_str(), nullptr, nullptr,
+      __FILE__, __LINE__, [body]() -> ::testing::Test* { return new ConformanceTest(body); });
+}
+
+}  // namespace
+
+void RegisterStrategyConformanceTests(const ConformanceCase& c) {
+  for (int ga : {1, 2}) {
+    for (bool clip : {true, false}) {
+      Register(c, absl::StrCat("MatchesUnshardedGa", ga, "Clip", clip ? "On" : "Off"),
+               [c, ga, clip] { RunMatchesUnsharded(c, ga, clip ? 0.05 : 0.0); });
+    }
+  }
+  Register(c, "StateBytesHoldsTheModel", [c] { RunStateBytes(c); });
+  Register(c, "RefusesMissingPieces", [c] {
+    const args::TrainingArguments args = CaseArgs(c);
+    for (int missing = 0; missing < 3; ++missing) {
+      const int rank = 0;
+      std::vector<int> codes = RunRanks(1, absl::Seconds(30), [&](int) {
+        Mlp model;
+        auto opt = Optimizer(model);
+        auto precision = precision::TrainingPrecision::Create(precision::PrecisionPolicy{});
+        CHILD_CHECK_OK(precision.status());
+        StrategyOptions o;
+        o.set_args(&args);
+        if (missing != 0) o.set_model(&model);
+        if (missing != 1) o.set_optimizer(opt.get());
+        if (missing != 2) o.set_precision(precision->get());
+        auto created = CreateStrategy(o);
+        CHILD_CHECK(created.status().code() == absl::StatusCode::kInvalidArgument);
+        return 0;
+      });
+      EXPECT_THAT(codes, ::testing::Each(0)) << "missing piece " << missing;
+      (void)rank;
+    }
+  });
+}
+
+}  // namespace loom::sharding::testing
