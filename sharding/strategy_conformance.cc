@@ -152,27 +152,48 @@ args::TrainingArguments CaseArgs(const ConformanceCase& c) {
   return args;
 }
 
+// One rank's pieces for a case: its process group (several ranks), the MLP, AdamW, fp32
+// precision and the strategy CreateStrategy picks for the case's arguments.
+struct Rank {
+  std::optional<distributed::ProcessGroup> pg;
+  std::unique_ptr<Mlp> model;
+  std::unique_ptr<torch::optim::AdamW> opt;
+  std::unique_ptr<precision::TrainingPrecision> precision;
+  args::TrainingArguments args;
+  std::unique_ptr<ShardingStrategy> strategy;
+
+  absl::Status SetUp(const ConformanceCase& c, int rank, int port) {
+    if (c.world_size > 1) {
+      absl::StatusOr<distributed::ProcessGroup> joined = JoinGroup(rank, c.world_size, port);
+      if (!joined.ok()) return joined.status();
+      pg = std::move(*joined);
+    }
+    model = std::make_unique<Mlp>();
+    opt = Optimizer(*model);
+    absl::StatusOr<std::unique_ptr<precision::TrainingPrecision>> p =
+        precision::TrainingPrecision::Create(precision::PrecisionPolicy{});
+    if (!p.ok()) return p.status();
+    precision = std::move(*p);
+    args = CaseArgs(c);
+    absl::StatusOr<std::unique_ptr<ShardingStrategy>> created =
+        CreateStrategy(StrategyOptions()
+                           .set_args(&args)
+                           .set_model(model.get())
+                           .set_optimizer(opt.get())
+                           .set_precision(precision.get())
+                           .set_process_group(pg ? &*pg : nullptr));
+    if (!created.ok()) return created.status();
+    strategy = std::move(*created);
+    return absl::OkStatus();
+  }
+};
+
 int StrategyChild(const ConformanceCase& c, int rank, int port, int ga, double max_norm,
                   const std::string& out) {
-  std::optional<distributed::ProcessGroup> pg;
-  if (c.world_size > 1) {
-    auto joined = JoinGroup(rank, c.world_size, port);
-    CHILD_CHECK_OK(joined.status());
-    pg = std::move(*joined);
-  }
-  Mlp model;
-  auto opt = Optimizer(model);
-  auto precision = precision::TrainingPrecision::Create(precision::PrecisionPolicy{});
-  CHILD_CHECK_OK(precision.status());
-  const args::TrainingArguments args = CaseArgs(c);
-  auto created = CreateStrategy(StrategyOptions()
-                                    .set_args(&args)
-                                    .set_model(&model)
-                                    .set_optimizer(opt.get())
-                                    .set_precision(precision->get())
-                                    .set_process_group(pg ? &*pg : nullptr));
-  CHILD_CHECK_OK(created.status());
-  ShardingStrategy& strategy = **created;
+  Rank setup;
+  CHILD_CHECK_OK(setup.SetUp(c, rank, port));
+  Mlp& model = *setup.model;
+  ShardingStrategy& strategy = *setup.strategy;
   CHILD_CHECK(strategy.Name() == c.strategy_name);
   const auto [x, y] = Data(ga);
   const int64_t rows = kGlobalRows / c.world_size;
@@ -189,7 +210,7 @@ int StrategyChild(const ConformanceCase& c, int rank, int port, int ga, double m
       loss_sum += loss.item<double>();
     }
     at::Tensor mean = at::full({}, loss_sum / ga / c.world_size, at::kDouble);
-    if (pg) CHILD_CHECK_OK(distributed::AllReduce(*pg, mean));
+    if (setup.pg) CHILD_CHECK_OK(distributed::AllReduce(*setup.pg, mean));
     r.losses.push_back(mean.item<double>());
     auto norm = strategy.ClipGradients(max_norm);
     CHILD_CHECK_OK(norm.status());
@@ -249,25 +270,10 @@ void RunMatchesUnsharded(const ConformanceCase& c, int ga, double max_norm) {
 }
 
 int StateBytesChild(const ConformanceCase& c, int rank, int port, const std::string& out) {
-  std::optional<distributed::ProcessGroup> pg;
-  if (c.world_size > 1) {
-    auto joined = JoinGroup(rank, c.world_size, port);
-    CHILD_CHECK_OK(joined.status());
-    pg = std::move(*joined);
-  }
-  Mlp model;
-  auto opt = Optimizer(model);
-  auto precision = precision::TrainingPrecision::Create(precision::PrecisionPolicy{});
-  CHILD_CHECK_OK(precision.status());
-  const args::TrainingArguments args = CaseArgs(c);
-  auto created = CreateStrategy(StrategyOptions()
-                                    .set_args(&args)
-                                    .set_model(&model)
-                                    .set_optimizer(opt.get())
-                                    .set_precision(precision->get())
-                                    .set_process_group(pg ? &*pg : nullptr));
-  CHILD_CHECK_OK(created.status());
-  ShardingStrategy& strategy = **created;
+  Rank setup;
+  CHILD_CHECK_OK(setup.SetUp(c, rank, port));
+  Mlp& model = *setup.model;
+  ShardingStrategy& strategy = *setup.strategy;
   const auto [x, y] = Data(1);
   const int64_t rows = kGlobalRows / c.world_size;
   CHILD_CHECK_OK(strategy.BeforeForward(true));
