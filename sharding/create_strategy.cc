@@ -5,6 +5,7 @@
 #include "base/status_macros.h"
 #include "distributed/ddp.h"
 #include "sharding/replicated.h"
+#include "sharding/zero.h"
 
 namespace loom::sharding {
 
@@ -15,11 +16,21 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
     ASSIGN_OR_RETURN(args::DeepSpeedConfig ds, args::LoadDeepSpeedConfig(args.deepspeed()),
                      "--deepspeed");
     const int stage = ds.zero_optimization.stage;
+    if (stage == 1 || stage == 2) {
+      ASSIGN_OR_RETURN(std::unique_ptr<ZeroStrategy> zero,
+                       ZeroStrategy::Create(ZeroOptions()
+                                                .set_stage(stage)
+                                                .set_model(o.model)
+                                                .set_optimizer(o.optimizer)
+                                                .set_precision(o.precision)
+                                                .set_process_group(o.process_group)));
+      return std::unique_ptr<ShardingStrategy>(std::move(zero));
+    }
     if (stage != 0) {
       return absl::UnimplementedError(absl::StrCat(
           "--deepspeed: \"zero_optimization.stage\": ", stage,
-          " is not implemented in loom yet (stage 0, DDP through the DeepSpeed config, is); "
-          "set \"stage\": 0 or train without --deepspeed"));
+          " is not implemented in loom yet (stages 0, 1 and 2 are); set \"stage\" to 2 or "
+          "train without --deepspeed"));
     }
   }
   if (args.fsdp_size() > 0) {

@@ -3,9 +3,9 @@
 //
 // Contract:
 //   - --deepspeed: its zero_optimization.stage (default 0). Stage 0 is DDP through the same
-//     config (spec/deepspeed.md §1.1); stages 1-3 are Unimplemented naming
-//     "zero_optimization.stage" until they land; a config that does not load is its
-//     loading error.
+//     config (spec/deepspeed.md §1.1); stages 1 and 2 are ZeroStrategy (zero.h; fp32 only so
+//     far); stage 3 is Unimplemented naming "zero_optimization.stage" until it lands; a config
+//     that does not load is its loading error.
 //   - --fsdp (non-empty): Unimplemented naming --fsdp until FSDP lands.
 //   - Otherwise: ReplicatedStrategy — DDP over the process group (ddp_* arguments), or one
 //     process without a group.

@@ -10,15 +10,17 @@
 //   - MatchesUnshardedGa{1,2}Clip{On,Off}: per optimizer step the loss (mean over ranks), the
 //     gradient norm ClipGradients returns, and at the end every parameter, equal to the
 //     reference within 1e-6; the frozen parameter untouched; Name() as declared.
-//   - StateBytesHoldsTheModel: after a step, the ranks' StateBytes() are positive and each
-//     part on a rank is at most the unsharded one (no strategy holds more than DDP).
+//   - StateBytesAfterAStep: after one step (before ZeroGrad) every rank's StateBytes() equals
+//     the case's closed form (expected_bytes), and every optimizer-state element is held by
+//     some rank.
 //   - RefusesMissingPieces: CreateStrategy without a model / optimizer / precision fails with
 //     InvalidArgument (checked in one process).
 // Checkpoint round trips, resume and bad configs join the suite with the strategies' save/load.
 //
 // Example (sharding/replicated_conformance_test.cc):
 //   [[maybe_unused]] static const bool registered = [] {
-//     RegisterStrategyConformanceTests({.name = "DDP", .world_size = 2, .strategy_name = "DDP"});
+//     RegisterStrategyConformanceTests({.name = "DDP", .world_size = 2, .strategy_name = "DDP",
+//                                       .expected_bytes = ReplicatedBytes});
 //     return true;
 //   }();
 #ifndef LOOM_SHARDING_STRATEGY_CONFORMANCE_H_
@@ -28,8 +30,19 @@
 #include <string>
 
 #include "args/training_args.pb.h"
+#include "sharding/strategy.h"
 
 namespace loom::sharding::testing {
+
+// The suite's model as StateBytes formulas see it: fp32, one optimizer group (AdamW) holding
+// every trainable parameter.
+struct SuiteModel {
+  int64_t all_numel = 0;        // every parameter, the frozen one too
+  int64_t trainable_numel = 0;  // those the optimizer steps
+  int64_t trainable_tensors = 0;
+  int world_size = 1;
+  int rank = 0;
+};
 
 struct ConformanceCase {
   std::string name;           // test-name part: letters, digits, '_'
@@ -37,6 +50,9 @@ struct ConformanceCase {
   std::string strategy_name;  // what Name() must return
   // Sets what selects the strategy (e.g. args.set_deepspeed(...)); may be empty.
   std::function<void(args::TrainingArguments&)> configure;
+  // What StateBytes() must report after one optimizer step, before ZeroGrad. AdamW's state
+  // counts two moments per element and a float32 step per optimizer tensor (its state dict).
+  std::function<ModelStateBytes(const SuiteModel&)> expected_bytes;
 };
 
 void RegisterStrategyConformanceTests(const ConformanceCase& c);

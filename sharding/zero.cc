@@ -1,0 +1,221 @@
+#include "sharding/zero.h"
+
+#include <cmath>
+#include <set>
+
+#include "absl/memory/memory.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/torch_status.h"
+#include "distributed/collectives.h"
+#include "sharding/replicated.h"
+
+namespace loom::sharding {
+namespace {
+
+// DeepSpeed's nccl_start_alignment_factor.
+constexpr int64_t kAlignmentFactor = 2;
+
+int64_t Bytes(const at::Tensor& t) {
+  return t.defined() ? static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size())
+                     : 0;
+}
+
+}  // namespace
+
+int64_t ZeroAlignedNumel(int64_t numel, int world_size) {
+  const int64_t align = kAlignmentFactor * std::max(1, world_size);
+  return (numel + align - 1) / align * align;
+}
+
+absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOptions& o) {
+  if (o.model == nullptr || o.optimizer == nullptr || o.precision == nullptr) {
+    return absl::InvalidArgumentError(
+        "ZeroStrategy: the model, the optimizer and the precision must all be set");
+  }
+  if (o.stage != 1 && o.stage != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ZeroStrategy: stage ", o.stage, " (this strategy is ZeRO stage 1 or 2)"));
+  }
+  if (o.precision->policy().mode != precision::PrecisionMode::kFp32) {
+    return absl::UnimplementedError(absl::StrCat(
+        "--deepspeed: ZeRO stage ", o.stage, " with ", o.precision->policy().Describe(),
+        " is not implemented in loom yet (fp32 is); train in fp32 or without ZeRO"));
+  }
+  if (!o.optimizer->state().empty()) {
+    return absl::FailedPreconditionError(
+        "ZeroStrategy: the optimizer already has state; the strategy partitions it and must be "
+        "created before the first step");
+  }
+  std::set<const void*> in_model;
+  for (const at::Tensor& p : o.model->parameters()) in_model.insert(p.unsafeGetTensorImpl());
+  auto strategy = absl::WrapUnique(new ZeroStrategy(o));
+  const int world = strategy->world();
+  const int rank = strategy->rank();
+  try {
+    at::NoGradGuard no_grad;
+    for (size_t gi = 0; gi < o.optimizer->param_groups().size(); ++gi) {
+      torch::optim::OptimizerParamGroup& pg = o.optimizer->param_groups()[gi];
+      Group g;
+      for (const at::Tensor& p : pg.params()) {
+        if (in_model.count(p.unsafeGetTensorImpl()) == 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "ZeroStrategy: parameter group ", gi, " holds a tensor that is not a parameter of "
+              "the model (was the optimizer already partitioned by another strategy?)"));
+        }
+        if (p.scalar_type() != at::kFloat) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "ZeroStrategy: parameter group ", gi, " holds a ", c10::toString(p.scalar_type()),
+              " parameter; fp32 ZeRO needs float32 parameters"));
+        }
+        g.params.push_back(p);
+        g.numel += p.numel();
+      }
+      g.padded_numel = ZeroAlignedNumel(g.numel, world);
+      const int64_t part = g.padded_numel / world;
+      g.partition = strategy->Flatten(g, /*grads=*/false).slice(0, rank * part, (rank + 1) * part)
+                        .clone()
+                        .set_requires_grad(true);
+      // The optimizer steps on this rank's partition (DeepSpeed swaps param_group['params']).
+      pg.params() = {g.partition};
+      strategy->groups_.push_back(std::move(g));
+    }
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "partitioning for ZeRO");
+  }
+  return strategy;
+}
+
+int ZeroStrategy::world() const { return pg_ ? pg_->world_size() : 1; }
+
+int ZeroStrategy::rank() const { return pg_ ? pg_->rank() : 0; }
+
+std::string ZeroStrategy::Name() const { return absl::StrCat("ZeRO-", options_.stage); }
+
+at::Tensor ZeroStrategy::Flatten(const Group& g, bool grads) const {
+  std::vector<at::Tensor> pieces;
+  pieces.reserve(g.params.size() + 1);
+  for (const at::Tensor& p : g.params) {
+    const at::Tensor t = grads ? p.grad() : p.detach();
+    pieces.push_back(t.defined() ? t.reshape({-1}) : at::zeros({p.numel()}, p.options()));
+  }
+  if (g.padded_numel > g.numel) {
+    pieces.push_back(at::zeros({g.padded_numel - g.numel}, at::TensorOptions().dtype(at::kFloat)));
+  }
+  return at::cat(pieces);
+}
+
+absl::Status ZeroStrategy::BeforeForward(bool closes_window) {
+  closing_ = closes_window;
+  return absl::OkStatus();
+}
+
+absl::Status ZeroStrategy::AfterBackward() {
+  if (!closing_) return absl::OkStatus();  // accumulation micro-step: local only
+  const int w = world();
+  try {
+    at::NoGradGuard no_grad;
+    for (Group& g : groups_) {
+      at::Tensor flat = Flatten(g, /*grads=*/true);
+      if (w > 1) {
+        flat.div_(w);  // DeepSpeed's gradient_predivide_factor 1: average = sum of grad / W
+        RETURN_IF_ERROR(distributed::AllReduce(
+            *pg_, flat));
+      }
+      const int64_t part = g.padded_numel / w;
+      g.partition.mutable_grad() = flat.slice(0, rank() * part, (rank() + 1) * part).clone();
+      if (options_.stage == 2) {
+        for (const at::Tensor& p : g.params) p.mutable_grad().reset();
+      }
+    }
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "reducing the gradients");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<double>> ZeroStrategy::ClipGradients(double max_norm) {
+  if (max_norm <= 0) return std::optional<double>();
+  try {
+    at::NoGradGuard no_grad;
+    // DeepSpeed's get_grad_norm_direct: squared partition norms in double, summed over ranks.
+    at::Tensor sq = at::zeros({}, at::TensorOptions().dtype(at::kDouble));
+    for (const Group& g : groups_) {
+      if (g.partition.grad().defined()) sq += g.partition.grad().to(at::kDouble).pow(2).sum();
+    }
+    if (world() > 1) {
+      RETURN_IF_ERROR(distributed::AllReduce(
+          *pg_, sq));
+    }
+    const double norm = std::sqrt(sq.item<double>());
+    // DeepSpeed's unscale_and_clip_grads (loss scale 1 in fp32).
+    const double clip = (norm + 1e-6) / max_norm;
+    if (clip > 1) {
+      for (Group& g : groups_) {
+        if (g.partition.grad().defined()) g.partition.mutable_grad().mul_(1.0 / clip);
+      }
+    }
+    return std::optional<double>(norm);
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "clipping the gradients");
+  }
+}
+
+absl::StatusOr<bool> ZeroStrategy::OptimizerStep() {
+  std::vector<at::Tensor> partitions;
+  for (const Group& g : groups_) partitions.push_back(g.partition);
+  ASSIGN_OR_RETURN(const bool stepped,
+                   options_.precision->OptimizerStep(*options_.optimizer, partitions));
+  try {
+    at::NoGradGuard no_grad;
+    for (Group& g : groups_) {
+      at::Tensor flat = g.partition.detach();
+      if (world() > 1) {
+        ASSIGN_OR_RETURN(std::vector<at::Tensor> all,
+                         distributed::AllGather(
+                             *pg_,
+                             g.partition.detach()),
+                         "gathering the updated partitions");
+        flat = at::cat(all);
+      }
+      int64_t offset = 0;
+      for (const at::Tensor& p : g.params) {
+        p.copy_(flat.slice(0, offset, offset + p.numel()).view_as(p));
+        offset += p.numel();
+      }
+    }
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                                    "sharing the updated parameters");
+  }
+  return stepped;
+}
+
+void ZeroStrategy::ZeroGrad() {
+  for (Group& g : groups_) g.partition.mutable_grad().reset();
+  if (options_.stage == 1) {
+    options_.model->zero_grad();
+  } else {
+    for (Group& g : groups_) {
+      for (const at::Tensor& p : g.params) p.mutable_grad().reset();
+    }
+  }
+}
+
+ModelStateBytes ZeroStrategy::StateBytes() const {
+  ModelStateBytes bytes;
+  std::set<const void*> seen;
+  for (const at::Tensor& p : options_.model->parameters()) {
+    if (!seen.insert(p.data_ptr()).second) continue;
+    bytes.parameters += Bytes(p);
+    bytes.gradients += Bytes(p.grad());
+  }
+  for (const Group& g : groups_) {
+    bytes.gradients += Bytes(g.partition.grad());
+    bytes.master_weights += Bytes(g.partition);
+  }
+  bytes.optimizer_states = OptimizerStateBytes(*options_.optimizer);
+  return bytes;
+}
+
+}  // namespace loom::sharding

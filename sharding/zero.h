@@ -1,0 +1,129 @@
+// ZeroStrategy: DeepSpeed ZeRO stages 1 and 2 for fp32 training (issue 13; spec/deepspeed.md
+// §1.1) — the optimizer states (stage 1), and the gradients too (stage 2), partitioned over the
+// ranks, laid out as DeepSpeed's stage_1_and_2 optimizer lays them out.
+//
+// Layout (what DeepSpeed's checkpoints and zero_to_fp32 rely on, spec/deepspeed.md §6.3):
+//   - Per optimizer parameter group g, its trainable parameters in group order are flattened
+//     into one fp32 buffer, zero-padded at the end to a multiple of 2 x world_size (DeepSpeed's
+//     nccl_start_alignment_factor x dp size). Rank r owns elements [r * n / W, (r + 1) * n / W):
+//     its "single_partition_of_fp32_groups[g]", a separate fp32 copy (master partition).
+//   - The optimizer steps on the partitions: each group's params become its one partition
+//     tensor (DeepSpeed swaps param_group['params'] the same way), so the optimizer's state
+//     covers only this rank's elements. Options (lr, weight decay, betas) stay per group.
+//
+// Per window (contract of strategy.h):
+//   - AfterBackward on a closing micro-batch: every rank's gradients are averaged over the ranks
+//     (each divided by the world size, then summed) and each rank keeps its partition's slice
+//     as the partition's gradient; stage 2 then drops the parameters' full .grad (stage 1
+//     keeps them, as DeepSpeed keeps its full-size gradient buffer). Non-closing micro-batches
+//     only accumulate locally.
+//   - ClipGradients: the 2-norm of the partition gradients summed over ranks (padding is zero),
+//     and DeepSpeed's clip: when (norm + 1e-6) / max_norm > 1 the partition gradients are
+//     divided by it.
+//   - OptimizerStep: the optimizer steps on the partitions, then the updated partitions are
+//     all-gathered and copied into every rank's parameters.
+//   - ZeroGrad: partition gradients and the parameters' gradients zeroed (stage 1) / dropped.
+//   - StateBytes: full parameters, full gradients (stage 1) or the partition (stage 2), the
+//     optimizer's state (partition-sized), the fp32 master partitions.
+// Not yet (issue 13): fp16/bf16 half weights with the loss scaler, bucketed and overlapped
+// reduction (reduce_bucket_size, overlap_comm, ...), save / load of the partitioned state.
+//
+// Example:
+//   ASSIGN_OR_RETURN(auto zero, ZeroStrategy::Create(ZeroOptions().set_stage(2).set_model(m)
+//       .set_optimizer(opt).set_precision(precision).set_process_group(&pg)));
+#ifndef LOOM_SHARDING_ZERO_H_
+#define LOOM_SHARDING_ZERO_H_
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "distributed/process_group.h"
+#include "precision/training_precision.h"
+#include "sharding/strategy.h"
+
+namespace loom::sharding {
+
+struct ZeroOptions {
+  int stage = 2;  // 1 or 2
+  torch::nn::Module* model = nullptr;
+  torch::optim::Optimizer* optimizer = nullptr;
+  precision::TrainingPrecision* precision = nullptr;
+  const distributed::ProcessGroup* process_group = nullptr;  // null: one process
+
+  ZeroOptions& set_stage(int v) {
+    stage = v;
+    return *this;
+  }
+  ZeroOptions& set_model(torch::nn::Module* v) {
+    model = v;
+    return *this;
+  }
+  ZeroOptions& set_optimizer(torch::optim::Optimizer* v) {
+    optimizer = v;
+    return *this;
+  }
+  ZeroOptions& set_precision(precision::TrainingPrecision* v) {
+    precision = v;
+    return *this;
+  }
+  ZeroOptions& set_process_group(const distributed::ProcessGroup* v) {
+    process_group = v;
+    return *this;
+  }
+};
+
+// DeepSpeed's padding of a group's flat buffer: numel rounded up to a multiple of
+// 2 x world_size.
+int64_t ZeroAlignedNumel(int64_t numel, int world_size);
+
+class ZeroStrategy : public ShardingStrategy {
+ public:
+  // InvalidArgument for a missing piece, a stage other than 1 or 2, an optimizer group holding
+  // a parameter of another dtype than fp32 or not in the model, or a precision policy other
+  // than fp32.
+  static absl::StatusOr<std::unique_ptr<ZeroStrategy>> Create(const ZeroOptions& o);
+
+  std::string Name() const override;
+  absl::Status BeforeForward(bool closes_window) override;
+  absl::Status AfterBackward() override;
+  absl::StatusOr<std::optional<double>> ClipGradients(double max_norm) override;
+  absl::StatusOr<bool> OptimizerStep() override;
+  void ZeroGrad() override;
+  ModelStateBytes StateBytes() const override;
+
+  // Group g's fp32 master partition on this rank (DeepSpeed's
+  // single_partition_of_fp32_groups[g]) and its full padded numel.
+  const at::Tensor& master_partition(size_t g) const { return groups_[g].partition; }
+  int64_t padded_numel(size_t g) const { return groups_[g].padded_numel; }
+
+ private:
+  struct Group {
+    std::vector<at::Tensor> params;  // the model's, in group order
+    int64_t numel = 0;               // sum of the params' numel
+    int64_t padded_numel = 0;        // ZeroAlignedNumel(numel)
+    at::Tensor partition;            // this rank's fp32 master slice (the optimizer's param)
+  };
+
+  explicit ZeroStrategy(const ZeroOptions& o) : options_(o) {
+    if (o.process_group != nullptr) pg_ = *o.process_group;
+  }
+  int world() const;
+  int rank() const;
+  // The group's full flat buffer of `what` (each param's tensor, zeros where undefined), padded.
+  at::Tensor Flatten(const Group& g, bool grads) const;
+
+  ZeroOptions options_;
+  std::optional<distributed::ProcessGroup> pg_;  // a handle on the caller's group
+  std::vector<Group> groups_;
+  bool closing_ = false;
+};
+
+}  // namespace loom::sharding
+
+#endif  // LOOM_SHARDING_ZERO_H_
