@@ -30,6 +30,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_format.h"
+#include "benchmarks/counting_allocator.h"
 #include "logging/process_logging.h"
 #include "models/bert/bert_for_sequence_classification.h"
 #include "precision/cpu_features.h"
@@ -129,62 +130,6 @@ double TrainSamplesPerSecond(bool bf16, const std::optional<Threads>& threads) {
   std::filesystem::remove_all(dir);
   return (kSteps - 1) * kBatch / clock->SteadySeconds();
 }
-
-// Counts the bytes of live CPU tensors and their peak (wraps LibTorch's CPU allocator). Its
-// DataPtrs keep data == context, as LibTorch's raw_allocate users require.
-class CountingAllocator : public c10::Allocator {
- public:
-  explicit CountingAllocator(c10::Allocator* base) : base_(base) { instance_ = this; }
-  c10::DataPtr allocate(size_t n) const override {
-    c10::DataPtr inner = base_->allocate(n);
-    void* data = inner.get();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      blocks_[data] = {n, inner.get_deleter()};
-      live_ += static_cast<int64_t>(n);
-      peak_ = std::max(peak_, live_);
-    }
-    inner.release_context();
-    return {data, data, &Release, c10::Device(c10::DeviceType::CPU)};
-  }
-  c10::DeleterFnPtr raw_deleter() const override { return &Release; }
-  int64_t live() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return live_;
-  }
-  void ResetPeak() {
-    std::lock_guard<std::mutex> lock(mu_);
-    peak_ = live_;
-  }
-  int64_t peak() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return peak_;
-  }
-
- private:
-  struct Block {
-    size_t n;
-    c10::DeleterFnPtr deleter;
-  };
-  static void Release(void* data) {
-    CountingAllocator* self = instance_;
-    Block block;
-    {
-      std::lock_guard<std::mutex> lock(self->mu_);
-      auto it = self->blocks_.find(data);
-      block = it->second;
-      self->blocks_.erase(it);
-      self->live_ -= static_cast<int64_t>(block.n);
-    }
-    if (block.deleter != nullptr) block.deleter(data);
-  }
-  static inline CountingAllocator* instance_ = nullptr;
-  c10::Allocator* base_;
-  mutable std::mutex mu_;
-  mutable std::unordered_map<void*, Block> blocks_;
-  mutable int64_t live_ = 0;
-  mutable int64_t peak_ = 0;
-};
 
 struct StepMemory {
   int64_t peak = 0;   // bytes above the model's own, at the step's peak

@@ -1,0 +1,179 @@
+// sharding: DDP, ZeRO-1 and ZeRO-2 side by side on real ranks (forked processes over Gloo on
+// 127.0.0.1) with a model of 50M parameters (issue 13):
+//
+//   ./bazelw run -c opt //benchmarks:sharding [-- RANKS [STEPS]]   (default 2 ranks, 4 steps)
+//
+// Every strategy comes from sharding::CreateStrategy with a --deepspeed config of stage 0 (DDP),
+// 1 and 2, on the same model (12 x Linear(2048, 2048), fp32, AdamW) and batches. Per strategy:
+//   - step time: forward + backward + reduction + clip + optimizer step + parameter sharing,
+//     the best of the steps after the first, and its ratio to DDP (goal: ZeRO-2 <= 1.1x);
+//   - rank 0's model-state bytes: what the strategy reports (StateBytes), what a counting
+//     allocator measured live after the step (every CPU tensor of the process: the model
+//     state plus small leftovers), and the per-stage formula — spec/deepspeed.md §7.2's
+//     accounting with fp32 in place of the 16-bit copies (there are none in fp32 training):
+//     DDP 16P (weights 4P, gradients 4P, AdamW 8P), ZeRO-1 8P + 16P/N (full fp32 weights and
+//     gradients, and per partition the averaged gradients, master weights and AdamW's two
+//     moments), ZeRO-2 4P + 16P/N.
+#include <c10/core/CPUAllocator.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "args/training_args.pb.h"
+#include "benchmarks/counting_allocator.h"
+#include "distributed/multiprocess_testing.h"
+#include "logging/process_logging.h"
+#include "precision/training_precision.h"
+#include "sharding/create_strategy.h"
+
+namespace loom::benchmarks {
+namespace {
+
+constexpr int kLayers = 12;
+constexpr int kWidth = 2048;
+constexpr int kBatch = 8;
+
+struct Result {
+  double step_seconds = 0;
+  sharding::ModelStateBytes reported;
+  int64_t measured_live = 0;  // live CPU tensor bytes after the step (rank's process)
+};
+
+torch::nn::Sequential Model() {
+  torch::manual_seed(1);
+  torch::nn::Sequential m;
+  for (int i = 0; i < kLayers; ++i) m->push_back(torch::nn::Linear(kWidth, kWidth));
+  return m;
+}
+
+int RunStage(int stage, int rank, distributed::ProcessGroup& pg, int steps,
+             CountingAllocator& counter, Result* out) {
+  const int64_t baseline = counter.live();
+  Result r;
+  {
+    torch::nn::Sequential model = Model();
+    torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-4).weight_decay(0.01));
+    auto precision = precision::TrainingPrecision::Create(precision::PrecisionPolicy{});
+    CHILD_CHECK_OK(precision.status());
+    args::TrainingArguments args;
+    args.set_deepspeed(absl::StrCat(R"({"zero_optimization": {"stage": )", stage, "}}"));
+    auto strategy = sharding::CreateStrategy(sharding::StrategyOptions()
+                                                 .set_args(&args)
+                                                 .set_model(model.ptr().get())
+                                                 .set_optimizer(&opt)
+                                                 .set_precision(precision->get())
+                                                 .set_process_group(&pg));
+    CHILD_CHECK_OK(strategy.status());
+    at::Generator gen = at::detail::createCPUGenerator(100 + rank);
+    r.step_seconds = std::numeric_limits<double>::infinity();
+    for (int s = 0; s < steps; ++s) {
+      const at::Tensor x = at::randn({kBatch, kWidth}, gen);
+      const auto start = std::chrono::steady_clock::now();
+      CHILD_CHECK_OK((*strategy)->BeforeForward(true));
+      model->forward(x).pow(2).mean().backward();
+      CHILD_CHECK_OK((*strategy)->AfterBackward());
+      CHILD_CHECK_OK((*strategy)->ClipGradients(1.0).status());
+      CHILD_CHECK_OK((*strategy)->OptimizerStep().status());
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (s == steps - 1) {
+        r.reported = (*strategy)->StateBytes();
+        r.measured_live = counter.live() - baseline;
+      }
+      (*strategy)->ZeroGrad();
+      if (s > 0) r.step_seconds = std::min(r.step_seconds, seconds);
+    }
+  }
+  *out = r;
+  return 0;
+}
+
+double Formula(int stage, double p, int n) {
+  switch (stage) {
+    case 0:
+      return 16 * p;
+    case 1:
+      return 8 * p + 16 * p / n;
+    default:
+      return 4 * p + 16 * p / n;
+  }
+}
+
+int Child(int rank, int world, int port, int steps, const std::string& out_path) {
+  static CountingAllocator counter(c10::GetCPUAllocator());
+  c10::SetCPUAllocator(&counter, /*priority=*/100);
+  at::set_num_threads(1);
+  auto pg = distributed::testing::JoinGroup(rank, world, port, absl::Seconds(120));
+  CHILD_CHECK_OK(pg.status());
+  std::vector<Result> results(3);
+  for (int stage = 0; stage <= 2; ++stage) {
+    if (int rc = RunStage(stage, rank, *pg, steps, counter, &results[stage]); rc != 0) return rc;
+  }
+  if (rank != 0) return 0;
+  const double p = static_cast<double>(kLayers) * (int64_t{kWidth} * kWidth + kWidth);
+  std::ofstream out(out_path);
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "model: %d x Linear(%d, %d) = %.1fM parameters, fp32, AdamW; %d ranks (Gloo over "
+                "127.0.0.1, 1 compute thread each); best of %d steps after the first\n",
+                kLayers, kWidth, kWidth, p / 1e6, world, steps - 1);
+  out << line;
+  const char* names[] = {"DDP (stage 0)", "ZeRO-1", "ZeRO-2"};
+  for (int stage = 0; stage <= 2; ++stage) {
+    const Result& r = results[stage];
+    const double mib = 1024.0 * 1024.0;
+    std::snprintf(line, sizeof(line),
+                  "  %-14s step %8.1f ms (%.2fx DDP)   model state on rank 0: reported %7.1f MiB "
+                  "(%s), measured live %7.1f MiB, formula %7.1f MiB (reported/formula %.3f)\n",
+                  names[stage], r.step_seconds * 1e3, r.step_seconds / results[0].step_seconds,
+                  r.reported.Total() / mib, r.reported.Describe().c_str(), r.measured_live / mib,
+                  Formula(stage, p, world) / mib, r.reported.Total() / Formula(stage, p, world));
+    out << line;
+  }
+  std::snprintf(line, sizeof(line),
+                "  ZeRO-1 saves %.1f MiB per rank vs DDP (formula %.1f), ZeRO-2 %.1f MiB (formula "
+                "%.1f)\n",
+                (results[0].reported.Total() - results[1].reported.Total()) / 1048576.0,
+                (Formula(0, p, world) - Formula(1, p, world)) / 1048576.0,
+                (results[0].reported.Total() - results[2].reported.Total()) / 1048576.0,
+                (Formula(0, p, world) - Formula(2, p, world)) / 1048576.0);
+  out << line;
+  return out ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace loom::benchmarks
+
+int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
+  const int world = argc > 1 ? std::atoi(argv[1]) : 2;
+  const int steps = argc > 2 ? std::atoi(argv[2]) : 4;
+  if (world < 1 || steps < 2) {
+    std::fprintf(stderr, "usage: sharding [RANKS >= 1 [STEPS >= 2]]\n");
+    return 2;
+  }
+  const int port = loom::distributed::testing::PickFreePort();
+  const std::string out = absl::StrCat("/tmp/loom_sharding_benchmark_", getpid(), ".txt");
+  std::vector<int> codes = loom::distributed::testing::RunRanks(
+      world, absl::Minutes(30),
+      [&](int rank) { return loom::benchmarks::Child(rank, world, port, steps, out); });
+  for (int r = 0; r < world; ++r) {
+    if (codes[r] != 0) {
+      std::fprintf(stderr, "sharding benchmark: rank %d failed (%d)\n", r, codes[r]);
+      return 1;
+    }
+  }
+  std::ifstream in(out);
+  std::string line;
+  while (std::getline(in, line)) std::printf("%s\n", line.c_str());
+  std::remove(out.c_str());
+  return 0;
+}
