@@ -177,6 +177,71 @@ absl::StatusOr<std::vector<at::Tensor>> AllGatherVariableLength(ProcessGroup& pg
   return out;
 }
 
+absl::Status AllGatherInto(ProcessGroup& pg, const at::Tensor& input, at::Tensor& flat) {
+  const int64_t n = input.numel();
+  if (flat.dim() != 1 || !flat.is_contiguous() || flat.numel() != n * pg.world_size() ||
+      flat.scalar_type() != input.scalar_type()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "AllGatherInto: the output must be a contiguous 1-D ", c10::toString(input.scalar_type()),
+        " tensor of ", n * pg.world_size(), " elements (world size x input), got ",
+        flat.toString(), " of ", flat.numel()));
+  }
+  try {
+    std::vector<at::Tensor> slices;
+    for (int r = 0; r < pg.world_size(); ++r) slices.push_back(flat.slice(0, r * n, (r + 1) * n));
+    std::vector<std::vector<at::Tensor>> outputs = {slices};
+    std::vector<at::Tensor> inputs = {input.contiguous().view({-1})};
+    pg.backend().allgather(outputs, inputs)->wait();
+  } catch (const std::exception& e) {
+    return CollectiveFailure(e, "AllGatherInto", pg);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReduceScatterSum(ProcessGroup& pg, at::Tensor& flat, at::Tensor& out) {
+  const int world = pg.world_size();
+  const int rank = pg.rank();
+  if (flat.dim() != 1 || !flat.is_contiguous() || flat.numel() % world != 0 ||
+      out.numel() != flat.numel() / world || out.scalar_type() != flat.scalar_type()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ReduceScatterSum: needs a contiguous 1-D input whose numel (", flat.numel(),
+        ") divides by the world size (", world, ") and an output of numel / world of its dtype"));
+  }
+  const int64_t chunk = flat.numel() / world;
+  const auto piece = [&](int i) { return flat.slice(0, (i % world) * chunk, (i % world + 1) * chunk); };
+  try {
+    if (world == 1) {
+      out.copy_(flat);
+      return absl::OkStatus();
+    }
+    if (pg.backend_name() != "gloo") {
+      std::vector<at::Tensor> outputs = {out};
+      std::vector<std::vector<at::Tensor>> inputs = {{}};
+      for (int i = 0; i < world; ++i) inputs[0].push_back(piece(i));
+      pg.backend().reduce_scatter(outputs, inputs)->wait();
+      return absl::OkStatus();
+    }
+    // Ring: at step s rank r sends its partial sum of chunk (r - s - 1) to rank r + 1 and adds
+    // what rank r - 1 sends of chunk (r - s - 2); after N - 1 steps chunk r is complete.
+    at::Tensor incoming = at::empty({chunk}, flat.options());
+    const int next = (rank + 1) % world;
+    const int prev = (rank + world - 1) % world;
+    for (int s = 0; s < world - 1; ++s) {
+      std::vector<at::Tensor> send = {piece(rank - s - 1 + 2 * world)};
+      std::vector<at::Tensor> recv = {incoming};
+      auto recv_work = pg.backend().recv(recv, prev, /*tag=*/s);
+      auto send_work = pg.backend().send(send, next, /*tag=*/s);
+      recv_work->wait();
+      send_work->wait();
+      piece(rank - s - 2 + 2 * world).add_(incoming);
+    }
+    out.copy_(piece(rank));
+  } catch (const std::exception& e) {
+    return CollectiveFailure(e, "ReduceScatterSum", pg);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status BroadcastString(ProcessGroup& pg, std::string& value, int src_rank) {
   at::Tensor length = at::tensor({static_cast<int64_t>(value.size())}, at::kLong);
   RETURN_IF_ERROR_CTX(Broadcast(pg, length, src_rank), "BroadcastString (length)");

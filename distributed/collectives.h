@@ -15,6 +15,15 @@
 //   - AllGatherVariableLength(t): like AllGather but dim 0 may differ per rank (the other dims
 //     and dtype may not): pads to the longest, gathers, and trims each back to its length, so
 //     result[r] equals rank r's tensor exactly. This is how evaluation gathers predictions.
+//   - AllGatherInto(input, flat): every rank's `input` (same numel and dtype everywhere) written
+//     into `flat`, a contiguous 1-D tensor of world x numel elements: rank r's at
+//     [r * numel, (r + 1) * numel) — no extra copies (ZeRO's parameter sharing). Same device as
+//     the group's.
+//   - ReduceScatterSum(flat, out): `flat` (1-D, contiguous, numel divisible by the world size,
+//     the same on every rank) is cut in world-size chunks; `out` (chunk-sized) receives the sum
+//     over ranks of chunk `rank`. `flat` is used as scratch (its contents afterwards are
+//     unspecified). Gloo has no reduce-scatter: a ring of send/recv (N - 1 steps, each rank
+//     sends (N - 1) / N of `flat`); other backends use theirs.
 //   - BroadcastString(s, src): every rank ends with rank `src`'s string (any bytes).
 //   - CollectiveFailure(e, what, pg): the Status above for a c10d exception `e` thrown by
 //     collective `what` (for code that drives the backend directly, e.g. DDP's reducer).
@@ -51,6 +60,10 @@ absl::Status Broadcast(ProcessGroup& pg, at::Tensor& tensor, int src_rank = 0);
 absl::Status Barrier(ProcessGroup& pg);
 
 absl::Status BroadcastString(ProcessGroup& pg, std::string& value, int src_rank = 0);
+
+absl::Status AllGatherInto(ProcessGroup& pg, const at::Tensor& input, at::Tensor& flat);
+
+absl::Status ReduceScatterSum(ProcessGroup& pg, at::Tensor& flat, at::Tensor& out);
 
 absl::Status CollectiveFailure(const std::exception& e, absl::string_view what,
                                const ProcessGroup& pg);

@@ -90,6 +90,29 @@ int RunCollectives(int rank, int n, int port) {
   CHILD_CHECK(AllGatherVariableLength(pg, bad).status().code() ==
               absl::StatusCode::kInvalidArgument);
 
+  // AllGatherInto: rank r's [r, r + 0.5, r + 0.25] lands at [3r, 3r + 3) of one flat buffer.
+  at::Tensor piece = at::tensor({rank + 0.0f, rank + 0.5f, rank + 0.25f});
+  at::Tensor flat = at::full({3 * n}, -1.0f);
+  CHILD_CHECK_OK(AllGatherInto(pg, piece, flat));
+  for (int r = 0; r < n; ++r) {
+    CHILD_CHECK(at::equal(flat.slice(0, 3 * r, 3 * r + 3),
+                          at::tensor({r + 0.0f, r + 0.5f, r + 0.25f})));
+  }
+  at::Tensor short_flat = at::zeros({3 * n - 1});
+  CHILD_CHECK(AllGatherInto(pg, piece, short_flat).code() == absl::StatusCode::kInvalidArgument);
+
+  // ReduceScatterSum: rank r holds element i = (r + 1) * (i + 1) over 2n elements; chunk k
+  // (2 elements) sums to (1 + ... + n) * (i + 1) = n (n + 1) / 2 * (i + 1).
+  at::Tensor contrib = (at::arange(2 * n, at::kDouble) + 1) * (rank + 1);
+  at::Tensor mine_sum = at::zeros({2}, at::kDouble);
+  CHILD_CHECK_OK(ReduceScatterSum(pg, contrib, mine_sum));
+  const double tri = n * (n + 1) / 2.0;
+  CHILD_CHECK(at::equal(mine_sum, at::tensor({tri * (2 * rank + 1), tri * (2 * rank + 2)},
+                                             at::kDouble)));
+  at::Tensor uneven = at::zeros({2 * n + 1}, at::kDouble);
+  CHILD_CHECK(ReduceScatterSum(pg, uneven, mine_sum).code() ==
+              absl::StatusCode::kInvalidArgument);
+
   CHILD_CHECK_OK(Barrier(pg));
   return 0;
 }

@@ -73,9 +73,22 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
       }
       g.padded_numel = ZeroAlignedNumel(g.numel, world);
       const int64_t part = g.padded_numel / world;
-      g.partition = strategy->Flatten(g, /*grads=*/false).slice(0, rank * part, (rank + 1) * part)
+      // The parameters become views of one flat buffer, so sharing the updated partitions is
+      // one all-gather into it (DeepSpeed's bit16_groups_flat).
+      g.flat_params = strategy->Flatten(g, /*grads=*/false);
+      if (o.stage == 1) g.flat_grads = strategy->Flatten(g, /*grads=*/true);
+      int64_t offset = 0;
+      for (at::Tensor& p : g.params) {
+        p.set_data(g.flat_params.slice(0, offset, offset + p.numel()).view_as(p));
+        if (o.stage == 1) {
+          p.mutable_grad() = g.flat_grads.slice(0, offset, offset + p.numel()).view_as(p);
+        }
+        offset += p.numel();
+      }
+      g.partition = g.flat_params.slice(0, rank * part, (rank + 1) * part)
                         .clone()
                         .set_requires_grad(true);
+      g.partition.mutable_grad() = at::zeros_like(g.partition);
       // The optimizer steps on this rank's partition (DeepSpeed swaps param_group['params']).
       pg.params() = {g.partition};
       strategy->groups_.push_back(std::move(g));
@@ -116,16 +129,36 @@ absl::Status ZeroStrategy::AfterBackward() {
   try {
     at::NoGradGuard no_grad;
     for (Group& g : groups_) {
-      at::Tensor flat = Flatten(g, /*grads=*/true);
+      at::Tensor flat;
+      if (options_.stage == 1) {
+        // The gradients accumulated in place in their views of flat_grads; one that was
+        // replaced (e.g. by a resume putting back saved gradients) is copied back in.
+        int64_t offset = 0;
+        for (at::Tensor& p : g.params) {
+          at::Tensor view = g.flat_grads.slice(0, offset, offset + p.numel()).view_as(p);
+          if (!p.grad().defined() || !p.grad().is_alias_of(g.flat_grads)) {
+            if (p.grad().defined()) {
+              view.copy_(p.grad());
+            } else {
+              view.zero_();
+            }
+            p.mutable_grad() = view;
+          }
+          offset += p.numel();
+        }
+        flat = g.flat_grads;
+      } else {
+        flat = Flatten(g, /*grads=*/true);
+      }
+      at::Tensor& part_grad = g.partition.mutable_grad();
       if (w > 1) {
         flat.div_(w);  // DeepSpeed's gradient_predivide_factor 1: average = sum of grad / W
-        RETURN_IF_ERROR(distributed::AllReduce(
-            *pg_, flat));
+        RETURN_IF_ERROR(distributed::ReduceScatterSum(*pg_, flat, part_grad));
+      } else {
+        part_grad.copy_(flat);
       }
-      const int64_t part = g.padded_numel / w;
-      g.partition.mutable_grad() = flat.slice(0, rank() * part, (rank() + 1) * part).clone();
       if (options_.stage == 2) {
-        for (const at::Tensor& p : g.params) p.mutable_grad().reset();
+        for (at::Tensor& p : g.params) p.mutable_grad().reset();
       }
     }
   } catch (const std::exception& e) {
@@ -139,10 +172,15 @@ absl::StatusOr<std::optional<double>> ZeroStrategy::ClipGradients(double max_nor
   try {
     at::NoGradGuard no_grad;
     // DeepSpeed's get_grad_norm_direct: squared partition norms in double, summed over ranks.
-    at::Tensor sq = at::zeros({}, at::TensorOptions().dtype(at::kDouble));
+    // LibTorch's CPU norm of a float tensor accumulates in double already (acc_type), so no
+    // double copy of the partition is made (DeepSpeed converts the gradient first).
+    double local = 0;
     for (const Group& g : groups_) {
-      if (g.partition.grad().defined()) sq += g.partition.grad().to(at::kDouble).pow(2).sum();
+      if (!g.partition.grad().defined()) continue;
+      const double n = at::linalg_vector_norm(g.partition.grad(), 2).item<double>();
+      local += n * n;
     }
+    at::Tensor sq = at::full({}, local, at::TensorOptions().dtype(at::kDouble));
     if (world() > 1) {
       RETURN_IF_ERROR(distributed::AllReduce(
           *pg_, sq));
@@ -168,20 +206,13 @@ absl::StatusOr<bool> ZeroStrategy::OptimizerStep() {
                    options_.precision->OptimizerStep(*options_.optimizer, partitions));
   try {
     at::NoGradGuard no_grad;
+    // The parameters are views of flat_params: gathering the partitions updates them.
     for (Group& g : groups_) {
-      at::Tensor flat = g.partition.detach();
       if (world() > 1) {
-        ASSIGN_OR_RETURN(std::vector<at::Tensor> all,
-                         distributed::AllGather(
-                             *pg_,
-                             g.partition.detach()),
-                         "gathering the updated partitions");
-        flat = at::cat(all);
-      }
-      int64_t offset = 0;
-      for (const at::Tensor& p : g.params) {
-        p.copy_(flat.slice(0, offset, offset + p.numel()).view_as(p));
-        offset += p.numel();
+        RETURN_IF_ERROR_CTX(distributed::AllGatherInto(*pg_, g.partition.detach(), g.flat_params),
+                            "sharing the updated partitions");
+      } else {
+        g.flat_params.copy_(g.partition.detach());
       }
     }
   } catch (const std::exception& e) {
@@ -192,12 +223,12 @@ absl::StatusOr<bool> ZeroStrategy::OptimizerStep() {
 }
 
 void ZeroStrategy::ZeroGrad() {
-  for (Group& g : groups_) g.partition.mutable_grad().reset();
+  for (Group& g : groups_) g.partition.mutable_grad().zero_();
   if (options_.stage == 1) {
     options_.model->zero_grad();
   } else {
     for (Group& g : groups_) {
-      for (const at::Tensor& p : g.params) p.mutable_grad().reset();
+      for (at::Tensor& p : g.params) p.mutable_grad().reset();
     }
   }
 }

@@ -12,17 +12,21 @@
 //     covers only this rank's elements. Options (lr, weight decay, betas) stay per group.
 //
 // Per window (contract of strategy.h):
-//   - AfterBackward on a closing micro-batch: every rank's gradients are averaged over the ranks
-//     (each divided by the world size, then summed) and each rank keeps its partition's slice
-//     as the partition's gradient; stage 2 then drops the parameters' full .grad (stage 1
-//     keeps them, as DeepSpeed keeps its full-size gradient buffer). Non-closing micro-batches
-//     only accumulate locally.
+//   - The model's trainable parameters become views of one flat fp32 buffer per group (their
+//     values unchanged); with stage 1 their .grad are views of a flat gradient buffer too, so
+//     backward accumulates straight into it (DeepSpeed's contiguous gradients).
+//   - AfterBackward on a closing micro-batch: every rank's gradients are divided by the world
+//     size and reduce-scattered (distributed/collectives.h: ReduceScatterSum), so each rank
+//     gets the average of its partition's slice as the partition's gradient; the full .grad
+//     are scratch afterwards — stage 1 keeps the buffer (as DeepSpeed does), stage 2 drops
+//     them. Non-closing micro-batches only accumulate locally.
 //   - ClipGradients: the 2-norm of the partition gradients summed over ranks (padding is zero),
 //     and DeepSpeed's clip: when (norm + 1e-6) / max_norm > 1 the partition gradients are
 //     divided by it.
 //   - OptimizerStep: the optimizer steps on the partitions, then the updated partitions are
-//     all-gathered and copied into every rank's parameters.
-//   - ZeroGrad: partition gradients and the parameters' gradients zeroed (stage 1) / dropped.
+//     all-gathered straight into the flat parameter buffers (every rank's parameters).
+//   - ZeroGrad: partition gradients zeroed; the parameters' gradients zeroed in place (stage 1)
+//     or dropped (stage 2).
 //   - StateBytes: full parameters, full gradients (stage 1) or the partition (stage 2), the
 //     optimizer's state (partition-sized), the fp32 master partitions.
 // Not yet (issue 13): fp16/bf16 half weights with the loss scaler, bucketed and overlapped
@@ -107,7 +111,10 @@ class ZeroStrategy : public ShardingStrategy {
     std::vector<at::Tensor> params;  // the model's, in group order
     int64_t numel = 0;               // sum of the params' numel
     int64_t padded_numel = 0;        // ZeroAlignedNumel(numel)
-    at::Tensor partition;            // this rank's fp32 master slice (the optimizer's param)
+    at::Tensor flat_params;          // padded; the params are views of it
+    at::Tensor flat_grads;           // stage 1: padded; the params' grads are views of it
+    at::Tensor partition;            // this rank's fp32 master slice (the optimizer's param);
+                                     // its grad: the averaged gradient of the slice
   };
 
   explicit ZeroStrategy(const ZeroOptions& o) : options_(o) {
