@@ -30,34 +30,15 @@
 #include "distributed/process_group.h"
 #include "precision/training_precision.h"
 #include "sharding/strategy.h"
+#include "sharding/strategy_pieces.h"
 
 namespace loom::sharding {
 
-struct StrategyOptions {
+struct StrategyOptions : StrategyPieces<StrategyOptions> {
   const args::TrainingArguments* args = nullptr;
-  torch::nn::Module* model = nullptr;
-  torch::optim::Optimizer* optimizer = nullptr;
-  precision::TrainingPrecision* precision = nullptr;
-  const distributed::ProcessGroup* process_group = nullptr;  // null: one process
 
   StrategyOptions& set_args(const args::TrainingArguments* v) {
     args = v;
-    return *this;
-  }
-  StrategyOptions& set_model(torch::nn::Module* v) {
-    model = v;
-    return *this;
-  }
-  StrategyOptions& set_optimizer(torch::optim::Optimizer* v) {
-    optimizer = v;
-    return *this;
-  }
-  StrategyOptions& set_precision(precision::TrainingPrecision* v) {
-    precision = v;
-    return *this;
-  }
-  StrategyOptions& set_process_group(const distributed::ProcessGroup* v) {
-    process_group = v;
     return *this;
   }
 };

@@ -54,10 +54,7 @@ int64_t OptimizerStateBytes(const torch::optim::Optimizer& optimizer) {
 
 absl::StatusOr<std::unique_ptr<ReplicatedStrategy>> ReplicatedStrategy::Create(
     const ReplicatedOptions& o) {
-  if (o.model == nullptr || o.optimizer == nullptr || o.precision == nullptr) {
-    return absl::InvalidArgumentError(
-        "ReplicatedStrategy: the model, the optimizer and the precision must all be set");
-  }
+  RETURN_IF_ERROR(o.CheckPieces("ReplicatedStrategy"));
   if (o.process_group == nullptr) {
     return absl::WrapUnique(new ReplicatedStrategy(
         o, std::make_unique<distributed::LocalGradientSync>(), /*ddp=*/false));

@@ -32,32 +32,13 @@
 #include "distributed/process_group.h"
 #include "precision/training_precision.h"
 #include "sharding/strategy.h"
+#include "sharding/strategy_pieces.h"
 
 namespace loom::sharding {
 
-struct ReplicatedOptions {
-  torch::nn::Module* model = nullptr;
-  torch::optim::Optimizer* optimizer = nullptr;
-  precision::TrainingPrecision* precision = nullptr;
-  const distributed::ProcessGroup* process_group = nullptr;  // null: one process
+struct ReplicatedOptions : StrategyPieces<ReplicatedOptions> {
   distributed::DdpOptions ddp;
 
-  ReplicatedOptions& set_model(torch::nn::Module* v) {
-    model = v;
-    return *this;
-  }
-  ReplicatedOptions& set_optimizer(torch::optim::Optimizer* v) {
-    optimizer = v;
-    return *this;
-  }
-  ReplicatedOptions& set_precision(precision::TrainingPrecision* v) {
-    precision = v;
-    return *this;
-  }
-  ReplicatedOptions& set_process_group(const distributed::ProcessGroup* v) {
-    process_group = v;
-    return *this;
-  }
   ReplicatedOptions& set_ddp(distributed::DdpOptions v) {
     ddp = std::move(v);
     return *this;

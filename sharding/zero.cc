@@ -29,10 +29,7 @@ int64_t ZeroAlignedNumel(int64_t numel, int world_size) {
 }
 
 absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOptions& o) {
-  if (o.model == nullptr || o.optimizer == nullptr || o.precision == nullptr) {
-    return absl::InvalidArgumentError(
-        "ZeroStrategy: the model, the optimizer and the precision must all be set");
-  }
+  RETURN_IF_ERROR(o.CheckPieces("ZeroStrategy"));
   if (o.stage != 1 && o.stage != 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("ZeroStrategy: stage ", o.stage, " (this strategy is ZeRO stage 1 or 2)"));

@@ -50,34 +50,15 @@
 #include "distributed/process_group.h"
 #include "precision/training_precision.h"
 #include "sharding/strategy.h"
+#include "sharding/strategy_pieces.h"
 
 namespace loom::sharding {
 
-struct ZeroOptions {
+struct ZeroOptions : StrategyPieces<ZeroOptions> {
   int stage = 2;  // 1 or 2
-  torch::nn::Module* model = nullptr;
-  torch::optim::Optimizer* optimizer = nullptr;
-  precision::TrainingPrecision* precision = nullptr;
-  const distributed::ProcessGroup* process_group = nullptr;  // null: one process
 
   ZeroOptions& set_stage(int v) {
     stage = v;
-    return *this;
-  }
-  ZeroOptions& set_model(torch::nn::Module* v) {
-    model = v;
-    return *this;
-  }
-  ZeroOptions& set_optimizer(torch::optim::Optimizer* v) {
-    optimizer = v;
-    return *this;
-  }
-  ZeroOptions& set_precision(precision::TrainingPrecision* v) {
-    precision = v;
-    return *this;
-  }
-  ZeroOptions& set_process_group(const distributed::ProcessGroup* v) {
-    process_group = v;
     return *this;
   }
 };

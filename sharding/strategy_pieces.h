@@ -1,0 +1,60 @@
+// StrategyPieces: what every data-parallel strategy is built from — the model, its optimizer,
+// the run's precision and the process group (null for one process) — as chainable setters
+// shared by the strategies' option structs (CRTP: each setter returns the derived options).
+// None is owned; all must outlive the strategy.
+//
+// Example:
+//   struct ZeroOptions : StrategyPieces<ZeroOptions> { int stage = 2; };
+//   ZeroOptions o = ZeroOptions().set_model(m).set_optimizer(opt).set_precision(p);
+//   RETURN_IF_ERROR(o.CheckPieces("ZeroStrategy"));
+#ifndef LOOM_SHARDING_STRATEGY_PIECES_H_
+#define LOOM_SHARDING_STRATEGY_PIECES_H_
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "distributed/process_group.h"
+#include "precision/training_precision.h"
+
+namespace loom::sharding {
+
+template <typename Derived>
+struct StrategyPieces {
+  torch::nn::Module* model = nullptr;
+  torch::optim::Optimizer* optimizer = nullptr;
+  precision::TrainingPrecision* precision = nullptr;
+  const distributed::ProcessGroup* process_group = nullptr;  // null: one process
+
+  Derived& set_model(torch::nn::Module* v) {
+    model = v;
+    return static_cast<Derived&>(*this);
+  }
+  Derived& set_optimizer(torch::optim::Optimizer* v) {
+    optimizer = v;
+    return static_cast<Derived&>(*this);
+  }
+  Derived& set_precision(precision::TrainingPrecision* v) {
+    precision = v;
+    return static_cast<Derived&>(*this);
+  }
+  Derived& set_process_group(const distributed::ProcessGroup* v) {
+    process_group = v;
+    return static_cast<Derived&>(*this);
+  }
+
+  // InvalidArgument naming `who` when the model, optimizer or precision is missing.
+  absl::Status CheckPieces(absl::string_view who) const {
+    if (model == nullptr || optimizer == nullptr || precision == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, ": the model, the optimizer and the precision must all be set"));
+    }
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace loom::sharding
+
+#endif  // LOOM_SHARDING_STRATEGY_PIECES_H_
