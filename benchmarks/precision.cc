@@ -114,13 +114,7 @@ double TrainSamplesPerSecond(bool bf16, const std::optional<Threads>& threads) {
   o.args.set_bf16(bf16);
   o.train_dataset = Data();
   o.callbacks = {clock};
-  if (threads) {
-    threads::ThreadPlan plan;
-    plan.heap = threads::DecideHeap(threads::HeapEnvironment());
-    plan.intra_op = threads->torch;
-    plan.blas = threads->blas;
-    o.threads = plan;
-  }
+  if (threads) o.threads = threads::ManualThreadPlan(threads->torch, threads->blas);
   absl::StatusOr<std::unique_ptr<trainer::Trainer>> t = trainer::Trainer::Create(std::move(o));
   if (t.ok()) (*t)->RemoveCallback<trainer::PrinterCallback>();  // keep the figures readable
   if (!t.ok() || !(*t)->Train().ok()) {

@@ -110,11 +110,7 @@ void BM_Trainer(benchmark::State& state) {
     options.train_dataset = ds;
     // The same threads as the hand-written loop (main() below), not the Trainer's defaults:
     // this benchmark compares the loops; //benchmarks:thread_defaults compares the defaults.
-    threads::ThreadPlan plan;
-    plan.intra_op = at::get_num_threads();
-    plan.blas = 1;
-    plan.heap = threads::DecideHeap(threads::HeapEnvironment());
-    options.threads = plan;
+    options.threads = threads::ManualThreadPlan(at::get_num_threads(), 1);
     options.model_init = []() -> absl::StatusOr<std::shared_ptr<trainer::Model>> {
       return std::make_shared<BagOfEmbeddingsClassifier>(Task());
     };

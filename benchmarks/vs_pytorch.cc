@@ -119,13 +119,7 @@ double LoomSamplesPerSecond(const Workload& w, bool bf16, const std::optional<Th
   o.args.set_bf16(bf16);
   o.train_dataset = *data::TensorDataset::Create(Examples(w));
   o.callbacks = {clock};
-  if (t) {
-    threads::ThreadPlan plan;
-    plan.heap = threads::DecideHeap(threads::HeapEnvironment());
-    plan.intra_op = t->torch;
-    plan.blas = t->blas;
-    o.threads = plan;
-  }
+  if (t) o.threads = threads::ManualThreadPlan(t->torch, t->blas);
   auto created = trainer::Trainer::Create(std::move(o));
   if (!created.ok()) {
     std::cerr << created.status() << "\n";

@@ -69,6 +69,16 @@ ThreadPlan DecideThreads(const ThreadInputs& in) {
   return plan;
 }
 
+ThreadPlan ManualThreadPlan(int intra_op, int blas) {
+  ThreadPlan plan;
+  plan.intra_op = intra_op;
+  plan.blas = blas;
+  plan.reason = "set by hand";
+  plan.blas_name = FindBlas().name;
+  plan.heap = DecideHeap(HeapEnvironment());
+  return plan;
+}
+
 std::string ThreadPlan::Describe() const {
   std::string blas_part = blas_name == "none" ? "no BLAS thread control"
                           : blas.has_value()   ? absl::StrCat(blas_name, " ", *blas)

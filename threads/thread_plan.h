@@ -73,6 +73,10 @@ struct ThreadPlan {
 
 ThreadPlan DecideThreads(const ThreadInputs& inputs);
 
+// A plan with the thread counts given (benchmarks comparing settings; TrainerOptions::threads)
+// and the heap decided from this process's environment as DecideThreads would.
+ThreadPlan ManualThreadPlan(int intra_op, int blas);
+
 // This process's inputs: DetectCpuTopology, LOCAL_WORLD_SIZE, the thread variables, FindBlas.
 ThreadInputs CurrentThreadInputs(bool matmuls_in_blas, int dataloader_workers);
 

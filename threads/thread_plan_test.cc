@@ -53,6 +53,14 @@ TEST(ThreadPlanTest, OnePoolHasTheCoresAtATime) {
   EXPECT_EQ(p.blas, 1);
 }
 
+TEST(ThreadPlanTest, ManualPlanKeepsTheCountsGiven) {
+  const ThreadPlan p = ManualThreadPlan(3, 1);
+  EXPECT_EQ(p.intra_op, 3);
+  EXPECT_EQ(p.blas, 1);
+  EXPECT_THAT(p.Describe(), HasSubstr("threads: intra-op 3, "));
+  EXPECT_THAT(p.Describe(), HasSubstr("(set by hand); heap: "));
+}
+
 TEST(ThreadPlanTest, RanksShareTheCores) {
   ThreadPlan p = DecideThreads(Machine(16, 8, false, /*world=*/2));
   EXPECT_EQ(p.intra_op, 4);
