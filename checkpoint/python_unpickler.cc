@@ -1,5 +1,9 @@
 #include "checkpoint/python_unpickler.h"
 
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
@@ -19,6 +23,17 @@
 
 namespace loom::checkpoint {
 namespace {
+
+constexpr char kClassKey[] = "__class__";
+constexpr char kZeroStageEnum[] = "deepspeed.runtime.zero.config.ZeroStageEnum";
+constexpr std::pair<const char*, int> kZeroStages[] = {
+    {"disabled", 0}, {"optimizer_states", 1}, {"gradients", 2}, {"weights", 3}, {"max_stage", 4}};
+// Objects DeepSpeed pickles into its checkpoints that hold plain attributes only.
+const std::string kDeepSpeedObjects[] = {
+    "deepspeed.runtime.fp16.loss_scaler.LossScaler",
+    "deepspeed.runtime.fp16.loss_scaler.DynamicLossScaler",
+    "deepspeed.utils.tensor_fragment.fragment_address",
+};
 
 using c10::IValue;
 
@@ -233,6 +248,23 @@ absl::Status Machine::Reduce() {
   if (f == "torch._utils._rebuild_parameter" && !args.empty() && args[0].isTensor()) {
     return Push(args[0]);
   }
+  if (f == "torch.Size" && args.size() == 1 && args[0].isTuple()) return Push(args[0]);
+  if ((f == "__builtin__.set" || f == "builtins.set") && args.size() <= 1) {
+    if (args.empty()) return Push(c10::impl::GenericList(c10::AnyType::get()));
+    if (args[0].isList()) return Push(args[0]);
+  }
+  // DeepSpeed's ZeroStageEnum, pickled by member name (getattr(ZeroStageEnum, 'gradients'),
+  // Python >= 3.11) or by value (ZeroStageEnum(2)): its int value.
+  if ((f == "__builtin__.getattr" || f == "builtins.getattr") && args.size() == 2 &&
+      args[0].isString() && args[0].toStringRef() == std::string("<global>") + kZeroStageEnum &&
+      args[1].isString()) {
+    for (const auto& [name, value] : kZeroStages) {
+      if (args[1].toStringRef() == name) return Push(IValue(int64_t{value}));
+    }
+    return PickleError(op_at_, absl::StrCat("unknown ", kZeroStageEnum, " member '",
+                                            args[1].toStringRef(), "'"));
+  }
+  if (f == kZeroStageEnum && args.size() == 1 && args[0].isInt()) return Push(args[0]);
   if (f == "torch.device" && !args.empty() && args[0].isString()) {
     std::string device = args[0].toStringRef();
     if (args.size() == 2 && args[1].isInt()) absl::StrAppend(&device, ":", args[1].toInt());
@@ -404,8 +436,11 @@ absl::StatusOr<IValue> Machine::Run() {
           stack_.resize(mark - 1);
         } else {
           for (int i = 0; i < op - 0x84; ++i) {
-            ASSIGN_OR_RETURN(IValue v, PopValue());
-            items.insert(items.begin(), std::move(v));
+            ASSIGN_OR_RETURN(Item it, Pop());
+            if (it.kind == Item::Kind::kMark) return Unsupported(it, "in a tuple");
+            items.insert(items.begin(), it.kind == Item::Kind::kGlobal
+                                            ? IValue("<global>" + it.global)
+                                            : std::move(it.value));
           }
         }
         RETURN_IF_ERROR(Push(c10::ivalue::Tuple::create(std::move(items))));
@@ -476,11 +511,35 @@ absl::StatusOr<IValue> Machine::Run() {
       case 'Q':
         RETURN_IF_ERROR(PersistentLoad());
         break;
-      case 'b': {  // BUILD: only the attributes of an OrderedDict (state_dict's _metadata)
+      case 0x81: {  // NEWOBJ: cls.__new__(cls, *args), for DeepSpeed's plain data objects only
+        ASSIGN_OR_RETURN(IValue args, PopValue());
+        ASSIGN_OR_RETURN(Item cls, Pop());
+        if (cls.kind != Item::Kind::kGlobal || !args.isTuple() ||
+            !args.toTupleRef().elements().empty() ||
+            std::find(std::begin(kDeepSpeedObjects), std::end(kDeepSpeedObjects), cls.global) ==
+                std::end(kDeepSpeedObjects)) {
+          return Unsupported(cls, "as a class to instantiate (NEWOBJ)");
+        }
+        IValue object = NewDict();
+        object.toGenericDict().insert(IValue(kClassKey), IValue(cls.global));
+        RETURN_IF_ERROR(Push(std::move(object)));
+        break;
+      }
+      case 'b': {  // BUILD: a DeepSpeed object's attributes (merged into its dict), or the
+                   // attributes of an OrderedDict (state_dict's _metadata, dropped)
         ASSIGN_OR_RETURN(IValue state, PopValue());
         if (stack_.empty() || stack_.back().kind != Item::Kind::kValue ||
             !stack_.back().value.isGenericDict() || !state.isGenericDict()) {
           return PickleError(op_at_, "BUILD of an object other than a dict's attributes");
+        }
+        c10::impl::GenericDict target = stack_.back().value.toGenericDict();
+        if (target.contains(IValue(kClassKey))) {
+          for (const auto& entry : state.toGenericDict()) {
+            if (!entry.key().isString()) {
+              return PickleError(op_at_, "an object attribute whose name is not a string");
+            }
+            target.insert_or_assign(entry.key(), entry.value());
+          }
         }
         break;
       }

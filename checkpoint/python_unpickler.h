@@ -16,6 +16,12 @@
 //                                      uint8, bool; each storage is read once, so tensors that
 //                                      shared storage in Python share it here
 //   torch.device("...")                the device string
+//   torch.Size(t)                      the tuple of ints
+//   set(list) / set()                  a list
+// and, for DeepSpeed's checkpoints (spec/deepspeed.md §6; sharding/deepspeed_checkpoint_layout.md):
+//   ZeroStageEnum by name (getattr(ZeroStageEnum, 'gradients')) or value   the stage's int
+//   LossScaler, DynamicLossScaler, fragment_address (NEWOBJ + BUILD)       a dict of their
+//                                      attributes plus "__class__": the class's dotted name
 // Anything else (another global, a set, an object with state, the legacy non-zip format,
 // a storage whose record is missing or of the wrong size, malformed pickle bytes) is an
 // InvalidArgument naming what was found and where; the machine never reads out of bounds.

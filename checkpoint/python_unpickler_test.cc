@@ -190,6 +190,69 @@ TEST(RunTorchPickleTest, MutatedProgramsGiveErrorsNotCrashes) {
   EXPECT_LT(ok, 20000);  // most edits break the program; none may crash it
 }
 
+// What DeepSpeed's optimizer files hold besides tensors: a LossScaler object (NEWOBJ + BUILD),
+// ZeroStageEnum by member name (getattr) and by value, a torch.Size and a set.
+std::string DeepSpeedValues() {
+  const std::string kNewObj = "\x81";
+  return kProto2 + kEmptyDict + Put(0) + kMark + Str("loss_scaler") +
+         Global("deepspeed.runtime.fp16.loss_scaler", "LossScaler") + kEmptyTuple + kNewObj +
+         kEmptyDict + kMark + Str("cur_scale") + Float(1.0) + Str("dynamic") + kNewFalse +
+         kSetItems + kBuild + Str("zero_stage") + Global("__builtin__", "getattr") +
+         Global("deepspeed.runtime.zero.config", "ZeroStageEnum") + Str("gradients") + kTuple2 +
+         kReduce + Str("old_stage") + Global("deepspeed.runtime.zero.config", "ZeroStageEnum") +
+         Int1(1) + kTuple1 + kReduce + Str("shape") + Global("torch", "Size") + Int1(3) + Int1(4) +
+         kTuple2 + kTuple1 + kReduce + Str("names") + Global("__builtin__", "set") + kEmptyList +
+         Str("x") + kAppend + kTuple1 + kReduce + kSetItems + kStop;
+}
+
+TEST(RunTorchPickleTest, DeepSpeedCheckpointValues) {
+  ASSERT_OK_AND_ASSIGN(c10::IValue v, RunTorchPickle(DeepSpeedValues(), Storages({})));
+  const auto d = v.toGenericDict();
+  const auto scaler = d.at("loss_scaler").toGenericDict();
+  EXPECT_EQ(scaler.at("__class__").toStringRef(), "deepspeed.runtime.fp16.loss_scaler.LossScaler");
+  EXPECT_EQ(scaler.at("cur_scale").toDouble(), 1.0);
+  EXPECT_FALSE(scaler.at("dynamic").toBool());
+  EXPECT_EQ(d.at("zero_stage").toInt(), 2);
+  EXPECT_EQ(d.at("old_stage").toInt(), 1);
+  const auto shape = d.at("shape").toTupleRef().elements();
+  ASSERT_EQ(shape.size(), 2u);
+  EXPECT_EQ(shape[1].toInt(), 4);
+  EXPECT_EQ(d.at("names").toListRef()[0].toStringRef(), "x");
+  // Other classes stay refused: instantiating one, or an unknown enum member.
+  const std::string other = kProto2 + Global("os", "system") + kEmptyTuple + "\x81" + kStop;
+  EXPECT_THAT(RunTorchPickle(other, Storages({})).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("os.system")));
+  const std::string member = kProto2 + Global("__builtin__", "getattr") +
+                             Global("deepspeed.runtime.zero.config", "ZeroStageEnum") +
+                             Str("everything") + kTuple2 + kReduce + kStop;
+  EXPECT_THAT(RunTorchPickle(member, Storages({})).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("everything")));
+  const std::string getattr_other = kProto2 + Global("__builtin__", "getattr") +
+                                    Global("os", "path") + Str("join") + kTuple2 + kReduce + kStop;
+  EXPECT_FALSE(RunTorchPickle(getattr_other, Storages({})).ok());
+}
+
+TEST(RunTorchPickleTest, MutatedDeepSpeedProgramsGiveErrorsNotCrashes) {
+  const std::string base = DeepSpeedValues();
+  ASSERT_OK(RunTorchPickle(base, Storages({})).status());
+  std::mt19937 rng(20261125);
+  for (int i = 0; i < 20000; ++i) {
+    std::string p = base;
+    const size_t at = rng() % p.size();
+    switch (rng() % 3) {
+      case 0:
+        p[at] = static_cast<char>(rng());
+        break;
+      case 1:
+        p.erase(at, 1 + rng() % 8);
+        break;
+      default:
+        p.resize(at);
+    }
+    (void)RunTorchPickle(p, Storages({}));  // an error or a value; never a crash
+  }
+}
+
 std::string Archive(const std::map<std::string, std::string>& records) {
   std::string out;
   caffe2::serialize::PyTorchStreamWriter writer([&out](const void* data, size_t n) {

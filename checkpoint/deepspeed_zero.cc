@@ -1,0 +1,284 @@
+#include "checkpoint/deepspeed_zero.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/torch_status.h"
+#include "checkpoint/torch_pickle.h"
+
+namespace loom::checkpoint {
+namespace {
+
+using c10::IValue;
+
+// Natural order: digit runs compare as numbers ("rank_2" < "rank_10").
+bool NaturalLess(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) &&
+        std::isdigit(static_cast<unsigned char>(b[j]))) {
+      size_t ei = i, ej = j;
+      while (ei < a.size() && std::isdigit(static_cast<unsigned char>(a[ei]))) ++ei;
+      while (ej < b.size() && std::isdigit(static_cast<unsigned char>(b[ej]))) ++ej;
+      const std::string na = a.substr(i, ei - i), nb = b.substr(j, ej - j);
+      const std::string ta = na.substr(std::min(na.find_first_not_of('0'), na.size()));
+      const std::string tb = nb.substr(std::min(nb.find_first_not_of('0'), nb.size()));
+      if (ta.size() != tb.size()) return ta.size() < tb.size();
+      if (ta != tb) return ta < tb;
+      i = ei;
+      j = ej;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+std::vector<std::string> FilesEndingWith(const std::string& dir, const std::string& suffix) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && absl::EndsWith(name, suffix)) files.push_back(name);
+  }
+  std::sort(files.begin(), files.end(), NaturalLess);
+  return files;
+}
+
+absl::StatusOr<IValue> Key(const IValue& dict, const std::string& key, const std::string& file) {
+  if (!dict.isGenericDict()) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": expected a dict holding '", key, "'"));
+  }
+  auto d = dict.toGenericDict();
+  auto it = d.find(IValue(key));
+  if (it == d.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": no '", key, "' (is it a DeepSpeed ZeRO checkpoint?)"));
+  }
+  return it->value();
+}
+
+absl::StatusOr<int64_t> IntOf(const IValue& v, const std::string& what) {
+  if (v.isInt()) return v.toInt();
+  if (v.isList()) {  // partition_count may be a list: its max
+    int64_t best = -1;
+    for (const IValue& e : v.toListRef()) {
+      if (!e.isInt()) break;
+      best = std::max(best, e.toInt());
+    }
+    if (best >= 0) return best;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(what, " is not an int (", v.tagKind(), ")"));
+}
+
+absl::StatusOr<std::vector<int64_t>> ShapeOf(const IValue& v, const std::string& what) {
+  if (!v.isTuple() && !v.isList()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": a shape that is not a tuple"));
+  }
+  std::vector<int64_t> shape;
+  const auto push = [&](const IValue& e) -> absl::Status {
+    if (!e.isInt() || e.toInt() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": a shape entry that is not a size"));
+    }
+    shape.push_back(e.toInt());
+    return absl::OkStatus();
+  };
+  if (v.isTuple()) {
+    for (const IValue& e : v.toTupleRef().elements()) RETURN_IF_ERROR(push(e));
+  } else {
+    for (const IValue& e : v.toListRef()) RETURN_IF_ERROR(push(e));
+  }
+  return shape;
+}
+
+absl::StatusOr<std::string> ReadTag(const std::string& dir) {
+  std::ifstream f(dir + "/latest");
+  if (!f) {
+    return absl::NotFoundError(absl::StrCat(dir, "/latest does not exist: name the tag (e.g. global_step3)"));
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return std::string(absl::StripAsciiWhitespace(ss.str()));
+}
+
+}  // namespace
+
+absl::StatusOr<NamedTensors> ConsolidateZeroCheckpoint(const std::string& dir,
+                                                       const std::optional<std::string>& tag) {
+  std::string t;
+  if (tag) {
+    t = *tag;
+  } else {
+    ASSIGN_OR_RETURN(t, ReadTag(dir));
+  }
+  const std::string folder = dir + "/" + t;
+  if (!std::filesystem::is_directory(folder)) {
+    return absl::NotFoundError(absl::StrCat(folder, " is not a folder (tag '", t, "')"));
+  }
+  try {
+    // Every rank's fp32 partitions.
+    const std::vector<std::string> optim_files = FilesEndingWith(folder, "_optim_states.pt");
+    if (optim_files.empty()) {
+      return absl::NotFoundError(absl::StrCat("no *_optim_states.pt in ", folder));
+    }
+    std::vector<std::vector<at::Tensor>> partitions;  // [rank][group]
+    int64_t world = 0;
+    for (const std::string& name : optim_files) {
+      const std::string file = folder + "/" + name;
+      ASSIGN_OR_RETURN(IValue top, LoadPickle(file));
+      ASSIGN_OR_RETURN(IValue osd, Key(top, "optimizer_state_dict", file));
+      ASSIGN_OR_RETURN(IValue stage_v, Key(osd, "zero_stage", file));
+      ASSIGN_OR_RETURN(int64_t stage, IntOf(stage_v, file + ": zero_stage"));
+      if (stage == 3) {
+        return absl::UnimplementedError(absl::StrCat(
+            file, ": a ZeRO stage 3 checkpoint; loom reads stages 1 and 2 so far"));
+      }
+      if (stage != 1 && stage != 2) {
+        return absl::InvalidArgumentError(absl::StrCat(file, ": zero_stage ", stage));
+      }
+      ASSIGN_OR_RETURN(IValue count_v, Key(osd, "partition_count", file));
+      ASSIGN_OR_RETURN(world, IntOf(count_v, file + ": partition_count"));
+      ASSIGN_OR_RETURN(IValue groups, Key(osd, "single_partition_of_fp32_groups", file));
+      if (!groups.isList()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(file, ": single_partition_of_fp32_groups is not a list"));
+      }
+      std::vector<at::Tensor> mine;
+      for (const IValue& g : groups.toListRef()) {
+        if (!g.isTensor()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(file, ": single_partition_of_fp32_groups holds a non-tensor"));
+        }
+        mine.push_back(g.toTensor().detach().reshape({-1}));
+      }
+      if (!partitions.empty() && mine.size() != partitions[0].size()) {
+        return absl::InvalidArgumentError(absl::StrCat(file, ": ", mine.size(),
+                                                       " parameter groups, the first file ",
+                                                       partitions[0].size()));
+      }
+      partitions.push_back(std::move(mine));
+    }
+    if (world != static_cast<int64_t>(optim_files.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          folder, ": partition_count is ", world, " but there are ", optim_files.size(),
+          " *_optim_states.pt files (a checkpoint copied only in part?)"));
+    }
+
+    // The model file: names, shapes, buffers.
+    const std::vector<std::string> model_files = FilesEndingWith(folder, "_model_states.pt");
+    if (model_files.empty()) {
+      return absl::NotFoundError(absl::StrCat("no *_model_states.pt in ", folder));
+    }
+    const std::string mfile = folder + "/" + model_files[0];
+    ASSIGN_OR_RETURN(IValue model, LoadPickle(mfile));
+    ASSIGN_OR_RETURN(IValue buffer_names, Key(model, "buffer_names", mfile));
+    ASSIGN_OR_RETURN(IValue module, Key(model, "module", mfile));
+    ASSIGN_OR_RETURN(IValue param_shapes, Key(model, "param_shapes", mfile));
+    ASSIGN_OR_RETURN(IValue shared_params, Key(model, "shared_params", mfile));
+    if (!buffer_names.isList() || !module.isGenericDict() || !param_shapes.isList() ||
+        !shared_params.isGenericDict()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          mfile, ": buffer_names, module, param_shapes or shared_params has the wrong type"));
+    }
+    NamedTensors out;
+    std::map<std::string, at::Tensor> by_name;
+    const auto add = [&](const std::string& name, at::Tensor t) {
+      by_name[name] = t;
+      out.emplace_back(name, std::move(t));
+    };
+    std::vector<std::string> buffers;
+    for (const IValue& b : buffer_names.toListRef()) {
+      if (b.isString()) buffers.push_back(b.toStringRef());
+    }
+    for (const auto& entry : module.toGenericDict()) {
+      if (!entry.key().isString() || !entry.value().isTensor()) continue;
+      const std::string name = entry.key().toStringRef();
+      if (std::find(buffers.begin(), buffers.end(), name) != buffers.end()) {
+        add(name, entry.value().toTensor().to(at::kFloat));
+      }
+    }
+    // Frozen parameters, as stored.
+    const auto model_dict = model.toGenericDict();
+    auto frozen_shapes = model_dict.find(IValue("frozen_param_shapes"));
+    auto frozen_fragments = model_dict.find(IValue("frozen_param_fragments"));
+    if (frozen_shapes != model_dict.end() && frozen_shapes->value().isGenericDict() &&
+        !frozen_shapes->value().toGenericDict().empty()) {
+      if (frozen_fragments == model_dict.end() || !frozen_fragments->value().isGenericDict()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(mfile, ": frozen_param_shapes without frozen_param_fragments"));
+      }
+      const auto fragments = frozen_fragments->value().toGenericDict();
+      for (const auto& entry : frozen_shapes->value().toGenericDict()) {
+        auto it = fragments.find(entry.key());
+        if (it == fragments.end() || !it->value().isTensor()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              mfile, ": frozen parameter '", entry.key().toStringRef(), "' has no fragment"));
+        }
+        add(entry.key().toStringRef(), it->value().toTensor());
+      }
+    }
+    // Trainable parameters: each group's partitions concatenated, cut by param_shapes.
+    const auto groups = param_shapes.toListRef();
+    if (groups.size() != partitions[0].size()) {
+      return absl::InvalidArgumentError(absl::StrCat(mfile, ": ", groups.size(),
+                                                     " groups in param_shapes, ",
+                                                     partitions[0].size(), " in the partitions"));
+    }
+    const int64_t align = 2 * world;
+    const auto round_up = [&](int64_t n) { return (n + align - 1) / align * align; };
+    for (size_t g = 0; g < groups.size(); ++g) {
+      std::vector<at::Tensor> pieces;
+      for (const auto& rank : partitions) pieces.push_back(rank[g]);
+      const at::Tensor full = at::cat(pieces);
+      if (!groups[g].isGenericDict()) {
+        return absl::InvalidArgumentError(absl::StrCat(mfile, ": param_shapes[", g, "] is not a dict"));
+      }
+      int64_t offset = 0;
+      for (const auto& entry : groups[g].toGenericDict()) {
+        if (!entry.key().isString()) {
+          return absl::InvalidArgumentError(absl::StrCat(mfile, ": a parameter name that is not a string"));
+        }
+        const std::string name = entry.key().toStringRef();
+        ASSIGN_OR_RETURN(std::vector<int64_t> shape,
+                         ShapeOf(entry.value(), absl::StrCat(mfile, ": ", name)));
+        int64_t numel = 1;
+        for (int64_t d : shape) numel *= d;
+        if (offset + numel > full.numel()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              mfile, ": parameter '", name, "' ends at ", offset + numel, " but group ", g,
+              " holds ", full.numel(), " elements"));
+        }
+        add(name, full.narrow(0, offset, numel).view(shape));
+        offset += numel;
+      }
+      if (round_up(offset) != round_up(full.numel())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            folder, ": consumed ", offset, " numels out of ", full.numel(), " in group ", g,
+            " - the partitions do not match param_shapes"));
+      }
+    }
+    for (const auto& entry : shared_params.toGenericDict()) {
+      if (!entry.key().isString() || !entry.value().isString()) continue;
+      auto owner = by_name.find(entry.value().toStringRef());
+      if (owner != by_name.end()) add(entry.key().toStringRef(), owner->second);
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument,
+                                    absl::StrCat("reading the ZeRO checkpoint ", folder));
+  }
+}
+
+}  // namespace loom::checkpoint

@@ -1,0 +1,41 @@
+// Reading DeepSpeed ZeRO-1/2 checkpoints: the full fp32 state dict from a `global_stepN/`
+// folder, by the consolidation DeepSpeed's zero_to_fp32.py performs (spec/deepspeed.md §6.3;
+// the layout: sharding/deepspeed_checkpoint_layout.md). This is the code path
+// //tools:zero_to_fp32 uses.
+//
+// Contract: ConsolidateZeroCheckpoint(dir, tag):
+//   - `dir` is the folder holding `latest` (HF's checkpoint-N/); the tag is `tag` when given,
+//     else `latest`'s content stripped of white space. The files are read from dir/<tag>/.
+//   - Optimizer files: every *_optim_states.pt, in natural order (digit runs compared as
+//     numbers); each holds optimizer_state_dict.{zero_stage, partition_count,
+//     single_partition_of_fp32_groups}. partition_count (an int, or a list: its max) must equal
+//     the number of files; zero_stage must be 1 or 2 (3: Unimplemented, its layout differs).
+//   - The model file *_model_states.pt: buffer_names, module (the buffers' values), param_shapes
+//     (per group: name -> shape), shared_params (alias -> owner), frozen_param_shapes /
+//     frozen_param_fragments (may be None).
+//   - The result, in zero_to_fp32's order: buffers (as float32), frozen parameters (as stored),
+//     then per group the concatenation of every rank's partition cut into param_shapes' tensors
+//     in order (padding never read; the consumed count rounded up to 2 x world size must equal
+//     the concatenation's, else an error naming both), then shared aliases (the owner's
+//     tensor).
+//   Every missing file or key, or value of the wrong type, is an error naming the file and key.
+//
+// Example:
+//   ASSIGN_OR_RETURN(NamedTensors state, ConsolidateZeroCheckpoint("out/checkpoint-3"));
+#ifndef LOOM_CHECKPOINT_DEEPSPEED_ZERO_H_
+#define LOOM_CHECKPOINT_DEEPSPEED_ZERO_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "checkpoint/named_tensors.h"
+
+namespace loom::checkpoint {
+
+absl::StatusOr<NamedTensors> ConsolidateZeroCheckpoint(
+    const std::string& dir, const std::optional<std::string>& tag = std::nullopt);
+
+}  // namespace loom::checkpoint
+
+#endif  // LOOM_CHECKPOINT_DEEPSPEED_ZERO_H_
