@@ -60,7 +60,8 @@ int RunStage(int stage, int rank, distributed::ProcessGroup& pg, int steps,
   Result r;
   {
     torch::nn::Sequential model = Model();
-    torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-4).weight_decay(0.01));
+    torch::optim::AdamW opt(model->parameters(),
+                            torch::optim::AdamWOptions(1e-4).weight_decay(0.01));
     auto precision = precision::TrainingPrecision::Create(precision::PrecisionPolicy{});
     CHILD_CHECK_OK(precision.status());
     args::TrainingArguments args;

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <vector>
@@ -65,7 +66,8 @@ absl::StatusOr<IValue> Key(const IValue& dict, const std::string& key, const std
   auto d = dict.toGenericDict();
   auto it = d.find(IValue(key));
   if (it == d.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(file, ": no '", key, "' (is it a DeepSpeed ZeRO checkpoint?)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": no '", key, "' (is it a DeepSpeed ZeRO checkpoint?)"));
   }
   return it->value();
 }
@@ -106,11 +108,115 @@ absl::StatusOr<std::vector<int64_t>> ShapeOf(const IValue& v, const std::string&
 absl::StatusOr<std::string> ReadTag(const std::string& dir) {
   std::ifstream f(dir + "/latest");
   if (!f) {
-    return absl::NotFoundError(absl::StrCat(dir, "/latest does not exist: name the tag (e.g. global_step3)"));
+    return absl::NotFoundError(
+        absl::StrCat(dir, "/latest does not exist: name the tag (e.g. global_step3)"));
   }
   std::stringstream ss;
   ss << f.rdbuf();
   return std::string(absl::StripAsciiWhitespace(ss.str()));
+}
+
+using AddFn = std::function<void(const std::string&, at::Tensor)>;
+
+absl::StatusOr<int64_t> Numel(const IValue& shape_value, const std::string& what,
+                              std::vector<int64_t>* shape) {
+  ASSIGN_OR_RETURN(*shape, ShapeOf(shape_value, what));
+  int64_t numel = 1;
+  for (int64_t d : *shape) numel *= d;
+  return numel;
+}
+
+// Stages 1-2: each group's partitions concatenated (rank order), cut by param_shapes.
+absl::Status AddPartitionedGroups(c10::ArrayRef<IValue> groups,
+                                  const std::vector<std::vector<at::Tensor>>& partitions,
+                                  int64_t world, const std::string& mfile,
+                                  const std::string& folder, const AddFn& add) {
+  if (groups.size() != partitions[0].size()) {
+    return absl::InvalidArgumentError(absl::StrCat(mfile, ": ", groups.size(),
+                                                   " groups in param_shapes, ",
+                                                   partitions[0].size(), " in the partitions"));
+  }
+  const int64_t align = 2 * world;
+  const auto round_up = [&](int64_t n) { return (n + align - 1) / align * align; };
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<at::Tensor> pieces;
+    for (const auto& rank : partitions) pieces.push_back(rank[g]);
+    const at::Tensor full = at::cat(pieces);
+    if (!groups[g].isGenericDict()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(mfile, ": param_shapes[", g, "] is not a dict"));
+    }
+    int64_t offset = 0;
+    for (const auto& entry : groups[g].toGenericDict()) {
+      if (!entry.key().isString()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(mfile, ": a parameter name that is not a string"));
+      }
+      const std::string name = entry.key().toStringRef();
+      std::vector<int64_t> shape;
+      ASSIGN_OR_RETURN(const int64_t numel,
+                       Numel(entry.value(), absl::StrCat(mfile, ": ", name), &shape));
+      if (offset + numel > full.numel()) {
+        return absl::InvalidArgumentError(absl::StrCat(mfile, ": parameter '", name, "' ends at ",
+                                                       offset + numel, " but group ", g, " holds ",
+                                                       full.numel(), " elements"));
+      }
+      add(name, full.narrow(0, offset, numel).view(shape));
+      offset += numel;
+    }
+    if (round_up(offset) != round_up(full.numel())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(folder, ": consumed ", offset, " numels out of ", full.numel(), " in group ",
+                       g, " - the partitions do not match param_shapes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Stage 3: every parameter is split over the ranks in ceil(numel / world) pieces, laid one
+// after the other in each rank's flat groups (concatenated); a parameter is its ranks' pieces
+// concatenated, trimmed to its numel.
+absl::Status AddZero3Parameters(c10::ArrayRef<IValue> groups,
+                                const std::vector<std::vector<at::Tensor>>& partitions,
+                                int64_t world, const std::string& mfile, const std::string& folder,
+                                const AddFn& add) {
+  std::vector<at::Tensor> flat;
+  for (const auto& rank : partitions) flat.push_back(at::cat(rank));
+  int64_t offset = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (!groups[g].isGenericDict()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(mfile, ": param_shapes[", g, "] is not a dict"));
+    }
+    for (const auto& entry : groups[g].toGenericDict()) {
+      if (!entry.key().isString()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(mfile, ": a parameter name that is not a string"));
+      }
+      const std::string name = entry.key().toStringRef();
+      std::vector<int64_t> shape;
+      ASSIGN_OR_RETURN(const int64_t numel,
+                       Numel(entry.value(), absl::StrCat(mfile, ": ", name), &shape));
+      const int64_t piece = (numel + world - 1) / world;
+      std::vector<at::Tensor> pieces;
+      for (const at::Tensor& f : flat) {
+        if (offset + piece > f.numel()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(mfile, ": parameter '", name, "' needs elements up to ", offset + piece,
+                           " of a rank's flat group, which holds ", f.numel()));
+        }
+        pieces.push_back(f.narrow(0, offset, piece));
+      }
+      add(name, at::cat(pieces).narrow(0, 0, numel).view(shape));
+      offset += piece;
+    }
+  }
+  if (offset * world != flat[0].numel() * world) {
+    return absl::InvalidArgumentError(absl::StrCat(folder, ": consumed ", offset * world,
+                                                   " numels out of ", flat[0].numel() * world,
+                                                   " - the partitions do not match param_shapes"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -135,38 +241,36 @@ absl::StatusOr<NamedTensors> ConsolidateZeroCheckpoint(const std::string& dir,
     }
     std::vector<std::vector<at::Tensor>> partitions;  // [rank][group]
     int64_t world = 0;
+    int64_t zero_stage = 0;
     for (const std::string& name : optim_files) {
       const std::string file = folder + "/" + name;
       ASSIGN_OR_RETURN(IValue top, LoadPickle(file));
       ASSIGN_OR_RETURN(IValue osd, Key(top, "optimizer_state_dict", file));
       ASSIGN_OR_RETURN(IValue stage_v, Key(osd, "zero_stage", file));
       ASSIGN_OR_RETURN(int64_t stage, IntOf(stage_v, file + ": zero_stage"));
-      if (stage == 3) {
-        return absl::UnimplementedError(absl::StrCat(
-            file, ": a ZeRO stage 3 checkpoint; loom reads stages 1 and 2 so far"));
-      }
-      if (stage != 1 && stage != 2) {
+      if (stage < 1 || stage > 3 || (zero_stage != 0 && stage != zero_stage)) {
         return absl::InvalidArgumentError(absl::StrCat(file, ": zero_stage ", stage));
       }
+      zero_stage = stage;
       ASSIGN_OR_RETURN(IValue count_v, Key(osd, "partition_count", file));
       ASSIGN_OR_RETURN(world, IntOf(count_v, file + ": partition_count"));
-      ASSIGN_OR_RETURN(IValue groups, Key(osd, "single_partition_of_fp32_groups", file));
+      const std::string groups_key =
+          stage == 3 ? "fp32_flat_groups" : "single_partition_of_fp32_groups";
+      ASSIGN_OR_RETURN(IValue groups, Key(osd, groups_key, file));
       if (!groups.isList()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(file, ": single_partition_of_fp32_groups is not a list"));
+        return absl::InvalidArgumentError(absl::StrCat(file, ": ", groups_key, " is not a list"));
       }
       std::vector<at::Tensor> mine;
       for (const IValue& g : groups.toListRef()) {
         if (!g.isTensor()) {
           return absl::InvalidArgumentError(
-              absl::StrCat(file, ": single_partition_of_fp32_groups holds a non-tensor"));
+              absl::StrCat(file, ": ", groups_key, " holds a non-tensor"));
         }
         mine.push_back(g.toTensor().detach().reshape({-1}));
       }
       if (!partitions.empty() && mine.size() != partitions[0].size()) {
-        return absl::InvalidArgumentError(absl::StrCat(file, ": ", mine.size(),
-                                                       " parameter groups, the first file ",
-                                                       partitions[0].size()));
+        return absl::InvalidArgumentError(absl::StrCat(
+            file, ": ", mine.size(), " parameter groups, the first file ", partitions[0].size()));
       }
       partitions.push_back(std::move(mine));
     }
@@ -219,55 +323,47 @@ absl::StatusOr<NamedTensors> ConsolidateZeroCheckpoint(const std::string& dir,
         return absl::InvalidArgumentError(
             absl::StrCat(mfile, ": frozen_param_shapes without frozen_param_fragments"));
       }
-      const auto fragments = frozen_fragments->value().toGenericDict();
+      // Stage 3: every rank's model file holds a fragment of each; stages 1-2: the whole.
+      std::vector<c10::impl::GenericDict> fragments = {frozen_fragments->value().toGenericDict()};
+      if (zero_stage == 3) {
+        for (size_t r = 1; r < model_files.size(); ++r) {
+          const std::string other = folder + "/" + model_files[r];
+          ASSIGN_OR_RETURN(IValue m, LoadPickle(other));
+          ASSIGN_OR_RETURN(IValue f, Key(m, "frozen_param_fragments", other));
+          if (!f.isGenericDict()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(other, ": frozen_param_fragments is not a dict"));
+          }
+          fragments.push_back(f.toGenericDict());
+        }
+      }
       for (const auto& entry : frozen_shapes->value().toGenericDict()) {
-        auto it = fragments.find(entry.key());
-        if (it == fragments.end() || !it->value().isTensor()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              mfile, ": frozen parameter '", entry.key().toStringRef(), "' has no fragment"));
-        }
-        add(entry.key().toStringRef(), it->value().toTensor());
-      }
-    }
-    // Trainable parameters: each group's partitions concatenated, cut by param_shapes.
-    const auto groups = param_shapes.toListRef();
-    if (groups.size() != partitions[0].size()) {
-      return absl::InvalidArgumentError(absl::StrCat(mfile, ": ", groups.size(),
-                                                     " groups in param_shapes, ",
-                                                     partitions[0].size(), " in the partitions"));
-    }
-    const int64_t align = 2 * world;
-    const auto round_up = [&](int64_t n) { return (n + align - 1) / align * align; };
-    for (size_t g = 0; g < groups.size(); ++g) {
-      std::vector<at::Tensor> pieces;
-      for (const auto& rank : partitions) pieces.push_back(rank[g]);
-      const at::Tensor full = at::cat(pieces);
-      if (!groups[g].isGenericDict()) {
-        return absl::InvalidArgumentError(absl::StrCat(mfile, ": param_shapes[", g, "] is not a dict"));
-      }
-      int64_t offset = 0;
-      for (const auto& entry : groups[g].toGenericDict()) {
-        if (!entry.key().isString()) {
-          return absl::InvalidArgumentError(absl::StrCat(mfile, ": a parameter name that is not a string"));
-        }
         const std::string name = entry.key().toStringRef();
+        std::vector<at::Tensor> pieces;
+        for (const auto& frags : fragments) {
+          auto it = frags.find(entry.key());
+          if (it == frags.end() || !it->value().isTensor()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(mfile, ": frozen parameter '", name, "' has no fragment"));
+          }
+          pieces.push_back(it->value().toTensor());
+        }
+        if (zero_stage != 3) {
+          add(name, pieces[0]);
+          continue;
+        }
         ASSIGN_OR_RETURN(std::vector<int64_t> shape,
                          ShapeOf(entry.value(), absl::StrCat(mfile, ": ", name)));
         int64_t numel = 1;
         for (int64_t d : shape) numel *= d;
-        if (offset + numel > full.numel()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              mfile, ": parameter '", name, "' ends at ", offset + numel, " but group ", g,
-              " holds ", full.numel(), " elements"));
-        }
-        add(name, full.narrow(0, offset, numel).view(shape));
-        offset += numel;
+        add(name, at::cat(pieces).narrow(0, 0, numel).view(shape));
       }
-      if (round_up(offset) != round_up(full.numel())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            folder, ": consumed ", offset, " numels out of ", full.numel(), " in group ", g,
-            " - the partitions do not match param_shapes"));
-      }
+    }
+    const auto groups = param_shapes.toListRef();
+    if (zero_stage == 3) {
+      RETURN_IF_ERROR(AddZero3Parameters(groups, partitions, world, mfile, folder, add));
+    } else {
+      RETURN_IF_ERROR(AddPartitionedGroups(groups, partitions, world, mfile, folder, add));
     }
     for (const auto& entry : shared_params.toGenericDict()) {
       if (!entry.key().isString() || !entry.value().isString()) continue;

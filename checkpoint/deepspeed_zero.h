@@ -1,4 +1,4 @@
-// Reading DeepSpeed ZeRO-1/2 checkpoints: the full fp32 state dict from a `global_stepN/`
+// Reading DeepSpeed ZeRO checkpoints (stages 1-3): the full fp32 state dict from a `global_stepN/`
 // folder, by the consolidation DeepSpeed's zero_to_fp32.py performs (spec/deepspeed.md §6.3;
 // the layout: sharding/deepspeed_checkpoint_layout.md). This is the code path
 // //tools:zero_to_fp32 uses.
@@ -8,16 +8,18 @@
 //     else `latest`'s content stripped of white space. The files are read from dir/<tag>/.
 //   - Optimizer files: every *_optim_states.pt, in natural order (digit runs compared as
 //     numbers); each holds optimizer_state_dict.{zero_stage, partition_count,
-//     single_partition_of_fp32_groups}. partition_count (an int, or a list: its max) must equal
-//     the number of files; zero_stage must be 1 or 2 (3: Unimplemented, its layout differs).
+//     single_partition_of_fp32_groups} (stage 3: fp32_flat_groups). partition_count (an int, or
+//     a list: its max) must equal the number of files; zero_stage is 1, 2 or 3, the same in all.
 //   - The model file *_model_states.pt: buffer_names, module (the buffers' values), param_shapes
 //     (per group: name -> shape), shared_params (alias -> owner), frozen_param_shapes /
 //     frozen_param_fragments (may be None).
-//   - The result, in zero_to_fp32's order: buffers (as float32), frozen parameters (as stored),
-//     then per group the concatenation of every rank's partition cut into param_shapes' tensors
-//     in order (padding never read; the consumed count rounded up to 2 x world size must equal
-//     the concatenation's, else an error naming both), then shared aliases (the owner's
-//     tensor).
+//   - The result, in zero_to_fp32's order: buffers (as float32), frozen parameters (as stored;
+//     stage 3: every rank's fragment concatenated and trimmed), then the trainable parameters —
+//     stages 1-2: per group the concatenation of every rank's partition cut into param_shapes'
+//     tensors in order (padding never read; the consumed count rounded up to 2 x world size
+//     must equal the concatenation's); stage 3: each parameter's ceil(numel / world) pieces,
+//     one per rank at the same offset of every rank's flat groups, concatenated and trimmed
+//     (the pieces must use the flat groups exactly) — then shared aliases (the owner's tensor).
 //   Every missing file or key, or value of the wrong type, is an error naming the file and key.
 //
 // Example:

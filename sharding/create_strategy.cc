@@ -33,7 +33,8 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
     if (stage == 1 || stage == 2) {
       ZeroOptions z;
       static_cast<StrategyPieces<ZeroOptions>&>(z) = PiecesOf<ZeroOptions>(o);
-      ASSIGN_OR_RETURN(std::unique_ptr<ZeroStrategy> zero, ZeroStrategy::Create(z.set_stage(stage)));
+      ASSIGN_OR_RETURN(std::unique_ptr<ZeroStrategy> zero,
+                       ZeroStrategy::Create(z.set_stage(stage)));
       return std::unique_ptr<ShardingStrategy>(std::move(zero));
     }
     if (stage != 0) {

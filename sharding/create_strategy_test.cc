@@ -11,9 +11,9 @@
 namespace loom::sharding {
 namespace {
 
+using ::loom::base::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-using ::loom::base::testing::StatusIs;
 
 struct Pieces {
   torch::nn::Linear model{3, 2};

@@ -14,8 +14,7 @@ namespace loom::sharding {
 namespace {
 
 int64_t TensorBytes(const at::Tensor& t) {
-  return t.defined() ? static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size())
-                     : 0;
+  return t.defined() ? static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size()) : 0;
 }
 
 void SumTensorBytes(const c10::IValue& v, int64_t& total) {

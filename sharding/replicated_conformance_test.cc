@@ -15,23 +15,22 @@ ModelStateBytes ReplicatedBytes(const SuiteModel& m) {
 }
 
 [[maybe_unused]] const bool kRegistered = [] {
-  RegisterStrategyConformanceTests(
-      {.name = "SingleProcess",
-       .world_size = 1,
-       .strategy_name = "single process",
-       .expected_bytes = ReplicatedBytes});
+  RegisterStrategyConformanceTests({.name = "SingleProcess",
+                                    .world_size = 1,
+                                    .strategy_name = "single process",
+                                    .expected_bytes = ReplicatedBytes});
   RegisterStrategyConformanceTests(
       {.name = "Ddp2", .world_size = 2, .strategy_name = "DDP", .expected_bytes = ReplicatedBytes});
   RegisterStrategyConformanceTests(
       {.name = "Ddp4", .world_size = 4, .strategy_name = "DDP", .expected_bytes = ReplicatedBytes});
-  RegisterStrategyConformanceTests(
-      {.name = "DeepSpeedStage0",
-       .world_size = 2,
-       .strategy_name = "DDP",
-       .configure = [](args::TrainingArguments& a) {
-         a.set_deepspeed(R"({"zero_optimization": {"stage": 0}})");
-       },
-       .expected_bytes = ReplicatedBytes});
+  RegisterStrategyConformanceTests({.name = "DeepSpeedStage0",
+                                    .world_size = 2,
+                                    .strategy_name = "DDP",
+                                    .configure =
+                                        [](args::TrainingArguments& a) {
+                                          a.set_deepspeed(R"({"zero_optimization": {"stage": 0}})");
+                                        },
+                                    .expected_bytes = ReplicatedBytes});
   return true;
 }();
 

@@ -228,7 +228,8 @@ int StrategyChild(const ConformanceCase& c, int rank, int port, int ga, double m
 void ExpectNear(const RunResult& got, const RunResult& want, int rank) {
   ASSERT_EQ(got.losses.size(), want.losses.size());
   for (size_t i = 0; i < want.losses.size(); ++i) {
-    EXPECT_NEAR(got.losses[i], want.losses[i], 1e-6) << "loss of step " << i + 1 << ", rank " << rank;
+    EXPECT_NEAR(got.losses[i], want.losses[i], 1e-6)
+        << "loss of step " << i + 1 << ", rank " << rank;
     ASSERT_EQ(got.norms[i].has_value(), want.norms[i].has_value()) << "step " << i + 1;
     if (want.norms[i]) {
       EXPECT_NEAR(*got.norms[i], *want.norms[i], 1e-6 * std::max(1.0, *want.norms[i]))
@@ -237,16 +238,17 @@ void ExpectNear(const RunResult& got, const RunResult& want, int rank) {
   }
   ASSERT_EQ(got.params.size(), want.params.size());
   for (size_t i = 0; i < want.params.size(); ++i) {
-    EXPECT_NEAR(got.params[i], want.params[i], 1e-6) << "parameter element " << i << ", rank " << rank;
+    EXPECT_NEAR(got.params[i], want.params[i], 1e-6)
+        << "parameter element " << i << ", rank " << rank;
   }
 }
 
 void RunMatchesUnsharded(const ConformanceCase& c, int ga, double max_norm) {
   ASSERT_EQ(kGlobalRows % c.world_size, 0) << "world size must divide " << kGlobalRows;
   const std::string ref_path = TempPath(absl::StrCat(c.name, "_reference_", ga, "_", max_norm));
-  ASSERT_THAT(RunRanks(1, absl::Seconds(60),
-                       [&](int) { return ReferenceChild(ga, max_norm, ref_path); }),
-              ::testing::Each(0));
+  ASSERT_THAT(
+      RunRanks(1, absl::Seconds(60), [&](int) { return ReferenceChild(ga, max_norm, ref_path); }),
+      ::testing::Each(0));
   std::optional<RunResult> want = ReadResult(ref_path);
   ASSERT_TRUE(want.has_value());
   if (max_norm > 0) {
@@ -329,9 +331,9 @@ class ConformanceTest : public ::testing::Test {
 };
 
 void Register(const ConformanceCase& c, const std::string& test, std::function<void()> body) {
-  ::testing::RegisterTest(
-      absl::StrCat("StrategyConformance/", c.name).c_str(), test.c_str(), nullptr, nullptr,
-      __FILE__, __LINE__, [body]() -> ::testing::Test* { return new ConformanceTest(body); });
+  ::testing::RegisterTest(absl::StrCat("StrategyConformance/", c.name).c_str(), test.c_str(),
+                          nullptr, nullptr, __FILE__, __LINE__,
+                          [body]() -> ::testing::Test* { return new ConformanceTest(body); });
 }
 
 }  // namespace

@@ -17,8 +17,7 @@ namespace {
 constexpr int64_t kAlignmentFactor = 2;
 
 int64_t Bytes(const at::Tensor& t) {
-  return t.defined() ? static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size())
-                     : 0;
+  return t.defined() ? static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size()) : 0;
 }
 
 }  // namespace
@@ -57,7 +56,8 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
       for (const at::Tensor& p : pg.params()) {
         if (in_model.count(p.unsafeGetTensorImpl()) == 0) {
           return absl::InvalidArgumentError(absl::StrCat(
-              "ZeroStrategy: parameter group ", gi, " holds a tensor that is not a parameter of "
+              "ZeroStrategy: parameter group ", gi,
+              " holds a tensor that is not a parameter of "
               "the model (was the optimizer already partitioned by another strategy?)"));
         }
         if (p.scalar_type() != at::kFloat) {
@@ -82,9 +82,8 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
         }
         offset += p.numel();
       }
-      g.partition = g.flat_params.slice(0, rank * part, (rank + 1) * part)
-                        .clone()
-                        .set_requires_grad(true);
+      g.partition =
+          g.flat_params.slice(0, rank * part, (rank + 1) * part).clone().set_requires_grad(true);
       g.partition.mutable_grad() = at::zeros_like(g.partition);
       // The optimizer steps on this rank's partition (DeepSpeed swaps param_group['params']).
       pg.params() = {g.partition};
@@ -179,8 +178,7 @@ absl::StatusOr<std::optional<double>> ZeroStrategy::ClipGradients(double max_nor
     }
     at::Tensor sq = at::full({}, local, at::TensorOptions().dtype(at::kDouble));
     if (world() > 1) {
-      RETURN_IF_ERROR(distributed::AllReduce(
-          *pg_, sq));
+      RETURN_IF_ERROR(distributed::AllReduce(*pg_, sq));
     }
     const double norm = std::sqrt(sq.item<double>());
     // DeepSpeed's unscale_and_clip_grads (loss scale 1 in fp32).

@@ -27,9 +27,9 @@ std::string Bytes(size_t n) {
 }  // namespace
 
 const std::vector<std::string>& HeapEnvironmentVariables() {
-  static const auto* const kNames = new std::vector<std::string>{
-      "GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
-      "LD_PRELOAD"};
+  static const auto* const kNames =
+      new std::vector<std::string>{"GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_",
+                                   "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "LD_PRELOAD"};
   return *kNames;
 }
 

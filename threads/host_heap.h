@@ -35,7 +35,7 @@ struct HeapPlan {
   bool keep_freed = false;  // ApplyHeapPlan sets the two thresholds below
   size_t mmap_threshold = size_t{32} << 20;
   size_t trim_threshold = (size_t{2} << 30) - 1;  // mallopt takes an int
-  std::string reason;  // why the heap is left alone, when it is
+  std::string reason;                             // why the heap is left alone, when it is
 
   // "heap: freed blocks kept for reuse (mmap threshold 32 MiB, trim threshold 2 GiB)", or
   // "heap: left as set (GLIBC_TUNABLES=glibc.malloc.trim_threshold=0, yours)".
