@@ -223,6 +223,15 @@ absl::Status AddZero3Parameters(c10::ArrayRef<IValue> groups,
 
 absl::StatusOr<NamedTensors> ConsolidateZeroCheckpoint(const std::string& dir,
                                                        const std::optional<std::string>& tag) {
+  ZeroReadOptions options;
+  options.tag = tag;
+  ASSIGN_OR_RETURN(ZeroCheckpoint checkpoint, ReadZeroCheckpoint(dir, options));
+  return std::move(checkpoint.state);
+}
+
+absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
+                                                  const ZeroReadOptions& options) {
+  const std::optional<std::string>& tag = options.tag;
   std::string t;
   if (tag) {
     t = *tag;
@@ -317,8 +326,8 @@ absl::StatusOr<NamedTensors> ConsolidateZeroCheckpoint(const std::string& dir,
     const auto model_dict = model.toGenericDict();
     auto frozen_shapes = model_dict.find(IValue("frozen_param_shapes"));
     auto frozen_fragments = model_dict.find(IValue("frozen_param_fragments"));
-    if (frozen_shapes != model_dict.end() && frozen_shapes->value().isGenericDict() &&
-        !frozen_shapes->value().toGenericDict().empty()) {
+    if (!options.exclude_frozen_parameters && frozen_shapes != model_dict.end() &&
+        frozen_shapes->value().isGenericDict() && !frozen_shapes->value().toGenericDict().empty()) {
       if (frozen_fragments == model_dict.end() || !frozen_fragments->value().isGenericDict()) {
         return absl::InvalidArgumentError(
             absl::StrCat(mfile, ": frozen_param_shapes without frozen_param_fragments"));
@@ -370,7 +379,16 @@ absl::StatusOr<NamedTensors> ConsolidateZeroCheckpoint(const std::string& dir,
       auto owner = by_name.find(entry.value().toStringRef());
       if (owner != by_name.end()) add(entry.key().toStringRef(), owner->second);
     }
-    return out;
+    ZeroCheckpoint result;
+    result.state = std::move(out);
+    result.zero_stage = zero_stage;
+    result.world_size = world;
+    result.folder = folder;
+    auto version = model_dict.find(IValue("ds_version"));
+    if (version != model_dict.end() && version->value().isString()) {
+      result.ds_version = version->value().toStringRef();
+    }
+    return result;
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument,
                                     absl::StrCat("reading the ZeRO checkpoint ", folder));

@@ -22,6 +22,8 @@
 //     (the pieces must use the flat groups exactly) — then shared aliases (the owner's tensor).
 //   Every missing file or key, or value of the wrong type, is an error naming the file and key.
 //
+//   exclude_frozen_parameters leaves the frozen parameters out.
+//
 // Example:
 //   ASSIGN_OR_RETURN(NamedTensors state, ConsolidateZeroCheckpoint("out/checkpoint-3"));
 #ifndef LOOM_CHECKPOINT_DEEPSPEED_ZERO_H_
@@ -35,6 +37,23 @@
 
 namespace loom::checkpoint {
 
+struct ZeroCheckpoint {
+  NamedTensors state;      // the consolidated fp32 state dict
+  int64_t zero_stage = 0;  // 1, 2 or 3
+  int64_t world_size = 0;  // partition_count
+  std::string ds_version;  // the model file's ds_version ("" when absent)
+  std::string folder;      // dir/<tag>
+};
+
+struct ZeroReadOptions {
+  std::optional<std::string> tag;          // default: latest's content
+  bool exclude_frozen_parameters = false;  // zero_to_fp32's --exclude_frozen_parameters
+};
+
+absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
+                                                  const ZeroReadOptions& options = {});
+
+// ReadZeroCheckpoint(dir, {tag}).state.
 absl::StatusOr<NamedTensors> ConsolidateZeroCheckpoint(
     const std::string& dir, const std::optional<std::string>& tag = std::nullopt);
 
