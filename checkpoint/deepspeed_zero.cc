@@ -126,6 +126,28 @@ absl::StatusOr<int64_t> Numel(const IValue& shape_value, const std::string& what
   return numel;
 }
 
+// Calls fn(name, shape, numel) for each entry of a param_shapes group, in order.
+absl::Status ForEachParamShape(
+    const IValue& group, size_t g, const std::string& mfile,
+    const std::function<absl::Status(const std::string&, const std::vector<int64_t>&, int64_t)>&
+        fn) {
+  if (!group.isGenericDict()) {
+    return absl::InvalidArgumentError(absl::StrCat(mfile, ": param_shapes[", g, "] is not a dict"));
+  }
+  for (const auto& entry : group.toGenericDict()) {
+    if (!entry.key().isString()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(mfile, ": a parameter name that is not a string"));
+    }
+    const std::string name = entry.key().toStringRef();
+    std::vector<int64_t> shape;
+    ASSIGN_OR_RETURN(const int64_t numel,
+                     Numel(entry.value(), absl::StrCat(mfile, ": ", name), &shape));
+    RETURN_IF_ERROR(fn(name, shape, numel));
+  }
+  return absl::OkStatus();
+}
+
 // Stages 1-2: each group's partitions concatenated (rank order), cut by param_shapes.
 absl::Status AddPartitionedGroups(c10::ArrayRef<IValue> groups,
                                   const std::vector<std::vector<at::Tensor>>& partitions,
@@ -142,28 +164,19 @@ absl::Status AddPartitionedGroups(c10::ArrayRef<IValue> groups,
     std::vector<at::Tensor> pieces;
     for (const auto& rank : partitions) pieces.push_back(rank[g]);
     const at::Tensor full = at::cat(pieces);
-    if (!groups[g].isGenericDict()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(mfile, ": param_shapes[", g, "] is not a dict"));
-    }
     int64_t offset = 0;
-    for (const auto& entry : groups[g].toGenericDict()) {
-      if (!entry.key().isString()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(mfile, ": a parameter name that is not a string"));
-      }
-      const std::string name = entry.key().toStringRef();
-      std::vector<int64_t> shape;
-      ASSIGN_OR_RETURN(const int64_t numel,
-                       Numel(entry.value(), absl::StrCat(mfile, ": ", name), &shape));
-      if (offset + numel > full.numel()) {
-        return absl::InvalidArgumentError(absl::StrCat(mfile, ": parameter '", name, "' ends at ",
-                                                       offset + numel, " but group ", g, " holds ",
-                                                       full.numel(), " elements"));
-      }
-      add(name, full.narrow(0, offset, numel).view(shape));
-      offset += numel;
-    }
+    RETURN_IF_ERROR(ForEachParamShape(
+        groups[g], g, mfile,
+        [&](const std::string& name, const std::vector<int64_t>& shape, int64_t numel) {
+          if (offset + numel > full.numel()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(mfile, ": parameter '", name, "' ends at ", offset + numel,
+                             " but group ", g, " holds ", full.numel(), " elements"));
+          }
+          add(name, full.narrow(0, offset, numel).view(shape));
+          offset += numel;
+          return absl::OkStatus();
+        }));
     if (round_up(offset) != round_up(full.numel())) {
       return absl::InvalidArgumentError(
           absl::StrCat(folder, ": consumed ", offset, " numels out of ", full.numel(), " in group ",
@@ -184,32 +197,24 @@ absl::Status AddZero3Parameters(c10::ArrayRef<IValue> groups,
   for (const auto& rank : partitions) flat.push_back(at::cat(rank));
   int64_t offset = 0;
   for (size_t g = 0; g < groups.size(); ++g) {
-    if (!groups[g].isGenericDict()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(mfile, ": param_shapes[", g, "] is not a dict"));
-    }
-    for (const auto& entry : groups[g].toGenericDict()) {
-      if (!entry.key().isString()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(mfile, ": a parameter name that is not a string"));
-      }
-      const std::string name = entry.key().toStringRef();
-      std::vector<int64_t> shape;
-      ASSIGN_OR_RETURN(const int64_t numel,
-                       Numel(entry.value(), absl::StrCat(mfile, ": ", name), &shape));
-      const int64_t piece = (numel + world - 1) / world;
-      std::vector<at::Tensor> pieces;
-      for (const at::Tensor& f : flat) {
-        if (offset + piece > f.numel()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(mfile, ": parameter '", name, "' needs elements up to ", offset + piece,
-                           " of a rank's flat group, which holds ", f.numel()));
-        }
-        pieces.push_back(f.narrow(0, offset, piece));
-      }
-      add(name, at::cat(pieces).narrow(0, 0, numel).view(shape));
-      offset += piece;
-    }
+    RETURN_IF_ERROR(ForEachParamShape(
+        groups[g], g, mfile,
+        [&](const std::string& name, const std::vector<int64_t>& shape,
+            int64_t numel) -> absl::Status {
+          const int64_t piece = (numel + world - 1) / world;
+          std::vector<at::Tensor> pieces;
+          for (const at::Tensor& f : flat) {
+            if (offset + piece > f.numel()) {
+              return absl::InvalidArgumentError(
+                  absl::StrCat(mfile, ": parameter '", name, "' needs elements up to ",
+                               offset + piece, " of a rank's flat group, which holds ", f.numel()));
+            }
+            pieces.push_back(f.narrow(0, offset, piece));
+          }
+          add(name, at::cat(pieces).narrow(0, 0, numel).view(shape));
+          offset += piece;
+          return absl::OkStatus();
+        }));
   }
   if (offset * world != flat[0].numel() * world) {
     return absl::InvalidArgumentError(absl::StrCat(folder, ": consumed ", offset * world,
