@@ -14,9 +14,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
-#include "checkpoint/torch_pickle.h"
+#include "checkpoint/python_unpickler.h"
 
 namespace loom::checkpoint {
 namespace {
@@ -105,6 +106,15 @@ absl::StatusOr<std::vector<int64_t>> ShapeOf(const IValue& v, const std::string&
   return shape;
 }
 
+// DeepSpeed's pickles always hold Python globals LibTorch's unpickler rejects, and that
+// unpickler does not check its stack on malformed input: they go straight to loom's checked
+// machine (python_unpickler.h), which is mutation-tested.
+absl::StatusOr<IValue> LoadDeepSpeedPickle(const std::string& file) {
+  ASSIGN_OR_RETURN(std::string bytes, base::ReadFile(file));
+  ASSIGN_OR_RETURN(IValue value, UnpickleTorchSave(bytes), file);
+  return value;
+}
+
 absl::StatusOr<std::string> ReadTag(const std::string& dir) {
   std::ifstream f(dir + "/latest");
   if (!f) {
@@ -122,7 +132,11 @@ absl::StatusOr<int64_t> Numel(const IValue& shape_value, const std::string& what
                               std::vector<int64_t>* shape) {
   ASSIGN_OR_RETURN(*shape, ShapeOf(shape_value, what));
   int64_t numel = 1;
-  for (int64_t d : *shape) numel *= d;
+  for (int64_t d : *shape) {
+    if (__builtin_mul_overflow(numel, d, &numel)) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": a shape too large to address"));
+    }
+  }
   return numel;
 }
 
@@ -168,7 +182,7 @@ absl::Status AddPartitionedGroups(c10::ArrayRef<IValue> groups,
     RETURN_IF_ERROR(ForEachParamShape(
         groups[g], g, mfile,
         [&](const std::string& name, const std::vector<int64_t>& shape, int64_t numel) {
-          if (offset + numel > full.numel()) {
+          if (numel > full.numel() - offset) {
             return absl::InvalidArgumentError(
                 absl::StrCat(mfile, ": parameter '", name, "' ends at ", offset + numel,
                              " but group ", g, " holds ", full.numel(), " elements"));
@@ -204,7 +218,7 @@ absl::Status AddZero3Parameters(c10::ArrayRef<IValue> groups,
           const int64_t piece = (numel + world - 1) / world;
           std::vector<at::Tensor> pieces;
           for (const at::Tensor& f : flat) {
-            if (offset + piece > f.numel()) {
+            if (piece > f.numel() - offset) {
               return absl::InvalidArgumentError(
                   absl::StrCat(mfile, ": parameter '", name, "' needs elements up to ",
                                offset + piece, " of a rank's flat group, which holds ", f.numel()));
@@ -258,7 +272,7 @@ absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
     int64_t zero_stage = 0;
     for (const std::string& name : optim_files) {
       const std::string file = folder + "/" + name;
-      ASSIGN_OR_RETURN(IValue top, LoadPickle(file));
+      ASSIGN_OR_RETURN(IValue top, LoadDeepSpeedPickle(file));
       ASSIGN_OR_RETURN(IValue osd, Key(top, "optimizer_state_dict", file));
       ASSIGN_OR_RETURN(IValue stage_v, Key(osd, "zero_stage", file));
       ASSIGN_OR_RETURN(int64_t stage, IntOf(stage_v, file + ": zero_stage"));
@@ -300,7 +314,7 @@ absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
       return absl::NotFoundError(absl::StrCat("no *_model_states.pt in ", folder));
     }
     const std::string mfile = folder + "/" + model_files[0];
-    ASSIGN_OR_RETURN(IValue model, LoadPickle(mfile));
+    ASSIGN_OR_RETURN(IValue model, LoadDeepSpeedPickle(mfile));
     ASSIGN_OR_RETURN(IValue buffer_names, Key(model, "buffer_names", mfile));
     ASSIGN_OR_RETURN(IValue module, Key(model, "module", mfile));
     ASSIGN_OR_RETURN(IValue param_shapes, Key(model, "param_shapes", mfile));
@@ -342,7 +356,7 @@ absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
       if (zero_stage == 3) {
         for (size_t r = 1; r < model_files.size(); ++r) {
           const std::string other = folder + "/" + model_files[r];
-          ASSIGN_OR_RETURN(IValue m, LoadPickle(other));
+          ASSIGN_OR_RETURN(IValue m, LoadDeepSpeedPickle(other));
           ASSIGN_OR_RETURN(IValue f, Key(m, "frozen_param_fragments", other));
           if (!f.isGenericDict()) {
             return absl::InvalidArgumentError(
@@ -366,10 +380,9 @@ absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
           add(name, pieces[0]);
           continue;
         }
-        ASSIGN_OR_RETURN(std::vector<int64_t> shape,
-                         ShapeOf(entry.value(), absl::StrCat(mfile, ": ", name)));
-        int64_t numel = 1;
-        for (int64_t d : shape) numel *= d;
+        std::vector<int64_t> shape;
+        ASSIGN_OR_RETURN(const int64_t numel,
+                         Numel(entry.value(), absl::StrCat(mfile, ": ", name), &shape));
         add(name, at::cat(pieces).narrow(0, 0, numel).view(shape));
       }
     }

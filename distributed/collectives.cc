@@ -183,8 +183,8 @@ absl::Status AllGatherInto(ProcessGroup& pg, const at::Tensor& input, at::Tensor
       flat.scalar_type() != input.scalar_type()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "AllGatherInto: the output must be a contiguous 1-D ", c10::toString(input.scalar_type()),
-        " tensor of ", n * pg.world_size(), " elements (world size x input), got ",
-        flat.toString(), " of ", flat.numel()));
+        " tensor of ", n * pg.world_size(), " elements (world size x input), got ", flat.toString(),
+        " of ", flat.numel()));
   }
   try {
     std::vector<at::Tensor> slices;
@@ -208,7 +208,9 @@ absl::Status ReduceScatterSum(ProcessGroup& pg, at::Tensor& flat, at::Tensor& ou
         ") divides by the world size (", world, ") and an output of numel / world of its dtype"));
   }
   const int64_t chunk = flat.numel() / world;
-  const auto piece = [&](int i) { return flat.slice(0, (i % world) * chunk, (i % world + 1) * chunk); };
+  const auto piece = [&](int i) {
+    return flat.slice(0, (i % world) * chunk, (i % world + 1) * chunk);
+  };
   try {
     if (world == 1) {
       out.copy_(flat);
@@ -231,7 +233,16 @@ absl::Status ReduceScatterSum(ProcessGroup& pg, at::Tensor& flat, at::Tensor& ou
       std::vector<at::Tensor> recv = {incoming};
       auto recv_work = pg.backend().recv(recv, prev, /*tag=*/s);
       auto send_work = pg.backend().send(send, next, /*tag=*/s);
-      recv_work->wait();
+      try {
+        recv_work->wait();
+      } catch (...) {
+        // The send still reads `flat`: let it finish (or fail) before the error unwinds.
+        try {
+          send_work->wait();
+        } catch (...) {
+        }
+        throw;
+      }
       send_work->wait();
       piece(rank - s - 2 + 2 * world).add_(incoming);
     }

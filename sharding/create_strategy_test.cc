@@ -34,6 +34,7 @@ TEST(CreateStrategyTest, OneProcessWithoutAGroup) {
   Pieces p;
   ASSERT_OK_AND_ASSIGN(auto strategy, p.Create(args::TrainingArguments()));
   EXPECT_EQ(strategy->Name(), "single process");
+  EXPECT_OK(strategy->CheckCheckpointing());
   args::TrainingArguments stage0;
   stage0.set_deepspeed(R"({"zero_optimization": {"stage": 0}})");
   ASSERT_OK_AND_ASSIGN(strategy, p.Create(stage0));
@@ -47,6 +48,8 @@ TEST(CreateStrategyTest, DeepSpeedStagesOneAndTwoAreZero) {
     args.set_deepspeed(absl::StrCat(R"({"zero_optimization": {"stage": )", stage, "}}"));
     ASSERT_OK_AND_ASSIGN(auto strategy, p.Create(args));
     EXPECT_EQ(strategy->Name(), absl::StrCat("ZeRO-", stage));
+    EXPECT_THAT(strategy->CheckCheckpointing(),
+                StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("--save_strategy no")));
     // The optimizer now steps on the partition: one fp32 tensor of the padded flat size (8
     // parameters of the Linear(3, 2), padded to a multiple of 2).
     ASSERT_EQ(p.optimizer.param_groups().size(), 1u);
@@ -66,6 +69,54 @@ TEST(CreateStrategyTest, DeepSpeedStagesOneAndTwoAreZero) {
   args.set_deepspeed(R"({"zero_optimization": {"stage": 2}})");
   EXPECT_THAT(bf16.Create(args).status(),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("ZeRO stage 2 with")));
+}
+
+// An empty group (a model without biases has no no-decay parameters) and a frozen parameter
+// inside a group: both stay out of the partitions; the frozen one never moves.
+TEST(ZeroStrategyTest, EmptyGroupsAndFrozenParameters) {
+  torch::nn::Linear model(3, 2);
+  model->weight.set_requires_grad(false);
+  const at::Tensor frozen_before = model->weight.detach().clone();
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<at::Tensor>{model->weight, model->bias});
+  groups.emplace_back(std::vector<at::Tensor>{});
+  torch::optim::AdamW optimizer(groups, torch::optim::AdamWOptions(0.1).weight_decay(0.5));
+  auto precision = *precision::TrainingPrecision::Create(precision::PrecisionPolicy{});
+  args::TrainingArguments args;
+  args.set_deepspeed(R"({"zero_optimization": {"stage": 2}})");
+  ASSERT_OK_AND_ASSIGN(auto strategy, CreateStrategy(StrategyOptions()
+                                                         .set_args(&args)
+                                                         .set_model(model.get())
+                                                         .set_optimizer(&optimizer)
+                                                         .set_precision(precision.get())));
+  ASSERT_EQ(optimizer.param_groups()[0].params().size(), 1u);
+  EXPECT_EQ(optimizer.param_groups()[0].params()[0].numel(), 2);  // the bias, padded to 2
+  EXPECT_TRUE(optimizer.param_groups()[1].params().empty());
+  const at::Tensor bias_before = model->bias.detach().clone();
+  ASSERT_OK(strategy->BeforeForward(true));
+  model->forward(torch::ones({4, 3})).sum().backward();
+  ASSERT_OK(strategy->AfterBackward());
+  ASSERT_OK(strategy->ClipGradients(1.0).status());
+  ASSERT_OK(strategy->OptimizerStep().status());
+  strategy->ZeroGrad();
+  EXPECT_TRUE(at::equal(model->weight, frozen_before));
+  EXPECT_FALSE(at::equal(model->bias, bias_before));
+}
+
+// A refused optimizer is left as it was: the checks come before any change.
+TEST(ZeroStrategyTest, ARefusalChangesNothing) {
+  Pieces p;
+  const at::Tensor stranger = torch::zeros({3}, torch::requires_grad());
+  p.optimizer.add_param_group(torch::optim::OptimizerParamGroup({stranger}));
+  const void* weight_impl = p.model->weight.unsafeGetTensorImpl();
+  const void* weight_data = p.model->weight.data_ptr();
+  args::TrainingArguments args;
+  args.set_deepspeed(R"({"zero_optimization": {"stage": 1}})");
+  EXPECT_THAT(p.Create(args).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("parameter group 1")));
+  EXPECT_EQ(p.optimizer.param_groups()[0].params()[0].unsafeGetTensorImpl(), weight_impl);
+  EXPECT_EQ(p.model->weight.data_ptr(), weight_data);
+  EXPECT_FALSE(p.model->weight.grad().defined());
 }
 
 TEST(CreateStrategyTest, RefusesWhatIsNotImplementedNamingTheKey) {

@@ -24,6 +24,10 @@
 //   - ZeroGrad(): every gradient the strategy keeps is zero (or absent) for the next window.
 //   - StateBytes(): the bytes of model state this rank holds now (parameters, gradients,
 //     optimizer states, fp32 master copies), counted from the tensors themselves.
+//   - CheckCheckpointing(): OK when HF's checkpoint files (the weights, and the optimizer.pt the
+//     saving rank writes) hold this strategy's whole state and a resume restores it; otherwise
+//     an error saying what is missing. The Trainer asks before training when it will save or
+//     resume.
 //   - Errors (a peer gone, a timeout, parameters without gradients) are Statuses that name the
 //     cause; after an error the strategy may only be destroyed.
 //
@@ -74,6 +78,7 @@ class ShardingStrategy {
   virtual absl::StatusOr<bool> OptimizerStep() = 0;
   virtual void ZeroGrad() = 0;
   virtual ModelStateBytes StateBytes() const = 0;
+  virtual absl::Status CheckCheckpointing() const { return absl::OkStatus(); }
 };
 
 }  // namespace loom::sharding

@@ -1,5 +1,6 @@
 #include "sharding/zero.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -48,31 +49,40 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
   auto strategy = absl::WrapUnique(new ZeroStrategy(o));
   const int world = strategy->world();
   const int rank = strategy->rank();
+  // 1. Check every group before anything changes. Parameters that do not require grad stay
+  //    out of the partitions (and of the optimizer), as DeepSpeed filters them.
+  std::vector<Group> groups(o.optimizer->param_groups().size());
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    for (const at::Tensor& p : o.optimizer->param_groups()[gi].params()) {
+      if (in_model.count(p.unsafeGetTensorImpl()) == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "ZeroStrategy: parameter group ", gi,
+            " holds a tensor that is not a parameter of the model (was the optimizer already "
+            "partitioned by another strategy?)"));
+      }
+      if (p.scalar_type() != at::kFloat) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "ZeroStrategy: parameter group ", gi, " holds a ", c10::toString(p.scalar_type()),
+            " parameter; fp32 ZeRO needs float32 parameters"));
+      }
+      if (!p.requires_grad()) continue;
+      groups[gi].params.push_back(p);
+      groups[gi].numel += p.numel();
+    }
+  }
   try {
     at::NoGradGuard no_grad;
-    for (size_t gi = 0; gi < o.optimizer->param_groups().size(); ++gi) {
-      torch::optim::OptimizerParamGroup& pg = o.optimizer->param_groups()[gi];
-      Group g;
-      for (const at::Tensor& p : pg.params()) {
-        if (in_model.count(p.unsafeGetTensorImpl()) == 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "ZeroStrategy: parameter group ", gi,
-              " holds a tensor that is not a parameter of "
-              "the model (was the optimizer already partitioned by another strategy?)"));
-        }
-        if (p.scalar_type() != at::kFloat) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "ZeroStrategy: parameter group ", gi, " holds a ", c10::toString(p.scalar_type()),
-              " parameter; fp32 ZeRO needs float32 parameters"));
-        }
-        g.params.push_back(p);
-        g.numel += p.numel();
-      }
+    // 2. Flat buffers (rank 0's weights on every rank, as DeepSpeed's engine broadcasts them),
+    //    the parameters as views of them, this rank's fp32 master partition.
+    for (Group& g : groups) {
+      if (g.numel == 0) continue;  // an empty group (e.g. no biases) has nothing to partition
       g.padded_numel = ZeroAlignedNumel(g.numel, world);
       const int64_t part = g.padded_numel / world;
-      // The parameters become views of one flat buffer, so sharing the updated partitions is
-      // one all-gather into it (DeepSpeed's bit16_groups_flat).
       g.flat_params = strategy->Flatten(g, /*grads=*/false);
+      if (strategy->pg_) {
+        RETURN_IF_ERROR_CTX(distributed::Broadcast(*strategy->pg_, g.flat_params),
+                            "ZeroStrategy: sharing rank 0's weights");
+      }
       if (o.stage == 1) g.flat_grads = strategy->Flatten(g, /*grads=*/true);
       int64_t offset = 0;
       for (at::Tensor& p : g.params) {
@@ -85,12 +95,17 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
       g.partition =
           g.flat_params.slice(0, rank * part, (rank + 1) * part).clone().set_requires_grad(true);
       g.partition.mutable_grad() = at::zeros_like(g.partition);
-      // The optimizer steps on this rank's partition (DeepSpeed swaps param_group['params']).
-      pg.params() = {g.partition};
-      strategy->groups_.push_back(std::move(g));
     }
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "partitioning for ZeRO");
+  }
+  // 3. The optimizer steps on the partitions (DeepSpeed swaps param_group['params']).
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    std::vector<at::Tensor>& params = o.optimizer->param_groups()[gi].params();
+    params.clear();
+    if (groups[gi].numel == 0) continue;
+    params.push_back(groups[gi].partition);
+    strategy->groups_.push_back(std::move(groups[gi]));
   }
   return strategy;
 }
@@ -168,13 +183,18 @@ absl::StatusOr<std::optional<double>> ZeroStrategy::ClipGradients(double max_nor
   try {
     at::NoGradGuard no_grad;
     // DeepSpeed's get_grad_norm_direct: squared partition norms in double, summed over ranks.
-    // LibTorch's CPU norm of a float tensor accumulates in double already (acc_type), so no
-    // double copy of the partition is made (DeepSpeed converts the gradient first).
+    // Converted to double a chunk at a time (a few MiB, reused by the heap) rather than one
+    // double copy of the whole partition.
+    constexpr int64_t kChunk = int64_t{1} << 20;
     double local = 0;
     for (const Group& g : groups_) {
-      if (!g.partition.grad().defined()) continue;
-      const double n = at::linalg_vector_norm(g.partition.grad(), 2).item<double>();
-      local += n * n;
+      const at::Tensor& grad = g.partition.grad();
+      if (!grad.defined()) continue;
+      for (int64_t start = 0; start < grad.numel(); start += kChunk) {
+        const at::Tensor piece =
+            grad.slice(0, start, std::min(grad.numel(), start + kChunk)).to(at::kDouble);
+        local += piece.dot(piece).item<double>();
+      }
     }
     at::Tensor sq = at::full({}, local, at::TensorOptions().dtype(at::kDouble));
     if (world() > 1) {
@@ -219,13 +239,20 @@ absl::StatusOr<bool> ZeroStrategy::OptimizerStep() {
 
 void ZeroStrategy::ZeroGrad() {
   for (Group& g : groups_) g.partition.mutable_grad().zero_();
-  if (options_.stage == 1) {
-    options_.model->zero_grad();
-  } else {
+  if (options_.stage == 2) {
     for (Group& g : groups_) {
       for (at::Tensor& p : g.params) p.mutable_grad().reset();
     }
   }
+  // Stage 1's views are zeroed in place; parameters outside every group too.
+  options_.model->zero_grad();
+}
+
+absl::Status ZeroStrategy::CheckCheckpointing() const {
+  return absl::UnimplementedError(absl::StrCat(
+      Name(),
+      " checkpoints (DeepSpeed's global_stepN/ layout) are not implemented in loom yet: "
+      "train with --save_strategy no and without --resume_from_checkpoint, or without ZeRO"));
 }
 
 ModelStateBytes ZeroStrategy::StateBytes() const {

@@ -20,7 +20,8 @@
 //     gets the average of its partition's slice as the partition's gradient; the full .grad
 //     are scratch afterwards — stage 1 keeps the buffer (as DeepSpeed does), stage 2 drops
 //     them. Non-closing micro-batches only accumulate locally.
-//   - ClipGradients: the 2-norm of the partition gradients summed over ranks (padding is zero),
+//   - ClipGradients: the 2-norm of the partition gradients, squares accumulated in double and
+//     summed over ranks (padding is zero),
 //     and DeepSpeed's clip: when (norm + 1e-6) / max_norm > 1 the partition gradients are
 //     divided by it.
 //   - OptimizerStep: the optimizer steps on the partitions, then the updated partitions are
@@ -69,9 +70,14 @@ int64_t ZeroAlignedNumel(int64_t numel, int world_size);
 
 class ZeroStrategy : public ShardingStrategy {
  public:
-  // InvalidArgument for a missing piece, a stage other than 1 or 2, an optimizer group holding
-  // a parameter of another dtype than fp32 or not in the model, or a precision policy other
-  // than fp32.
+  // InvalidArgument for a missing piece, a stage other than 1 or 2, or an optimizer group
+  // holding a parameter of another dtype than fp32 or not in the model; Unimplemented for a
+  // precision policy other than fp32; FailedPrecondition when the optimizer already has state.
+  // Nothing changes unless it succeeds (the checks come first). Parameters that do not require
+  // grad are left out of the partitions and the optimizer (as DeepSpeed does); every rank
+  // starts from rank 0's weights (broadcast, as DeepSpeed's engine does). Note that, as in
+  // DeepSpeed, a trainable parameter that got no gradient in a window still takes the
+  // optimizer step (with a zero gradient), unlike an unsharded optimizer that skips it.
   static absl::StatusOr<std::unique_ptr<ZeroStrategy>> Create(const ZeroOptions& o);
 
   std::string Name() const override;
@@ -81,6 +87,8 @@ class ZeroStrategy : public ShardingStrategy {
   absl::StatusOr<bool> OptimizerStep() override;
   void ZeroGrad() override;
   ModelStateBytes StateBytes() const override;
+  // Unimplemented: the partitions and their optimizer state are not in HF's files yet.
+  absl::Status CheckCheckpointing() const override;
 
   // Group g's fp32 master partition on this rank (DeepSpeed's
   // single_partition_of_fp32_groups[g]) and its full padded numel.

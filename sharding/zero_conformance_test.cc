@@ -1,7 +1,16 @@
 // ZeroStrategy in the conformance suite: ZeRO-1 and ZeRO-2 through a --deepspeed config, at 1,
 // 2 and 4 ranks (4 ranks pad the suite's 53 trainable elements to 56).
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adamw.h>
+
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
+#include "distributed/multiprocess_testing.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "precision/training_precision.h"
+#include "sharding/create_strategy.h"
 #include "sharding/strategy_conformance.h"
 #include "sharding/zero.h"
 
@@ -39,6 +48,36 @@ void RegisterZero(int stage, int world) {
   RegisterZero(2, 4);
   return true;
 }();
+
+// Ranks that start from different weights all train from rank 0's (DeepSpeed's engine
+// broadcasts them), so the all-gathered parameters never mix two initialisations.
+TEST(ZeroStrategyTest, EveryRankStartsFromRankZerosWeights) {
+  const int port = distributed::testing::PickFreePort();
+  auto codes = distributed::testing::RunRanks(2, absl::Seconds(60), [&](int rank) {
+    auto pg = distributed::testing::JoinGroup(rank, 2, port);
+    CHILD_CHECK_OK(pg.status());
+    torch::manual_seed(100 + rank);  // a different model on every rank
+    torch::nn::Linear model(5, 3);
+    torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(0.1));
+    auto precision = precision::TrainingPrecision::Create(precision::PrecisionPolicy{});
+    CHILD_CHECK_OK(precision.status());
+    args::TrainingArguments args;
+    args.set_deepspeed(R"({"zero_optimization": {"stage": 2}})");
+    auto strategy = CreateStrategy(StrategyOptions()
+                                       .set_args(&args)
+                                       .set_model(model.get())
+                                       .set_optimizer(&opt)
+                                       .set_precision(precision->get())
+                                       .set_process_group(&*pg));
+    CHILD_CHECK_OK(strategy.status());
+    torch::manual_seed(100);  // rank 0's model
+    torch::nn::Linear rank0(5, 3);
+    CHILD_CHECK(at::equal(model->weight, rank0->weight));
+    CHILD_CHECK(at::equal(model->bias, rank0->bias));
+    return 0;
+  });
+  EXPECT_THAT(codes, ::testing::Each(0));
+}
 
 TEST(ZeroAlignedNumelTest, DeepSpeedsPadding) {
   EXPECT_EQ(ZeroAlignedNumel(53, 1), 54);

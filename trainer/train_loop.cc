@@ -181,8 +181,11 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
                                                     .set_precision(precision_.get())
                                                     .set_process_group(pg ? &*pg : nullptr)),
                        "setting up data parallelism");
-      LOG(INFO) << "data parallelism: " << strategy_->Name() << "; model state on this rank: "
-                << strategy_->StateBytes().Describe();
+      LOG(INFO) << "data parallelism: " << strategy_->Name()
+                << "; model state on this rank: " << strategy_->StateBytes().Describe();
+      if (args_.save_strategy() != "no" || resume_folder.has_value()) {
+        RETURN_IF_ERROR(strategy_->CheckCheckpointing());
+      }
     }
 
     // Where this run starts: the beginning, or a checkpoint's exact position (issue 4).
@@ -366,8 +369,8 @@ absl::StatusOr<int64_t> Trainer::InitialTrainBatchSize(
   if (!saved.train_batch_size.has_value()) return configured;
   if (*saved.train_batch_size != configured) {
     LOG(WARNING) << "Resuming with the checkpoint's per-device train batch size "
-                 << *saved.train_batch_size << ", not --per_device_train_batch_size "
-                 << configured << " (HF takes train_batch_size from trainer_state.json)";
+                 << *saved.train_batch_size << ", not --per_device_train_batch_size " << configured
+                 << " (HF takes train_batch_size from trainer_state.json)";
   }
   return *saved.train_batch_size;
 }
