@@ -8,20 +8,6 @@
 #include "sharding/zero.h"
 
 namespace loom::sharding {
-namespace {
-
-// The four pieces of `o`, as another strategy's options base.
-template <typename To>
-StrategyPieces<To> PiecesOf(const StrategyOptions& o) {
-  StrategyPieces<To> p;
-  p.model = o.model;
-  p.optimizer = o.optimizer;
-  p.precision = o.precision;
-  p.process_group = o.process_group;
-  return p;
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyOptions& o) {
   if (o.args == nullptr) return absl::InvalidArgumentError("CreateStrategy: args must be set");
@@ -31,10 +17,8 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
                      "--deepspeed");
     const int stage = ds.zero_optimization.stage;
     if (stage == 1 || stage == 2) {
-      ZeroOptions z;
-      static_cast<StrategyPieces<ZeroOptions>&>(z) = PiecesOf<ZeroOptions>(o);
       ASSIGN_OR_RETURN(std::unique_ptr<ZeroStrategy> zero,
-                       ZeroStrategy::Create(z.set_stage(stage)));
+                       ZeroStrategy::Create(ZeroOptions().set_pieces(o).set_stage(stage)));
       return std::unique_ptr<ShardingStrategy>(std::move(zero));
     }
     if (stage != 0) {
@@ -48,10 +32,9 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
     return absl::UnimplementedError(
         "--fsdp is not implemented in loom yet; train without it (DDP under //tools:launch)");
   }
-  ReplicatedOptions r;
-  static_cast<StrategyPieces<ReplicatedOptions>&>(r) = PiecesOf<ReplicatedOptions>(o);
-  r.set_ddp(distributed::DdpOptionsFromArgs(args));
-  ASSIGN_OR_RETURN(std::unique_ptr<ReplicatedStrategy> strategy, ReplicatedStrategy::Create(r));
+  ASSIGN_OR_RETURN(std::unique_ptr<ReplicatedStrategy> strategy,
+                   ReplicatedStrategy::Create(ReplicatedOptions().set_pieces(o).set_ddp(
+                       distributed::DdpOptionsFromArgs(args))));
   return std::unique_ptr<ShardingStrategy>(std::move(strategy));
 }
 

@@ -13,10 +13,6 @@
 namespace loom::sharding {
 namespace {
 
-int64_t TensorBytes(const at::Tensor& t) {
-  return t.defined() ? static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size()) : 0;
-}
-
 void SumTensorBytes(const c10::IValue& v, int64_t& total) {
   if (v.isTensor()) {
     total += TensorBytes(v.toTensor());
@@ -30,6 +26,23 @@ void SumTensorBytes(const c10::IValue& v, int64_t& total) {
 }
 
 }  // namespace
+
+int64_t TensorBytes(const at::Tensor& t) {
+  return t.defined() ? static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size()) : 0;
+}
+
+ModelStateBytes ModuleAndOptimizerBytes(torch::nn::Module& model,
+                                        const torch::optim::Optimizer& optimizer) {
+  ModelStateBytes bytes;
+  std::set<const void*> seen;
+  for (const at::Tensor& p : model.parameters()) {
+    if (!seen.insert(p.data_ptr()).second) continue;
+    bytes.parameters += TensorBytes(p);
+    bytes.gradients += TensorBytes(p.grad());
+  }
+  bytes.optimizer_states = OptimizerStateBytes(optimizer);
+  return bytes;
+}
 
 std::vector<at::Tensor> TrainableParameters(torch::nn::Module& model) {
   std::vector<at::Tensor> params;
@@ -97,15 +110,7 @@ absl::StatusOr<bool> ReplicatedStrategy::OptimizerStep() {
 void ReplicatedStrategy::ZeroGrad() { model_->zero_grad(); }
 
 ModelStateBytes ReplicatedStrategy::StateBytes() const {
-  ModelStateBytes bytes;
-  std::set<const void*> seen;
-  for (const at::Tensor& p : model_->parameters()) {
-    if (!seen.insert(p.data_ptr()).second) continue;
-    bytes.parameters += TensorBytes(p);
-    bytes.gradients += TensorBytes(p.grad());
-  }
-  bytes.optimizer_states = OptimizerStateBytes(*optimizer_);
-  return bytes;
+  return ModuleAndOptimizerBytes(*model_, *optimizer_);
 }
 
 }  // namespace loom::sharding

@@ -72,6 +72,15 @@ class ReplicatedStrategy : public ShardingStrategy {
 // The module's parameters that require grad, in registration order.
 std::vector<at::Tensor> TrainableParameters(torch::nn::Module& model);
 
+// The bytes of a tensor's elements (0 when undefined).
+int64_t TensorBytes(const at::Tensor& t);
+
+// What every strategy holds of the module and its optimizer: each parameter and its gradient
+// once (shared storage counted once) and the optimizer's state tensors; a strategy adds what
+// it keeps besides (partitions, master weights).
+ModelStateBytes ModuleAndOptimizerBytes(torch::nn::Module& model,
+                                        const torch::optim::Optimizer& optimizer);
+
 // The bytes of every tensor in an optimizer's state (through checkpoint/optimizer_state.h's
 // state dict; 0 for an optimizer type it does not know).
 int64_t OptimizerStateBytes(const torch::optim::Optimizer& optimizer);

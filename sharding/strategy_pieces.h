@@ -45,6 +45,16 @@ struct StrategyPieces {
     return static_cast<Derived&>(*this);
   }
 
+  // The four pieces of another strategy's options.
+  template <typename Other>
+  Derived& set_pieces(const StrategyPieces<Other>& o) {
+    model = o.model;
+    optimizer = o.optimizer;
+    precision = o.precision;
+    process_group = o.process_group;
+    return static_cast<Derived&>(*this);
+  }
+
   // InvalidArgument naming `who` when the model, optimizer or precision is missing.
   absl::Status CheckPieces(absl::string_view who) const {
     if (model == nullptr || optimizer == nullptr || precision == nullptr) {

@@ -17,10 +17,6 @@ namespace {
 // DeepSpeed's nccl_start_alignment_factor.
 constexpr int64_t kAlignmentFactor = 2;
 
-int64_t Bytes(const at::Tensor& t) {
-  return t.defined() ? static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size()) : 0;
-}
-
 }  // namespace
 
 int64_t ZeroAlignedNumel(int64_t numel, int world_size) {
@@ -256,18 +252,11 @@ absl::Status ZeroStrategy::CheckCheckpointing() const {
 }
 
 ModelStateBytes ZeroStrategy::StateBytes() const {
-  ModelStateBytes bytes;
-  std::set<const void*> seen;
-  for (const at::Tensor& p : options_.model->parameters()) {
-    if (!seen.insert(p.data_ptr()).second) continue;
-    bytes.parameters += Bytes(p);
-    bytes.gradients += Bytes(p.grad());
-  }
+  ModelStateBytes bytes = ModuleAndOptimizerBytes(*options_.model, *options_.optimizer);
   for (const Group& g : groups_) {
-    bytes.gradients += Bytes(g.partition.grad());
-    bytes.master_weights += Bytes(g.partition);
+    bytes.gradients += TensorBytes(g.partition.grad());
+    bytes.master_weights += TensorBytes(g.partition);
   }
-  bytes.optimizer_states = OptimizerStateBytes(*options_.optimizer);
   return bytes;
 }
 
