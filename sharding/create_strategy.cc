@@ -13,19 +13,25 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
   if (o.args == nullptr) return absl::InvalidArgumentError("CreateStrategy: args must be set");
   const args::TrainingArguments& args = *o.args;
   if (args.has_deepspeed() && !args.deepspeed().empty()) {
-    ASSIGN_OR_RETURN(args::DeepSpeedConfig ds, args::LoadDeepSpeedConfig(args.deepspeed()),
-                     "--deepspeed");
-    const int stage = ds.zero_optimization.stage;
-    if (stage == 1 || stage == 2) {
-      ASSIGN_OR_RETURN(std::unique_ptr<ZeroStrategy> zero,
-                       ZeroStrategy::Create(ZeroOptions().set_pieces(o).set_stage(stage)));
+    std::optional<DeepSpeedPlan> own_plan;
+    const DeepSpeedPlan* plan = o.deepspeed;
+    if (plan == nullptr) {
+      ASSIGN_OR_RETURN(own_plan,
+                       PlanDeepSpeed(args, o.process_group ? o.process_group->world_size() : 1,
+                                     std::nullopt, /*num_training_steps=*/0));
+      plan = &*own_plan;
+    }
+    if (plan->stage == 1 || plan->stage == 2) {
+      ASSIGN_OR_RETURN(
+          std::unique_ptr<ZeroStrategy> zero,
+          ZeroStrategy::Create(
+              ZeroOptions().set_pieces(o).set_stage(plan->stage).set_comm(plan->comm)));
       return std::unique_ptr<ShardingStrategy>(std::move(zero));
     }
-    if (stage != 0) {
-      return absl::UnimplementedError(absl::StrCat(
-          "--deepspeed: \"zero_optimization.stage\": ", stage,
-          " is not implemented in loom yet (stages 0, 1 and 2 are); set \"stage\" to 2 or "
-          "train without --deepspeed"));
+    if (plan->stage != 0) {
+      return absl::UnimplementedError(
+          absl::StrCat("--deepspeed: zero_optimization.stage ", plan->stage,
+                       " is not implemented in loom yet (stages 0, 1 and 2 are)"));
     }
   }
   if (args.fsdp_size() > 0) {

@@ -2,10 +2,10 @@
 // from TrainingArguments (+ the DeepSpeed config of --deepspeed) and the process group.
 //
 // Contract:
-//   - --deepspeed: its zero_optimization.stage (default 0). Stage 0 is DDP through the same
-//     config (spec/deepspeed.md §1.1); stages 1 and 2 are ZeroStrategy (zero.h; fp32 only so
-//     far); stage 3 is Unimplemented naming "zero_optimization.stage" until it lands; a config
-//     that does not load is its loading error.
+//   - --deepspeed: the plan's zero_optimization.stage (deepspeed_plan.h, which refuses what
+//     loom does not implement, stage 3 included). Stage 0 is DDP through the same config
+//     (spec/deepspeed.md §1.1); stages 1 and 2 are ZeroStrategy (zero.h; fp32 only so far)
+//     with the plan's communication options.
 //   - --fsdp (non-empty): Unimplemented naming --fsdp until FSDP lands.
 //   - Otherwise: ReplicatedStrategy — DDP over the process group (ddp_* arguments), or one
 //     process without a group.
@@ -29,6 +29,7 @@
 #include "args/training_args.pb.h"
 #include "distributed/process_group.h"
 #include "precision/training_precision.h"
+#include "sharding/deepspeed_plan.h"
 #include "sharding/strategy.h"
 #include "sharding/strategy_pieces.h"
 
@@ -36,9 +37,17 @@ namespace loom::sharding {
 
 struct StrategyOptions : StrategyPieces<StrategyOptions> {
   const args::TrainingArguments* args = nullptr;
+  // The plan of --deepspeed (the Trainer makes it before the optimizer); when null and
+  // --deepspeed is set, CreateStrategy plans it itself (without a hidden size or step count,
+  // so "auto" keys that need them are errors).
+  const DeepSpeedPlan* deepspeed = nullptr;
 
   StrategyOptions& set_args(const args::TrainingArguments* v) {
     args = v;
+    return *this;
+  }
+  StrategyOptions& set_deepspeed(const DeepSpeedPlan* v) {
+    deepspeed = v;
     return *this;
   }
 };

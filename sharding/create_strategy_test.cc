@@ -126,7 +126,7 @@ TEST(CreateStrategyTest, RefusesWhatIsNotImplementedNamingTheKey) {
     args.set_deepspeed(absl::StrCat(R"({"zero_optimization": {"stage": )", stage, "}}"));
     EXPECT_THAT(p.Create(args).status(),
                 StatusIs(absl::StatusCode::kUnimplemented,
-                         AllOf(HasSubstr("\"zero_optimization.stage\": " + std::to_string(stage)),
+                         AllOf(HasSubstr("zero_optimization.stage"),
                                HasSubstr("--deepspeed"))));
   }
   args::TrainingArguments fsdp;

@@ -30,6 +30,16 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
     return absl::InvalidArgumentError(
         absl::StrCat("ZeroStrategy: stage ", o.stage, " (this strategy is ZeRO stage 1 or 2)"));
   }
+  if (o.comm.reduce_bucket_size <= 0 || o.comm.allgather_bucket_size <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ZeroStrategy: reduce_bucket_size (", o.comm.reduce_bucket_size,
+        ") and allgather_bucket_size (", o.comm.allgather_bucket_size, ") must be positive"));
+  }
+  if (!(o.comm.gradient_predivide_factor > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ZeroStrategy: gradient_predivide_factor must be positive, got ",
+                     o.comm.gradient_predivide_factor));
+  }
   if (o.precision->policy().mode != precision::PrecisionMode::kFp32) {
     return absl::UnimplementedError(absl::StrCat(
         "--deepspeed: ZeRO stage ", o.stage, " with ", o.precision->policy().Describe(),
@@ -125,6 +135,69 @@ at::Tensor ZeroStrategy::Flatten(const Group& g, bool grads) const {
   return at::cat(pieces);
 }
 
+absl::Status ZeroStrategy::ReduceGradients(at::Tensor& flat, at::Tensor& part_grad) {
+  const ZeroCommOptions& c = options_.comm;
+  const int w = world();
+  const int64_t part = part_grad.numel();
+  if (!c.reduce_scatter) {
+    // DeepSpeed's gradient_reduction_w_predivide: the whole buffer all-reduced.
+    if (c.prescale_gradients) {
+      flat.div_(static_cast<double>(w));
+    } else if (c.gradient_predivide_factor != 1.0) {
+      flat.mul_(1.0 / c.gradient_predivide_factor);
+    }
+    for (int64_t start = 0; start < flat.numel(); start += c.reduce_bucket_size) {
+      at::Tensor bucket =
+          flat.slice(0, start, std::min(flat.numel(), start + c.reduce_bucket_size));
+      RETURN_IF_ERROR_CTX(distributed::AllReduce(*pg_, bucket), "all-reducing the gradients");
+    }
+    if (!c.prescale_gradients && c.gradient_predivide_factor != w) {
+      flat.mul_(c.gradient_predivide_factor / static_cast<double>(w));
+    }
+    part_grad.copy_(flat.slice(0, rank() * part, (rank() + 1) * part));
+    return absl::OkStatus();
+  }
+  // DeepSpeed's average_tensor: divided by the world size, then each slice reduced to its
+  // owner; a bucket holds `chunk` elements of every rank's slice.
+  flat.div_(static_cast<double>(w));
+  const int64_t chunk = std::max<int64_t>(1, c.reduce_bucket_size / w);
+  if (chunk >= part) return distributed::ReduceScatterSum(*pg_, flat, part_grad);
+  const at::Tensor by_rank = flat.view({w, part});
+  for (int64_t start = 0; start < part; start += chunk) {
+    const int64_t end = std::min(part, start + chunk);
+    at::Tensor bucket = by_rank.slice(1, start, end).contiguous().view({-1});
+    at::Tensor out = part_grad.slice(0, start, end);
+    RETURN_IF_ERROR(distributed::ReduceScatterSum(*pg_, bucket, out));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ZeroStrategy::ShareParameters(const at::Tensor& partition, at::Tensor& flat_params) {
+  const ZeroCommOptions& c = options_.comm;
+  const int w = world();
+  const int64_t part = partition.numel();
+  if (!c.allgather_partitions) {
+    // Each rank broadcasts its partition (DeepSpeed without allgather_partitions).
+    flat_params.slice(0, rank() * part, (rank() + 1) * part).copy_(partition);
+    for (int r = 0; r < w; ++r) {
+      at::Tensor slice = flat_params.slice(0, r * part, (r + 1) * part);
+      RETURN_IF_ERROR(distributed::Broadcast(*pg_, slice, r));
+    }
+    return absl::OkStatus();
+  }
+  const int64_t chunk = std::max<int64_t>(1, c.allgather_bucket_size / w);
+  if (chunk >= part) return distributed::AllGatherInto(*pg_, partition, flat_params);
+  at::Tensor by_rank = flat_params.view({w, part});
+  at::Tensor buffer = at::empty({w * chunk}, partition.options());
+  for (int64_t start = 0; start < part; start += chunk) {
+    const int64_t end = std::min(part, start + chunk);
+    at::Tensor gathered = buffer.slice(0, 0, w * (end - start));
+    RETURN_IF_ERROR(distributed::AllGatherInto(*pg_, partition.slice(0, start, end), gathered));
+    by_rank.slice(1, start, end).copy_(gathered.view({w, end - start}));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ZeroStrategy::BeforeForward(bool closes_window) {
   closing_ = closes_window;
   return absl::OkStatus();
@@ -159,8 +232,7 @@ absl::Status ZeroStrategy::AfterBackward() {
       }
       at::Tensor& part_grad = g.partition.mutable_grad();
       if (w > 1) {
-        flat.div_(w);  // DeepSpeed's gradient_predivide_factor 1: average = sum of grad / W
-        RETURN_IF_ERROR(distributed::ReduceScatterSum(*pg_, flat, part_grad));
+        RETURN_IF_ERROR(ReduceGradients(flat, part_grad));
       } else {
         part_grad.copy_(flat);
       }
@@ -220,7 +292,7 @@ absl::StatusOr<bool> ZeroStrategy::OptimizerStep() {
     // The parameters are views of flat_params: gathering the partitions updates them.
     for (Group& g : groups_) {
       if (world() > 1) {
-        RETURN_IF_ERROR_CTX(distributed::AllGatherInto(*pg_, g.partition.detach(), g.flat_params),
+        RETURN_IF_ERROR_CTX(ShareParameters(g.partition.detach(), g.flat_params),
                             "sharing the updated partitions");
       } else {
         g.flat_params.copy_(g.partition.detach());

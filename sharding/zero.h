@@ -30,8 +30,11 @@
 //     or dropped (stage 2).
 //   - StateBytes: full parameters, full gradients (stage 1) or the partition (stage 2), the
 //     optimizer's state (partition-sized), the fp32 master partitions.
-// Not yet (issue 13): fp16/bf16 half weights with the loss scaler, bucketed and overlapped
-// reduction (reduce_bucket_size, overlap_comm, ...), save / load of the partitioned state.
+// Communication (ZeroCommOptions): reduction and gathering in buckets of a bounded size,
+// reduce-scatter or all-reduce, all-gather or per-rank broadcasts — all after backward (no
+// overlap with it).
+// Not yet (issue 13): fp16/bf16 half weights with the loss scaler, reduction overlapped with
+// backward (overlap_comm), save / load of the partitioned state.
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto zero, ZeroStrategy::Create(ZeroOptions().set_stage(2).set_model(m)
@@ -55,11 +58,38 @@
 
 namespace loom::sharding {
 
+// How the gradients and parameters travel (DeepSpeed's zero_optimization keys, spec/deepspeed.md
+// §1.2, and the top-level gradient_predivide_factor / prescale_gradients). Numerically only
+// reduce_scatter, gradient_predivide_factor and prescale_gradients matter; the bucket sizes bound
+// the extra buffer one collective needs.
+struct ZeroCommOptions {
+  // Elements reduced per collective: each rank's partition is reduced in chunks of
+  // reduce_bucket_size / world elements (the whole partition at once when it is smaller).
+  int64_t reduce_bucket_size = 500000000;
+  // Elements gathered per collective, likewise.
+  int64_t allgather_bucket_size = 500000000;
+  // true: DeepSpeed's average_tensor — gradients divided by the world size, then each rank's
+  // slice reduced to it (reduce-scatter). false: gradient_reduction_w_predivide — the whole
+  // buffer all-reduced (with the predivide factor below), then each rank keeps its slice.
+  bool reduce_scatter = true;
+  // true: updated partitions shared by one all-gather; false: each rank broadcasts its own.
+  bool allgather_partitions = true;
+  // Used when reduce_scatter is false, as DeepSpeed: prescale_gradients false multiplies by
+  // 1/f before the all-reduce and by f/world after; true divides by world before.
+  double gradient_predivide_factor = 1.0;
+  bool prescale_gradients = false;
+};
+
 struct ZeroOptions : StrategyPieces<ZeroOptions> {
   int stage = 2;  // 1 or 2
+  ZeroCommOptions comm;
 
   ZeroOptions& set_stage(int v) {
     stage = v;
+    return *this;
+  }
+  ZeroOptions& set_comm(const ZeroCommOptions& v) {
+    comm = v;
     return *this;
   }
 };
@@ -113,6 +143,11 @@ class ZeroStrategy : public ShardingStrategy {
   int rank() const;
   // The group's full flat buffer of `what` (each param's tensor, zeros where undefined), padded.
   at::Tensor Flatten(const Group& g, bool grads) const;
+  // The averaged gradient of this rank's slice of `flat` (a group's full gradient buffer,
+  // used as scratch) into `part_grad`, as options_.comm says.
+  absl::Status ReduceGradients(at::Tensor& flat, at::Tensor& part_grad);
+  // Every rank's updated partition into `flat_params`, as options_.comm says.
+  absl::Status ShareParameters(const at::Tensor& partition, at::Tensor& flat_params);
 
   ZeroOptions options_;
   std::optional<distributed::ProcessGroup> pg_;  // a handle on the caller's group

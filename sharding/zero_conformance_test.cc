@@ -29,16 +29,19 @@ std::function<ModelStateBytes(const SuiteModel&)> ZeroBytes(int stage) {
   };
 }
 
-void RegisterZero(int stage, int world) {
-  RegisterStrategyConformanceTests(
-      {.name = absl::StrCat("Zero", stage, "World", world),
-       .world_size = world,
-       .strategy_name = absl::StrCat("ZeRO-", stage),
-       .configure =
-           [stage](args::TrainingArguments& a) {
-             a.set_deepspeed(absl::StrCat(R"({"zero_optimization": {"stage": )", stage, "}}"));
-           },
-       .expected_bytes = ZeroBytes(stage)});
+// `zero_keys` / `top_keys`: more of the config's zero_optimization / top-level keys.
+void RegisterZero(int stage, int world, const std::string& suffix = "",
+                  const std::string& zero_keys = "", const std::string& top_keys = "") {
+  RegisterStrategyConformanceTests({.name = absl::StrCat("Zero", stage, "World", world, suffix),
+                                    .world_size = world,
+                                    .strategy_name = absl::StrCat("ZeRO-", stage),
+                                    .configure =
+                                        [=](args::TrainingArguments& a) {
+                                          a.set_deepspeed(
+                                              absl::StrCat(R"({"zero_optimization": {"stage": )",
+                                                           stage, zero_keys, "}", top_keys, "}"));
+                                        },
+                                    .expected_bytes = ZeroBytes(stage)});
 }
 
 [[maybe_unused]] const bool kRegistered = [] {
@@ -46,6 +49,18 @@ void RegisterZero(int stage, int world) {
   RegisterZero(2, 1);
   RegisterZero(2, 2);
   RegisterZero(2, 4);
+  // Buckets smaller than a partition (28 elements per rank at 2 ranks, 14 at 4): several
+  // reduce-scatters and all-gathers per group, the last one short.
+  RegisterZero(1, 2, "SmallBuckets", R"(, "reduce_bucket_size": 10, "allgather_bucket_size": 6)");
+  RegisterZero(2, 4, "SmallBuckets", R"(, "reduce_bucket_size": 12, "allgather_bucket_size": 20)");
+  // DeepSpeed's all-reduce path with a predivide factor, and per-rank broadcasts.
+  RegisterZero(2, 2, "AllReducePredivide",
+               R"(, "reduce_scatter": false, "allgather_partitions": false)",
+               R"(, "gradient_predivide_factor": 2.0)");
+  RegisterZero(1, 4, "AllReducePrescale",
+               R"(, "reduce_scatter": false, "allgather_partitions": false,
+                  "reduce_bucket_size": 9)",
+               R"(, "prescale_gradients": true)");
   return true;
 }();
 

@@ -1,0 +1,298 @@
+#include "sharding/deepspeed_plan.h"
+
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "optim/deepspeed_optim.h"
+
+namespace loom::sharding {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+absl::Status Invalid(const std::string& message) {
+  return absl::InvalidArgumentError(absl::StrCat("--deepspeed: ", message));
+}
+absl::Status NotYet(const std::string& key, const std::string& what, const std::string& fix) {
+  return absl::UnimplementedError(
+      absl::StrCat("--deepspeed: ", key, ": ", what, " is not implemented in loom yet; ", fix));
+}
+
+// How loom treats a key it knows.
+enum class Treat { kImplemented, kIgnoredBelowStage3, kDefaultOnly };
+struct KeyRule {
+  Treat treat;
+  json default_value;  // kDefaultOnly
+};
+
+const std::map<std::string, KeyRule>& TopLevelRules() {
+  static const auto* rules = new std::map<std::string, KeyRule>{
+      {"train_batch_size", {Treat::kImplemented, {}}},
+      {"train_micro_batch_size_per_gpu", {Treat::kImplemented, {}}},
+      {"gradient_accumulation_steps", {Treat::kImplemented, {}}},
+      {"gradient_clipping", {Treat::kImplemented, {}}},
+      {"optimizer", {Treat::kImplemented, {}}},
+      {"scheduler", {Treat::kImplemented, {}}},
+      {"fp16", {Treat::kImplemented, {}}},
+      {"bf16", {Treat::kImplemented, {}}},
+      {"amp", {Treat::kImplemented, {}}},
+      {"zero_optimization", {Treat::kImplemented, {}}},
+      {"steps_per_print", {Treat::kImplemented, {}}},
+      {"zero_allow_untested_optimizer", {Treat::kImplemented, {}}},
+      {"zero_force_ds_cpu_optimizer", {Treat::kImplemented, {}}},
+      {"communication_data_type", {Treat::kImplemented, {}}},
+      {"checkpoint", {Treat::kImplemented, {}}},
+      {"aio", {Treat::kImplemented, {}}},
+      {"prescale_gradients", {Treat::kImplemented, {}}},
+      {"gradient_predivide_factor", {Treat::kImplemented, {}}},
+      {"wall_clock_breakdown", {Treat::kDefaultOnly, false}},
+      {"memory_breakdown", {Treat::kDefaultOnly, false}},
+      {"dump_state", {Treat::kDefaultOnly, false}},
+      {"sparse_gradients", {Treat::kDefaultOnly, false}},
+  };
+  return *rules;
+}
+
+const std::map<std::string, KeyRule>& ZeroRules() {
+  static const auto* rules = new std::map<std::string, KeyRule>{
+      {"stage", {Treat::kImplemented, {}}},
+      {"allgather_partitions", {Treat::kImplemented, {}}},
+      {"allgather_bucket_size", {Treat::kImplemented, {}}},
+      {"reduce_scatter", {Treat::kImplemented, {}}},
+      {"reduce_bucket_size", {Treat::kImplemented, {}}},
+      // Memory layout only: loom always reduces from one contiguous buffer per group.
+      {"contiguous_gradients", {Treat::kImplemented, {}}},
+      {"offload_optimizer", {Treat::kImplemented, {}}},  // device "none" only (checked below)
+      {"offload_param", {Treat::kImplemented, {}}},
+      {"aio", {Treat::kImplemented, {}}},
+      {"overlap_comm", {Treat::kDefaultOnly, false}},
+      {"round_robin_gradients", {Treat::kDefaultOnly, false}},
+      {"load_from_fp32_weights", {Treat::kDefaultOnly, true}},
+      {"elastic_checkpoint", {Treat::kDefaultOnly, false}},
+      {"ignore_unused_parameters", {Treat::kIgnoredBelowStage3, {}}},
+      {"sub_group_size", {Treat::kIgnoredBelowStage3, {}}},
+      {"stage3_prefetch_bucket_size", {Treat::kIgnoredBelowStage3, {}}},
+      {"stage3_param_persistence_threshold", {Treat::kIgnoredBelowStage3, {}}},
+      {"stage3_max_live_parameters", {Treat::kIgnoredBelowStage3, {}}},
+      {"stage3_max_reuse_distance", {Treat::kIgnoredBelowStage3, {}}},
+      {"stage3_gather_16bit_weights_on_model_save", {Treat::kIgnoredBelowStage3, {}}},
+      {"stage3_gather_fp16_weights_on_model_save", {Treat::kIgnoredBelowStage3, {}}},
+  };
+  return *rules;
+}
+
+absl::Status CheckKeys(const json& obj, const std::string& path,
+                       const std::map<std::string, KeyRule>& rules) {
+  for (const auto& [name, value] : obj.items()) {
+    if (value.is_null()) continue;
+    const std::string key = path.empty() ? name : absl::StrCat(path, ".", name);
+    auto it = rules.find(name);
+    if (it == rules.end()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "--deepspeed: \"", key,
+          "\" is not a DeepSpeed key loom implements (a misspelling, or a feature loom does not "
+          "have); remove it"));
+    }
+    if (it->second.treat == Treat::kDefaultOnly && value != it->second.default_value &&
+        !(value.is_number() && it->second.default_value.is_number() &&
+          value.get<double>() == it->second.default_value.get<double>())) {
+      return absl::UnimplementedError(absl::StrCat("--deepspeed: \"", key, "\": ", value.dump(),
+                                                   " is not implemented in loom yet; set it to ",
+                                                   it->second.default_value.dump(),
+                                                   " or remove it"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int64_t Resolved(const std::optional<args::AutoOr<int64_t>>& v) {
+  return v && !v->is_auto() ? v->value() : 0;
+}
+
+// DeepSpeed's _set_batch_related_parameters + _batch_assertion (runtime/config.py).
+absl::Status ResolveBatch(const args::DeepSpeedConfig& ds, int world, DeepSpeedPlan* plan) {
+  std::optional<int64_t> tb, mb, ga;
+  if (ds.train_batch_size) tb = Resolved(ds.train_batch_size);
+  if (ds.train_micro_batch_size_per_gpu) mb = Resolved(ds.train_micro_batch_size_per_gpu);
+  if (ds.gradient_accumulation_steps) ga = Resolved(ds.gradient_accumulation_steps);
+  if (tb && mb && ga) {
+  } else if (tb && mb) {
+    ga = *tb / std::max<int64_t>(1, *mb) / world;
+  } else if (tb && ga) {
+    mb = *tb / world / std::max<int64_t>(1, *ga);
+  } else if (mb && ga) {
+    tb = *mb * *ga * world;
+  } else if (tb) {
+    ga = 1;
+    mb = *tb / world;
+  } else if (mb) {
+    tb = *mb * world;
+    ga = 1;
+  } else {
+    return Invalid(
+        "Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided (set "
+        "\"train_micro_batch_size_per_gpu\": \"auto\")");
+  }
+  if (*tb <= 0)
+    return Invalid(absl::StrCat("Train batch size: ", *tb, " has to be greater than 0"));
+  if (*mb <= 0) {
+    return Invalid(absl::StrCat("Micro batch size per gpu: ", *mb, " has to be greater than 0"));
+  }
+  if (*ga <= 0) {
+    return Invalid(absl::StrCat("Gradient accumulation steps: ", *ga, " has to be greater than 0"));
+  }
+  if (*tb != *mb * *ga * world) {
+    return Invalid(absl::StrCat(
+        "train_batch_size: Check batch related parameters. train_batch_size is not equal to "
+        "micro_batch_per_gpu * gradient_acc_step * world_size ",
+        *tb, " != ", *mb, " * ", *ga, " * ", world,
+        ". Set train_batch_size (or all three batch keys) to \"auto\""));
+  }
+  plan->train_batch_size = *tb;
+  plan->train_micro_batch_size_per_gpu = *mb;
+  plan->gradient_accumulation_steps = *ga;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string DeepSpeedPlan::Echo() const {
+  const nlohmann::json sorted = nlohmann::json::parse(config.raw.dump());  // std::map: sorted
+  return absl::StrCat("DeepSpeedEngine configuration:\n  json = ", sorted.dump(4));
+}
+
+absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args, int world_size,
+                                            std::optional<int64_t> hidden_size,
+                                            int64_t num_training_steps) {
+  DeepSpeedPlan plan;
+  const int world = std::max(1, world_size);
+  ASSIGN_OR_RETURN(args::DeepSpeedConfig loaded,
+                   args::LoadDeepSpeedConfig(args.deepspeed(), &plan.warnings), "--deepspeed");
+  // Keys first: a misspelled or unimplemented key is the clearest error there is.
+  RETURN_IF_ERROR(CheckKeys(loaded.raw, "", TopLevelRules()));
+  if (loaded.raw.contains("zero_optimization") && loaded.raw["zero_optimization"].is_object()) {
+    RETURN_IF_ERROR(CheckKeys(loaded.raw["zero_optimization"], "zero_optimization", ZeroRules()));
+  }
+  // Batch keys the config leaves out take the Trainer's values, as accelerate fills them.
+  for (const char* key :
+       {"train_micro_batch_size_per_gpu", "train_batch_size", "gradient_accumulation_steps"}) {
+    if (!loaded.raw.contains(key) || loaded.raw[key].is_null()) loaded.raw[key] = "auto";
+  }
+  ASSIGN_OR_RETURN(loaded, args::ParseDeepSpeedConfig(loaded.raw, loaded.source), "--deepspeed");
+  args::TrainerDeepSpeedConfig hf(std::move(loaded));
+  RETURN_IF_ERROR_CTX(hf.TrainerConfigProcess(args, world), "--deepspeed");
+  RETURN_IF_ERROR_CTX(hf.TrainerConfigFinalize(args, hidden_size, num_training_steps),
+                      "--deepspeed");
+  plan.config = hf.config();
+  const args::DeepSpeedConfig& ds = plan.config;
+  const json& raw = ds.raw;
+  const args::ZeroConfig& zero = ds.zero_optimization;
+  plan.stage = zero.stage;
+  if (plan.stage == 3) {
+    return NotYet("zero_optimization.stage", "ZeRO stage 3 (parameter partitioning)",
+                  "set \"stage\" to 0, 1 or 2");
+  }
+  if (zero.offload_optimizer && zero.offload_optimizer->device != args::OffloadDevice::kNone) {
+    return NotYet("zero_optimization.offload_optimizer.device",
+                  absl::StrCat("offloading the optimizer to \"",
+                               args::OffloadDeviceName(zero.offload_optimizer->device), "\""),
+                  "set \"device\" to \"none\" or remove offload_optimizer");
+  }
+  if (zero.offload_param && zero.offload_param->device != args::OffloadDevice::kNone) {
+    return NotYet("zero_optimization.offload_param.device",
+                  "offloading parameters (a ZeRO stage 3 feature)",
+                  "set \"device\" to \"none\" or remove offload_param");
+  }
+  const auto enabled = [](const args::AutoOr<bool>& v) { return !v.is_auto() && v.value(); };
+  if (ds.fp16.present && ds.bf16.present && enabled(ds.fp16.enabled) && enabled(ds.bf16.enabled)) {
+    return Invalid(
+        "bf16.enabled, fp16.enabled: bfloat16 and fp16 modes cannot be simultaneously enabled; "
+        "enable one");
+  }
+  for (const auto& [section, on] :
+       {std::pair{"fp16", ds.fp16.present && enabled(ds.fp16.enabled)},
+        std::pair{"bf16", ds.bf16.present && enabled(ds.bf16.enabled)}}) {
+    if (on) {
+      return NotYet(
+          absl::StrCat(section, ".enabled"),
+          "DeepSpeed's half-precision training (16-bit weights, fp32 master copy)",
+          absl::StrCat("train in fp32: set \"enabled\" to false (and drop --", section, ")"));
+    }
+  }
+  if (ds.amp.present && enabled(ds.amp.enabled)) {
+    return Invalid(
+        "amp.enabled: Amp and ZeRO are not currently compatible, and NVIDIA Apex is Python-only; "
+        "remove the amp section");
+  }
+  if (ds.communication_data_type && *ds.communication_data_type != args::CommDataType::kFp32) {
+    return NotYet("communication_data_type", "reducing fp32 gradients in 16 bits",
+                  "set it to \"fp32\" or remove it");
+  }
+  RETURN_IF_ERROR(ResolveBatch(ds, world, &plan));
+  if (plan.train_micro_batch_size_per_gpu != args.per_device_train_batch_size()) {
+    return Invalid(
+        absl::StrCat("train_micro_batch_size_per_gpu is ", plan.train_micro_batch_size_per_gpu,
+                     " (derived from the batch keys) but --per_device_train_batch_size is ",
+                     args.per_device_train_batch_size(), "; set the batch keys to \"auto\""));
+  }
+  if (plan.gradient_accumulation_steps != args.gradient_accumulation_steps()) {
+    return Invalid(
+        absl::StrCat("gradient_accumulation_steps is ", plan.gradient_accumulation_steps,
+                     " (derived from the batch keys) but --gradient_accumulation_steps is ",
+                     args.gradient_accumulation_steps(), "; set the batch keys to \"auto\""));
+  }
+  plan.gradient_clipping = ds.gradient_clipping.value_or(0.0);
+  if (plan.gradient_clipping < 0) {
+    return Invalid(absl::StrCat("gradient_clipping: ", plan.gradient_clipping,
+                                " must be >= 0 (0 turns clipping off)"));
+  }
+  plan.steps_per_print = ds.steps_per_print;
+  if (plan.steps_per_print <= 0) {
+    return Invalid(absl::StrCat("steps_per_print: ", plan.steps_per_print, " must be > 0"));
+  }
+  // Communication (zero.h's ZeroCommOptions).
+  plan.comm.reduce_bucket_size = zero.reduce_bucket_size.value_or(500000000);
+  plan.comm.allgather_bucket_size = zero.allgather_bucket_size;
+  plan.comm.reduce_scatter = zero.reduce_scatter;
+  plan.comm.allgather_partitions = zero.allgather_partitions;
+  for (const auto& [key, v] :
+       {std::pair{"zero_optimization.reduce_bucket_size", plan.comm.reduce_bucket_size},
+        std::pair{"zero_optimization.allgather_bucket_size", plan.comm.allgather_bucket_size}}) {
+    if (v <= 0) return Invalid(absl::StrCat(key, ": ", v, " must be a positive element count"));
+  }
+  if (raw.contains("gradient_predivide_factor") && !raw["gradient_predivide_factor"].is_null()) {
+    const json& f = raw["gradient_predivide_factor"];
+    if (!f.is_number() || !(f.get<double>() > 0)) {
+      return Invalid(
+          absl::StrCat("gradient_predivide_factor: ", f.dump(), " must be a number > 0"));
+    }
+    plan.comm.gradient_predivide_factor = f.get<double>();
+  }
+  if (raw.contains("prescale_gradients") && !raw["prescale_gradients"].is_null()) {
+    if (!raw["prescale_gradients"].is_boolean()) {
+      return Invalid("prescale_gradients: expected true or false");
+    }
+    plan.comm.prescale_gradients = raw["prescale_gradients"].get<bool>();
+  }
+  // The optimizer and scheduler sections, and the flags they would silently override.
+  RETURN_IF_ERROR(optim::CheckDeepSpeedOptimizer(ds, plan.stage));
+  RETURN_IF_ERROR(optim::CheckDeepSpeedScheduler(ds));
+  const args::TrainingArguments& defaults = args::TrainingArguments::default_instance();
+  if (ds.optimizer && args.optim() != defaults.optim()) {
+    return Invalid(absl::StrCat("optimizer: the config's optimizer section (type \"",
+                                ds.optimizer->type, "\") and --optim ", args.optim(),
+                                " both choose the optimizer; remove one of them"));
+  }
+  if (ds.scheduler && args.lr_scheduler_type() != defaults.lr_scheduler_type()) {
+    return Invalid(absl::StrCat("scheduler: the config's scheduler section (type \"",
+                                ds.scheduler->type, "\") and --lr_scheduler_type ",
+                                args.lr_scheduler_type(),
+                                " both choose the schedule; remove one of them"));
+  }
+  return plan;
+}
+
+}  // namespace loom::sharding

@@ -1,0 +1,72 @@
+// DeepSpeedPlan: what a `--deepspeed` config asks of a training run, resolved and checked once
+// before any work (issue 13) — HF's deepspeed_init up to the engine: the config loaded, its
+// "auto" values filled from TrainingArguments and the model (HfTrainerDeepSpeedConfig,
+// spec/deepspeed.md §2), DeepSpeed's own batch-size derivation and assertion (§5, DeepSpeed's
+// error text), and every key checked against what loom implements.
+//
+// Contract of PlanDeepSpeed(args, world_size, hidden_size, num_training_steps):
+//   - Loading / "auto" errors come back as //args gives them (naming the key).
+//   - Batch sizes: DeepSpeed's _set_batch_related_parameters fills the missing one of
+//     train_batch_size / train_micro_batch_size_per_gpu / gradient_accumulation_steps, then
+//     asserts "Check batch related parameters. train_batch_size is not equal to
+//     micro_batch_per_gpu * gradient_acc_step * world_size T != M * G * W". loom also refuses
+//     a derived micro batch or accumulation that differs from --per_device_train_batch_size /
+//     --gradient_accumulation_steps (the Trainer's loop and DeepSpeed would disagree).
+//   - Every key is one of: implemented (stage 0-2; the bucket, reduce_scatter and
+//     allgather keys; gradient_clipping; gradient_predivide_factor / prescale_gradients; the
+//     optimizer and scheduler sections of optim/deepspeed_optim.h; communication_data_type
+//     "fp32"; steps_per_print (DeepSpeed's progress line); zero_allow_untested_optimizer;
+//     zero_force_ds_cpu_optimizer and aio (meaningful only with offload, so they change
+//     nothing, as in DeepSpeed); checkpoint.use_node_local_storage (one node: every rank's
+//     files land in the same folder)), ignored by DeepSpeed itself below stage 3 (stage3_*,
+//     sub_group_size), accepted only at its default value (a key whose other values loom does
+//     not implement: overlap_comm false, round_robin_gradients false, wall_clock_breakdown
+//     false, ...), or refused: InvalidArgument / Unimplemented naming the dotted key and the
+//     fix. Refused now: stage 3, offload (device cpu/nvme), fp16/bf16 enabled (DeepSpeed's
+//     half-precision weights), communication_data_type fp16/bf16, overlap_comm true, unknown
+//     keys, an optimizer section with a non-default --optim, a scheduler section with a
+//     non-default --lr_scheduler_type (DeepSpeed's section would win silently).
+//   - Warnings (non-fatal notes from loading) are in `warnings`.
+//
+// Example:
+//   ASSIGN_OR_RETURN(DeepSpeedPlan plan, PlanDeepSpeed(args, world, hidden_size, max_steps));
+//   LOG(INFO) << plan.Echo();
+//   ZeroOptions().set_stage(plan.stage).set_comm(plan.comm) ...
+#ifndef LOOM_SHARDING_DEEPSPEED_PLAN_H_
+#define LOOM_SHARDING_DEEPSPEED_PLAN_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "args/deepspeed_config.h"
+#include "args/training_args.pb.h"
+#include "sharding/zero.h"
+
+namespace loom::sharding {
+
+struct DeepSpeedPlan {
+  args::DeepSpeedConfig config;  // resolved: no "auto" left
+  int stage = 0;
+  ZeroCommOptions comm;
+  double gradient_clipping = 0;  // 0: none
+  int64_t train_batch_size = 0;
+  int64_t train_micro_batch_size_per_gpu = 0;
+  int64_t gradient_accumulation_steps = 0;
+  int64_t steps_per_print = 10;
+  std::vector<std::string> warnings;
+
+  // DeepSpeed's engine log of its configuration: "DeepSpeedEngine configuration:" and the
+  // resolved JSON with sorted keys ("  json = {...}").
+  std::string Echo() const;
+};
+
+absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args, int world_size,
+                                            std::optional<int64_t> hidden_size,
+                                            int64_t num_training_steps);
+
+}  // namespace loom::sharding
+
+#endif  // LOOM_SHARDING_DEEPSPEED_PLAN_H_

@@ -1,0 +1,226 @@
+// PlanDeepSpeed: "auto" filled, DeepSpeed's batch derivation, the communication options, and one
+// clear error (naming the key and the fix) for each config loom refuses.
+#include "sharding/deepspeed_plan.h"
+
+#include "args/training_args_testing.h"
+#include "base/status_macros.h"
+#include "base/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace loom::sharding {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+absl::StatusOr<DeepSpeedPlan> Plan(const std::string& config, std::vector<std::string> flags = {},
+                                   int world = 1) {
+  flags.push_back("--deepspeed");
+  flags.push_back(config);
+  // PostInit checks the config at the WORLD_SIZE of the environment (unset here: 1).
+  // The flags alone are checked as a program checks them (no rejection of --deepspeed here:
+  // that is the Trainer's switch).
+  ASSIGN_OR_RETURN(args::TrainingArguments args,
+                   args::testing::ResolveForTest(flags, nullptr, /*reject_unsupported=*/false));
+  return PlanDeepSpeed(args, world, /*hidden_size=*/16, /*num_training_steps=*/100);
+}
+
+TEST(DeepSpeedPlanTest, AutoConfigFromTheArguments) {
+  ASSERT_OK_AND_ASSIGN(
+      DeepSpeedPlan plan,
+      Plan(R"({"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+               "gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
+               "zero_optimization": {"stage": 2, "reduce_bucket_size": "auto",
+                                     "allgather_bucket_size": 300, "reduce_scatter": false,
+                                     "allgather_partitions": false, "overlap_comm": false,
+                                     "stage3_prefetch_bucket_size": "auto"},
+               "gradient_predivide_factor": 2.0,
+               "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": "auto",
+                             "eps": "auto", "weight_decay": "auto"}},
+               "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_min_lr": "auto",
+                             "warmup_max_lr": "auto", "warmup_num_steps": "auto",
+                             "total_num_steps": "auto"}}})",
+           {"--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "3",
+            "--max_grad_norm", "0.5", "--learning_rate", "0.01", "--warmup_steps", "7"}));
+  EXPECT_EQ(plan.stage, 2);
+  EXPECT_EQ(plan.train_batch_size, 12);
+  EXPECT_EQ(plan.train_micro_batch_size_per_gpu, 4);
+  EXPECT_EQ(plan.gradient_accumulation_steps, 3);
+  EXPECT_DOUBLE_EQ(plan.gradient_clipping, 0.5);
+  EXPECT_EQ(plan.comm.reduce_bucket_size, 16 * 16);  // hidden_size squared (HF)
+  EXPECT_EQ(plan.comm.allgather_bucket_size, 300);
+  EXPECT_FALSE(plan.comm.reduce_scatter);
+  EXPECT_FALSE(plan.comm.allgather_partitions);
+  EXPECT_DOUBLE_EQ(plan.comm.gradient_predivide_factor, 2.0);
+  EXPECT_DOUBLE_EQ(plan.config.optimizer->lr.value(), 0.01);
+  EXPECT_EQ(plan.config.scheduler->warmup_num_steps.value(), 7);
+  EXPECT_EQ(plan.config.scheduler->total_num_steps->value(), 100);
+  EXPECT_THAT(plan.Echo(), AllOf(HasSubstr("DeepSpeedEngine configuration:"),
+                                 HasSubstr("\"train_batch_size\": 12")));
+}
+
+TEST(DeepSpeedPlanTest, DeepSpeedDerivesTheMissingBatchKey) {
+  // Keys left out take the Trainer's values (accelerate fills them).
+  ASSERT_OK_AND_ASSIGN(DeepSpeedPlan plan,
+                       Plan(R"({"train_batch_size": 8})", {"--per_device_train_batch_size", "4",
+                                                           "--gradient_accumulation_steps", "2"}));
+  EXPECT_EQ(plan.gradient_accumulation_steps, 2);
+  EXPECT_EQ(plan.train_micro_batch_size_per_gpu, 4);
+  EXPECT_EQ(plan.stage, 0);
+}
+
+struct BadConfig {
+  const char* name;
+  std::string config;
+  std::vector<std::string> flags;
+  absl::StatusCode code;
+  std::vector<std::string> message;  // each must appear
+};
+
+class DeepSpeedPlanRefusalTest : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(DeepSpeedPlanRefusalTest, RefusedNamingTheKey) {
+  const BadConfig& c = GetParam();
+  absl::StatusOr<DeepSpeedPlan> plan = Plan(c.config, c.flags);
+  ASSERT_FALSE(plan.ok()) << c.config;
+  EXPECT_EQ(plan.status().code(), c.code) << plan.status();
+  for (const std::string& m : c.message) {
+    EXPECT_THAT(std::string(plan.status().message()), HasSubstr(m));
+  }
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("--deepspeed"));
+}
+
+const absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
+const absl::StatusCode kNotYet = absl::StatusCode::kUnimplemented;
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, DeepSpeedPlanRefusalTest,
+    ::testing::Values(
+        BadConfig{"Stage5",
+                  R"({"zero_optimization": {"stage": 5}})",
+                  {},
+                  kInvalid,
+                  {"zero_optimization.stage"}},
+        BadConfig{"Stage3",
+                  R"({"zero_optimization": {"stage": 3}})",
+                  {},
+                  kNotYet,
+                  {"zero_optimization.stage", "stage 3"}},
+        BadConfig{"TrainBatchInconsistent",
+                  R"({"train_batch_size": 10, "train_micro_batch_size_per_gpu": 2,
+                      "gradient_accumulation_steps": 1})",
+                  {"--per_device_train_batch_size", "2"},
+                  kInvalid,
+                  {"ds train_batch_size=10", "'auto'"}},
+        BadConfig{"TrainBatchVsFlags",
+                  R"({"train_batch_size": 32})",
+                  {"--per_device_train_batch_size", "8"},
+                  kInvalid,
+                  {"train_batch_size", "32", "8"}},
+        BadConfig{"AutoFindBatchSizeSkipsHfCheckDeepSpeedAsserts",
+                  R"({"train_batch_size": 10, "train_micro_batch_size_per_gpu": 2,
+                      "gradient_accumulation_steps": 1})",
+                  {"--auto_find_batch_size", "--per_device_train_batch_size", "2"},
+                  kInvalid,
+                  {"train_batch_size", "10 != 2 * 1 * 1"}},
+        BadConfig{"AutoWhereNotAllowed",
+                  R"({"steps_per_print": "auto"})",
+                  {},
+                  kInvalid,
+                  {"steps_per_print"}},
+        BadConfig{"AutoStage",
+                  R"({"zero_optimization": {"stage": "auto"}})",
+                  {},
+                  kInvalid,
+                  {"zero_optimization.stage"}},
+        BadConfig{"OptimizerSectionAndOptim",
+                  R"({"optimizer": {"type": "AdamW", "params": {"lr": "auto"}}})",
+                  {"--optim", "sgd"},
+                  kInvalid,
+                  {"optimizer", "--optim sgd"}},
+        BadConfig{"SchedulerSectionAndType",
+                  R"({"scheduler": {"type": "WarmupLR"}})",
+                  {"--lr_scheduler_type", "cosine"},
+                  kInvalid,
+                  {"scheduler", "--lr_scheduler_type cosine"}},
+        BadConfig{"OffloadOptimizer",
+                  R"({"zero_optimization": {"stage": 2,
+                      "offload_optimizer": {"device": "cpu"}}})",
+                  {},
+                  kNotYet,
+                  {"zero_optimization.offload_optimizer.device"}},
+        BadConfig{"OffloadParamNvme",
+                  R"({"zero_optimization": {"stage": 2,
+                      "offload_param": {"device": "nvme", "nvme_path": "/tmp"}}})",
+                  {},
+                  kNotYet,
+                  {"zero_optimization.offload_param.device"}},
+        BadConfig{"Fp16AndBf16",
+                  R"({"fp16": {"enabled": true}, "bf16": {"enabled": true}})",
+                  {},
+                  kInvalid,
+                  {"ds fp16.enabled=True", "ds bf16.enabled=True"}},
+        BadConfig{"Bf16NotYet",
+                  R"({"bf16": {"enabled": "auto"}})",
+                  {"--bf16"},
+                  kNotYet,
+                  {"bf16.enabled"}},
+        BadConfig{"MisspelledKey",
+                  R"({"zero_optimisation": {"stage": 2}})",
+                  {},
+                  kNotYet,
+                  {"\"zero_optimisation\"", "remove it"}},
+        BadConfig{"UnknownZeroKey",
+                  R"({"zero_optimization": {"stage": 2, "mics_shard_size": 2}})",
+                  {},
+                  kNotYet,
+                  {"zero_optimization.mics_shard_size"}},
+        BadConfig{"OverlapComm",
+                  R"({"zero_optimization": {"stage": 2, "overlap_comm": true}})",
+                  {},
+                  kNotYet,
+                  {"zero_optimization.overlap_comm", "set it to false"}},
+        BadConfig{"CommDataType16",
+                  R"({"communication_data_type": "fp16"})",
+                  {},
+                  kNotYet,
+                  {"communication_data_type"}},
+        BadConfig{"MaxGradNormInOptimizer",
+                  R"({"optimizer": {"type": "AdamW", "params": {"max_grad_norm": 1.0}}})",
+                  {},
+                  kInvalid,
+                  {"optimizer.params.max_grad_norm", "gradient_clipping"}},
+        BadConfig{"UntestedOptimizerWithZero",
+                  R"({"zero_optimization": {"stage": 1},
+                      "optimizer": {"type": "SGD", "params": {"lr": "auto"}}})",
+                  {},
+                  kInvalid,
+                  {"zero_allow_untested_optimizer"}},
+        BadConfig{"OneCycle",
+                  R"({"scheduler": {"type": "OneCycle"}})",
+                  {},
+                  kInvalid,
+                  {"scheduler.type \"OneCycle\""}},
+        BadConfig{"ExplicitClippingVsFlag",
+                  R"({"gradient_clipping": 2.0})",
+                  {"--max_grad_norm", "1.0"},
+                  kInvalid,
+                  {"gradient_clipping", "max_grad_norm"}},
+        BadConfig{"NegativeBucket",
+                  R"({"zero_optimization": {"stage": 2, "reduce_bucket_size": -1}})",
+                  {},
+                  kInvalid,
+                  {"zero_optimization.reduce_bucket_size"}},
+        BadConfig{"AmpWithZero", R"({"amp": {"enabled": true}})", {}, kInvalid, {"amp"}},
+        BadConfig{
+            "NotJson", "{\"zero_optimization\": {\"stage\": 2,}}", {}, kInvalid, {"--deepspeed"}},
+        BadConfig{"MissingFile",
+                  "/nonexistent/ds_config.json",
+                  {},
+                  absl::StatusCode::kNotFound,
+                  {"/nonexistent/ds_config.json"}}),
+    [](const ::testing::TestParamInfo<BadConfig>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace loom::sharding
