@@ -222,6 +222,12 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
           absl::StrCat("train in fp32: set \"enabled\" to false (and drop --", section, ")"));
     }
   }
+  if (args.bf16() || args.fp16()) {
+    // accelerate turns the section on for --bf16 / --fp16 when the config has none.
+    return NotYet(args.bf16() ? "bf16.enabled (--bf16)" : "fp16.enabled (--fp16)",
+                  "DeepSpeed's half-precision training (16-bit weights, fp32 master copy)",
+                  "train in fp32 under --deepspeed (drop the flag)");
+  }
   if (ds.amp.present && enabled(ds.amp.enabled)) {
     return Invalid(
         "amp.enabled: Amp and ZeRO are not currently compatible, and NVIDIA Apex is Python-only; "
@@ -293,6 +299,14 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
                                 " both choose the schedule; remove one of them"));
   }
   return plan;
+}
+
+absl::Status PreCheckDeepSpeed(const args::TrainingArguments& args, int world_size) {
+  if (args.deepspeed().empty()) return absl::OkStatus();
+  // Placeholders: any hidden size gives valid bucket sizes, and a step count far above any
+  // warmup keeps the schedules' step checks for the real count.
+  constexpr int64_t kPlaceholderSteps = int64_t{1} << 40;
+  return PlanDeepSpeed(args, world_size, /*hidden_size=*/1, kPlaceholderSteps).status();
 }
 
 }  // namespace loom::sharding

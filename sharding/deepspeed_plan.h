@@ -67,6 +67,11 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
                                             std::optional<int64_t> hidden_size,
                                             int64_t num_training_steps);
 
+// Everything PlanDeepSpeed checks that does not depend on the model or the step count, for a
+// script to run before it reads any data (hidden-size and step-count "auto" values are filled
+// with placeholders and then discarded). OK without --deepspeed.
+absl::Status PreCheckDeepSpeed(const args::TrainingArguments& args, int world_size);
+
 }  // namespace loom::sharding
 
 #endif  // LOOM_SHARDING_DEEPSPEED_PLAN_H_

@@ -1,12 +1,19 @@
 #include "trainer/flow_callbacks.h"
 
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
 #include <cmath>
 #include <iostream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "args/deepspeed_config.h"
 #include "data/data_loader.h"
 #include "glog/logging.h"
+#include "nlohmann/json.hpp"
 
 namespace loom::trainer {
 namespace {
@@ -179,6 +186,38 @@ absl::Status EarlyStoppingCallback::RestoreState(const Metrics& state) {
         absl::StrCat("stateful_callbacks.EarlyStoppingCallback: ", e.what()));
   }
   return absl::OkStatus();
+}
+
+absl::Status DeepSpeedProgressCallback::OnStepEnd(const Event& e) {
+  if (every_ <= 0 || e.state.global_step % every_ != 0 || !e.state.is_world_process_zero ||
+      e.context.optimizer == nullptr) {
+    return absl::OkStatus();
+  }
+  LOG(INFO) << Line(e.state.global_step, 0, *e.context.optimizer);
+  return absl::OkStatus();
+}
+
+std::string DeepSpeedProgressCallback::Line(int64_t step, int64_t skipped,
+                                            const torch::optim::Optimizer& opt) {
+  nlohmann::ordered_json lrs = nlohmann::ordered_json::array();
+  std::vector<std::string> moms;
+  for (const auto& group : opt.param_groups()) {
+    lrs.push_back(group.options().get_lr());
+    const auto& o = group.options();
+    if (const auto* adamw = dynamic_cast<const torch::optim::AdamWOptions*>(&o)) {
+      moms.push_back(args::PythonStr({std::get<0>(adamw->betas()), std::get<1>(adamw->betas())}));
+    } else if (const auto* adam = dynamic_cast<const torch::optim::AdamOptions*>(&o)) {
+      moms.push_back(args::PythonStr({std::get<0>(adam->betas()), std::get<1>(adam->betas())}));
+    } else if (const auto* sgd = dynamic_cast<const torch::optim::SGDOptions*>(&o)) {
+      moms.push_back(args::PythonStr(sgd->momentum()));
+    }
+  }
+  // Python prints betas as a tuple.
+  for (std::string& m : moms) {
+    if (!m.empty() && m.front() == '[') m = "(" + m.substr(1, m.size() - 2) + ")";
+  }
+  return absl::StrCat("step=", step, ", skipped=", skipped, ", lr=", args::PythonStr(lrs),
+                      ", mom=[", absl::StrJoin(moms, ", "), "]");
 }
 
 }  // namespace loom::trainer

@@ -45,6 +45,22 @@ class PrinterCallback : public TrainerCallback {
   std::ostream* out_;
 };
 
+// DeepSpeed's engine progress line under --deepspeed, every `steps_per_print` optimizer steps
+// on the world's main process: "step=N, skipped=S, lr=[...], mom=[...]" (lr per group; mom the
+// groups' betas, or momentum for SGD; skipped: steps an overflow skipped, none in fp32).
+class DeepSpeedProgressCallback : public TrainerCallback {
+ public:
+  explicit DeepSpeedProgressCallback(int64_t steps_per_print) : every_(steps_per_print) {}
+  std::string Name() const override { return "DeepSpeedProgressCallback"; }
+  absl::Status OnStepEnd(const Event& e) override;
+  void set_steps_per_print(int64_t n) { every_ = n; }
+  // The line for the optimizer as it stands.
+  static std::string Line(int64_t step, int64_t skipped, const torch::optim::Optimizer& opt);
+
+ private:
+  int64_t every_;
+};
+
 class ProgressCallback : public TrainerCallback {
  public:
   // `options` is the template for both bars (output stream, TTY, clock); total and

@@ -22,12 +22,13 @@
 #include "glue/data_files.h"
 #include "glue/tasks.h"
 #include "models/bert/pretrained.h"
+#include "sharding/deepspeed_plan.h"
 #include "trainer/glue_script/preprocess.h"
 #include "trainer/glue_script/synthetic_task.h"
 #include "trainer/parallel_context.h"
+#include "trainer/run_setup.h"
 #include "trainer/script_resume.h"
 #include "trainer/trainer.h"
-#include "trainer/run_setup.h"
 
 namespace loom::trainer {
 namespace {
@@ -268,12 +269,16 @@ absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::Tra
   // errors, e.g. --fp16 on a CPU, stop the run here, before any data is read).
   ASSIGN_OR_RETURN(const RunSetup setup,
                    ResolveRunSetup(t, EnvInt("LOCAL_RANK", 0), EnvInt("WORLD_SIZE", 1)));
+  // A --deepspeed config loom cannot train with stops here too (the Trainer plans it again
+  // with the model's hidden size and the step count).
+  RETURN_IF_ERROR(sharding::PreCheckDeepSpeed(t, EnvInt("WORLD_SIZE", 1)));
   // The thread counts hold from here on (tokenizing too); the Trainer logs them.
   RETURN_IF_ERROR(threads::ApplyThreadPlan(setup.threads));
-  LOG(WARNING) << "Process rank: " << EnvInt("LOCAL_RANK", -1)
-               << ", device: " << setup.device.str() << ", n_gpu: " << (setup.device.is_cuda() ? 1 : 0)
+  LOG(WARNING) << "Process rank: " << EnvInt("LOCAL_RANK", -1) << ", device: " << setup.device.str()
+               << ", n_gpu: " << (setup.device.is_cuda() ? 1 : 0)
                << ", distributed training: " << (EnvInt("WORLD_SIZE", 1) > 1 ? "True" : "False")
-               << ", 16-bits training: " << (setup.precision.policy.SixteenBit() ? "True" : "False");
+               << ", 16-bits training: "
+               << (setup.precision.policy.SixteenBit() ? "True" : "False");
   LOG(INFO) << "Training/evaluation parameters " << args::ToJsonString(t);
   nlohmann::ordered_json model_dict = args::ToDict(m);
   if (m.has_token()) model_dict["token"] = "<TOKEN>";

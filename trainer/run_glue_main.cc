@@ -45,8 +45,9 @@ int main(int argc, char** argv) {
   }
   if (absl::Status s = loom::trainer::RunGlue(model_args, data_args, training_args); !s.ok()) {
     std::cerr << "run_glue: error: " << s.message() << "\n";
-    // Bad arguments (a wrong value, a missing config file) exit 2, as argparse errors do.
-    return absl::IsInvalidArgument(s) || absl::IsNotFound(s) ? 2 : 1;
+    // Bad arguments (a wrong value, a missing config file, a setting loom does not implement)
+    // exit 2, as argparse errors do.
+    return absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsUnimplemented(s) ? 2 : 1;
   }
   return 0;
 }

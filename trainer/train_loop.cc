@@ -168,19 +168,38 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
     state_.logging_steps = AbsoluteSteps(args_.logging_steps(), max_steps);
     state_.eval_steps = AbsoluteSteps(args_.eval_steps(), max_steps);
     state_.save_steps = AbsoluteSteps(args_.save_steps(), max_steps);
+    // --deepspeed: the config resolved against these arguments, this model and step count,
+    // and checked, before the optimizer exists (HF's deepspeed_init).
+    deepspeed_.reset();
+    if (!args_.deepspeed().empty()) {
+      std::optional<int64_t> hidden_size;
+      const std::string model_config = model_->ConfigJson();
+      if (!model_config.empty()) {
+        const auto json = nlohmann::ordered_json::parse(model_config, nullptr, false);
+        if (json.is_object()) hidden_size = args::HiddenSizeOf(json);
+      }
+      ASSIGN_OR_RETURN(deepspeed_, sharding::PlanDeepSpeed(args_, parallel_.world_size(),
+                                                           hidden_size, max_steps));
+      for (const std::string& w : deepspeed_->warnings) LOG(WARNING) << "--deepspeed: " << w;
+      if (is_world_process_zero()) LOG(INFO) << deepspeed_->Echo();
+      if (deepspeed_progress_)
+        deepspeed_progress_->set_steps_per_print(deepspeed_->steps_per_print);
+    }
     RETURN_IF_ERROR(CreateOptimizerAndScheduler(max_steps));
     // The data-parallel strategy, chosen once per run (sharding/create_strategy.h): one
     // process, DDP (rank 0's weights are broadcast), ...
     {
       const std::optional<distributed::ProcessGroup>& pg = parallel_.process_group();
-      ASSIGN_OR_RETURN(strategy_,
-                       sharding::CreateStrategy(sharding::StrategyOptions()
-                                                    .set_args(&args_)
-                                                    .set_model(model_.get())
-                                                    .set_optimizer(optimizer_.get())
-                                                    .set_precision(precision_.get())
-                                                    .set_process_group(pg ? &*pg : nullptr)),
-                       "setting up data parallelism");
+      ASSIGN_OR_RETURN(
+          strategy_,
+          sharding::CreateStrategy(sharding::StrategyOptions()
+                                       .set_args(&args_)
+                                       .set_deepspeed(deepspeed_ ? &*deepspeed_ : nullptr)
+                                       .set_model(model_.get())
+                                       .set_optimizer(optimizer_.get())
+                                       .set_precision(precision_.get())
+                                       .set_process_group(pg ? &*pg : nullptr)),
+          "setting up data parallelism");
       LOG(INFO) << "data parallelism: " << strategy_->Name()
                 << "; model state on this rank: " << strategy_->StateBytes().Describe();
       if (args_.save_strategy() != "no" || resume_folder.has_value()) {
@@ -221,6 +240,15 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
     globalstep_last_logged_ = position_.globalstep_last_logged;
     current_flos_ = position_.current_flos;
     std::optional<double> grad_norm;
+    // The clipping threshold: --max_grad_norm, or under --deepspeed the config's
+    // gradient_clipping (DeepSpeed clips; HF still logs the norm while --max_grad_norm > 0, so
+    // without a threshold it is computed and nothing is clipped: +inf).
+    double clip_threshold = args_.max_grad_norm();
+    if (deepspeed_) {
+      clip_threshold = deepspeed_->gradient_clipping > 0 ? deepspeed_->gradient_clipping
+                       : args_.max_grad_norm() > 0       ? std::numeric_limits<double>::infinity()
+                                                         : 0.0;
+    }
     RETURN_IF_ERROR(callbacks_.OnTrainBegin(args_, state_, control_));
 
     int64_t total_batched_samples = position_.total_batched_samples;
@@ -286,9 +314,9 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
         if (closes_window) {
           // Unscaled (--fp16's GradScaler), then the norm over every shard, clipped; HF logs
           // the last window's norm while max_grad_norm > 0.
-          ASSIGN_OR_RETURN(std::optional<double> norm,
-                           strategy_->ClipGradients(args_.max_grad_norm()), where);
-          if (norm) grad_norm = norm;
+          ASSIGN_OR_RETURN(std::optional<double> norm, strategy_->ClipGradients(clip_threshold),
+                           where);
+          if (norm && args_.max_grad_norm() > 0) grad_norm = norm;
           ASSIGN_OR_RETURN(const bool stepped, strategy_->OptimizerStep(), where);
           // HF: a step the GradScaler skipped (inf/nan gradients) does not step the scheduler.
           if (stepped && !lr_scheduler_->steps_on_metric()) lr_scheduler_->Step();

@@ -18,13 +18,14 @@
 #include "glog/logging.h"
 #include "logging/log_level.h"
 #include "nlohmann/json.hpp"
+#include "optim/deepspeed_optim.h"
 #include "optim/optimizer_factory.h"
 #include "rng/seed.h"
 #include "trainer/flow_callbacks.h"
 #include "trainer/label_smoother.h"
 #include "trainer/neftune.h"
-#include "trainer/tensorboard_callback.h"
 #include "trainer/run_setup.h"
+#include "trainer/tensorboard_callback.h"
 
 namespace loom::trainer {
 
@@ -70,6 +71,13 @@ absl::Status Trainer::Init() {
     }
     ASSIGN_OR_RETURN(model_, options_.model_init(), "model_init");
     if (model_ == nullptr) return absl::InvalidArgumentError("model_init returned no model");
+  }
+  if (!args_.deepspeed().empty() && (optimizer_ != nullptr || lr_scheduler_ != nullptr)) {
+    // HF's Trainer.__init__ refuses the same (spec/deepspeed.md §3.2).
+    return absl::InvalidArgumentError(
+        "Passing `optimizers` is not allowed if Deepspeed or PyTorch FSDP is enabled (--deepspeed "
+        "is set). You should subclass `Trainer` and override the `CreateOptimizerAndScheduler` "
+        "method, or describe them in the config's optimizer and scheduler sections.");
   }
   if (optimizer_ == nullptr && lr_scheduler_ != nullptr) {
     return absl::InvalidArgumentError(
@@ -131,6 +139,11 @@ absl::Status Trainer::Init() {
       return absl::InvalidArgumentError(absl::StrCat(
           "--report_to ", integration, " is not available in loom; use tensorboard or none"));
     }
+  }
+  if (!args_.deepspeed().empty()) {
+    // steps_per_print comes with the plan when Train starts.
+    deepspeed_progress_ = std::make_shared<DeepSpeedProgressCallback>(0);
+    callbacks_.AddCallback(deepspeed_progress_);
   }
   for (auto& cb : options_.callbacks) callbacks_.AddCallback(cb);
   if (args_.disable_tqdm()) {
@@ -291,6 +304,12 @@ absl::Status Trainer::CreateOptimizerAndScheduler(int64_t num_training_steps) {
 
 absl::Status Trainer::CreateOptimizer() {
   if (optimizer_ != nullptr) return absl::OkStatus();
+  if (deepspeed_ && deepspeed_->config.optimizer) {
+    // HF's DummyOptim path: DeepSpeed builds the config's optimizer (spec/deepspeed.md §3.2).
+    ASSIGN_OR_RETURN(optimizer_, optim::CreateDeepSpeedOptimizer(deepspeed_->config, *model_),
+                     "--deepspeed");
+    return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(optimizer_, optim::CreateOptimizer(args_, *model_));
   return absl::OkStatus();
 }
@@ -301,8 +320,14 @@ absl::Status Trainer::CreateScheduler(int64_t num_training_steps) {
     return absl::FailedPreconditionError(
         "CreateScheduler: the optimizer must be set up first (call CreateOptimizer)");
   }
-  ASSIGN_OR_RETURN(lr_scheduler_,
-                   optim::CreateScheduler(args_, optimizer_.get(), num_training_steps));
+  if (deepspeed_ && deepspeed_->config.scheduler) {
+    ASSIGN_OR_RETURN(lr_scheduler_,
+                     optim::CreateDeepSpeedScheduler(deepspeed_->config, optimizer_.get()),
+                     "--deepspeed");
+  } else {
+    ASSIGN_OR_RETURN(lr_scheduler_,
+                     optim::CreateScheduler(args_, optimizer_.get(), num_training_steps));
+  }
   created_lr_scheduler_ = true;
   return absl::OkStatus();
 }

@@ -54,11 +54,13 @@
 #include "optim/lr_scheduler.h"
 #include "precision/policy.h"
 #include "precision/training_precision.h"
-#include "sharding/strategy.h"
-#include "threads/thread_plan.h"
 #include "rng/host_generator.h"
 #include "rng/rng_state.h"
+#include "sharding/deepspeed_plan.h"
+#include "sharding/strategy.h"
+#include "threads/thread_plan.h"
 #include "trainer/callback.h"
+#include "trainer/flow_callbacks.h"
 #include "trainer/memory_tracker.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"
@@ -279,6 +281,10 @@ class Trainer {
   ParallelContext parallel_;
   // Chosen once per Train() (sharding/create_strategy.h): one process, DDP, ...
   std::unique_ptr<sharding::ShardingStrategy> strategy_;
+  // The --deepspeed plan of the run in progress (sharding/deepspeed_plan.h), made when Train
+  // starts; unset without --deepspeed.
+  std::optional<sharding::DeepSpeedPlan> deepspeed_;
+  std::shared_ptr<DeepSpeedProgressCallback> deepspeed_progress_;  // with --deepspeed
   // skip_memory_metrics=false: per-stage memory deltas (spec/trainer.md §1.7).
   std::unique_ptr<MemoryTracker> memory_tracker_;
   // The precision policy's loop pieces (autocast, loss scaling), chosen once in Init.

@@ -53,7 +53,17 @@ expect_refusal() {
 expect_refusal "--deepspeed: DeepSpeed config: cannot open '/nonexistent.json'" --deepspeed /nonexistent.json
 expect_refusal "--deepspeed: DeepSpeed config <inline JSON>: not valid JSON" --deepspeed '{bad'
 expect_refusal "- ds fp16.enabled=True vs hf fp16|fp16_full_eval+fp16_backend(amp)=False" --deepspeed '{"fp16": {"enabled": true}}'
-expect_refusal "--deepspeed is not implemented in loom yet" --bf16 --deepspeed '{"bf16": {"enabled": "auto"}}'
+# --deepspeed configs loom cannot train with (sharding/deepspeed_plan.h), each naming the key.
+expect_refusal "zero_optimization.stage: ZeRO stage 3" --deepspeed '{"zero_optimization": {"stage": 3}}'
+expect_refusal "zero_optimization.stage" --deepspeed '{"zero_optimization": {"stage": 5}}'
+expect_refusal "bf16.enabled" --bf16 --deepspeed '{"bf16": {"enabled": "auto"}}'
+expect_refusal "zero_optimization.offload_optimizer.device" --deepspeed '{"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}'
+expect_refusal "ds train_batch_size=10 vs hf train_batch_size (calculated)=8" --per_device_train_batch_size 8 --deepspeed '{"train_batch_size": 10}'
+expect_refusal "optimizer.type \"Lamb\"" --deepspeed '{"optimizer": {"type": "Lamb"}}'
+expect_refusal "--optim sgd" --optim sgd --deepspeed '{"optimizer": {"type": "AdamW"}}'
+expect_refusal "\"zero_optimisation\"" --deepspeed '{"zero_optimisation": {"stage": 2}}'
+expect_refusal "zero_optimization.overlap_comm" --deepspeed '{"zero_optimization": {"stage": 2, "overlap_comm": true}}'
+expect_refusal "steps_per_print" --deepspeed '{"steps_per_print": "auto"}'
 expect_refusal "At most one of --fp16 and --bf16" --bf16 --fp16
 expect_refusal "--fp16 with --half_precision_backend apex" --fp16 --half_precision_backend apex
 expect_refusal "--fsdp is not implemented in loom yet" --fsdp full_shard
