@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# run_glue --deepspeed (issue 13) under //tools:launch: ZeRO stages 0, 1 and 2 at 2 and 4 ranks,
+# with gradient accumulation 1 and 2 and clipping on (--max_grad_norm 0.05 clips every step),
+# end with weights within 1e-6 of one process training the same global batch, and log the
+# same loss and lr (exactly) and grad_norm (within 1e-6 relative) at every step. The model is
+# the demo's BERT with dropout off (its random draws differ between one and several processes).
+# Also: the config's optimizer and scheduler sections (DeepSpeed's AdamW and WarmupDecayLR)
+# train the same under ZeRO-2 at 2 ranks as at stage 0 in one process, and the config is echoed.
+#   usage: run_glue_deepspeed_test.sh RUN_GLUE LAUNCH COMPARE_SAFETENSORS_PY
+set -euo pipefail
+bin=$1 launch=$2 compare=$3
+T="$TEST_TMPDIR"
+PY=/usr/bin/python3
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+timeout 120 "$bin" --output_dir "$T/m" --max_steps 1 --save_strategy no --report_to none \
+  --disable_tqdm > "$T/m.log" 2>&1 || { cat "$T/m.log"; fail "demo model"; }
+"$PY" - "$T/m/config.json" <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["hidden_dropout_prob"] = 0.0
+c["attention_probs_dropout_prob"] = 0.0
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PYEOF
+COMMON=(--model_name_or_path "$T/m" --task_name sst2 --data_dir "$T/m/synthetic_data" --do_train
+        --max_seq_length 32 --max_steps 4 --logging_steps 1 --save_strategy no --report_to none
+        --disable_tqdm --seed 7 --max_grad_norm 0.05 --learning_rate 1e-3)
+GLOBAL_BATCH=8
+
+# Every step's loss, learning_rate and grad_norm from trainer_state.json's log_history.
+log_lines() {
+  "$PY" - "$1" <<'PYEOF'
+import json, sys
+for e in json.load(open(sys.argv[1]))["log_history"]:
+    if "loss" in e:
+        print(e["step"], e["loss"], e["learning_rate"], e["grad_norm"])
+PYEOF
+}
+same_logs() {  # REF OTHER WHAT
+  "$PY" - "$1" "$2" "$3" <<'PYEOF'
+import json, sys
+def steps(p):
+    return [e for e in json.load(open(p))["log_history"] if "loss" in e]
+a, b, what = steps(sys.argv[1]), steps(sys.argv[2]), sys.argv[3]
+if len(a) != len(b) or not a:
+    sys.exit(f"{what}: {len(a)} vs {len(b)} logged steps")
+for x, y in zip(a, b):
+    if x["loss"] != y["loss"] or x["learning_rate"] != y["learning_rate"]:
+        sys.exit(f"{what}: step {x['step']}: {x} vs {y}")
+    if abs(x["grad_norm"] - y["grad_norm"]) > 1e-6 * abs(x["grad_norm"]):
+        sys.exit(f"{what}: step {x['step']}: grad_norm {x['grad_norm']} vs {y['grad_norm']}")
+PYEOF
+}
+
+for ga in 1 2; do
+  timeout 120 "$bin" --output_dir "$T/ref$ga" --per_device_train_batch_size $GLOBAL_BATCH \
+    --gradient_accumulation_steps $ga "${COMMON[@]}" > "$T/ref$ga.log" 2>&1 ||
+    { cat "$T/ref$ga.log"; fail "single process, GA $ga"; }
+done
+echo "single process (GA 2):"; log_lines "$T/ref2/trainer_state.json"
+
+run() {  # WORLD STAGE GA
+  local world=$1 stage=$2 ga=$3 out="$T/z$1_$2_$3"
+  local config="{\"train_micro_batch_size_per_gpu\": \"auto\", \"gradient_accumulation_steps\": \"auto\", \"gradient_clipping\": \"auto\", \"zero_optimization\": {\"stage\": $stage, \"reduce_bucket_size\": \"auto\"}}"
+  timeout 240 "$launch" --standalone --nproc_per_node "$world" "$bin" --output_dir "$out" \
+    --per_device_train_batch_size $((GLOBAL_BATCH / world)) --gradient_accumulation_steps "$ga" \
+    "${COMMON[@]}" --deepspeed "$config" > "$out.log" 2>&1 ||
+    { cat "$out.log"; fail "$world ranks, stage $stage, GA $ga"; }
+  grep -q "data parallelism: $([[ $stage == 0 ]] && echo DDP || echo "ZeRO-$stage")" "$out.log" ||
+    fail "$world ranks, stage $stage: wrong strategy: $(grep 'data parallelism' "$out.log")"
+  "$PY" "$compare" "$T/ref$ga/model.safetensors" "$out/model.safetensors" 1e-6 ||
+    fail "$world ranks, stage $stage, GA $ga: weights differ from one process"
+  same_logs "$T/ref$ga/trainer_state.json" "$out/trainer_state.json" \
+    "$world ranks, stage $stage, GA $ga" || exit 1
+  echo "ok: $world ranks, ZeRO stage $stage, GA $ga == one process"
+}
+for stage in 0 1 2; do
+  for ga in 1 2; do run 2 $stage $ga; done
+  run 4 $stage 2
+done
+run 4 2 1
+grep -q "DeepSpeedEngine configuration:" "$T/z2_2_1.log" || fail "config not echoed"
+grep -q '"reduce_bucket_size": 4096' "$T/z2_2_1.log" || fail "reduce_bucket_size auto not hidden^2 (64^2)"
+
+# The config's own optimizer and scheduler sections.
+DS_OPT='"optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"}}, "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": "auto", "warmup_num_steps": "auto", "total_num_steps": "auto", "warmup_type": "linear"}}, "steps_per_print": 2'
+timeout 120 "$bin" --output_dir "$T/opt1" --per_device_train_batch_size $GLOBAL_BATCH "${COMMON[@]}" \
+  --weight_decay 0.01 --warmup_steps 2 --deepspeed "{$DS_OPT}" > "$T/opt1.log" 2>&1 || { cat "$T/opt1.log"; fail "DS sections, 1 process"; }
+timeout 240 "$launch" --standalone --nproc_per_node 2 "$bin" --output_dir "$T/opt2" \
+  --per_device_train_batch_size $((GLOBAL_BATCH / 2)) "${COMMON[@]}" --weight_decay 0.01 --warmup_steps 2 \
+  --deepspeed "{$DS_OPT, \"zero_optimization\": {\"stage\": 2}}" > "$T/opt2.log" 2>&1 ||
+  { cat "$T/opt2.log"; fail "DS sections, ZeRO-2 at 2 ranks"; }
+"$PY" "$compare" "$T/opt1/model.safetensors" "$T/opt2/model.safetensors" 1e-6 ||
+  fail "DS sections: ZeRO-2 weights differ from one process"
+same_logs "$T/opt1/trainer_state.json" "$T/opt2/trainer_state.json" "DS sections" || exit 1
+# DeepSpeed's schedule: the first step runs at the optimizer's lr; then linear warmup over 2
+# steps from 0 and a linear decay to 0 at step 4: logged lrs 0, 5e-4, 1e-3, 5e-4.
+lrs=$(log_lines "$T/opt2/trainer_state.json" | awk '{printf "%s ", $3}')
+[[ $lrs == "0.0 0.0005 0.001 0.0005 " ]] || fail "DS WarmupDecayLR lrs: $lrs"
+grep -q "step=2, skipped=0, lr=\[0.0005\], mom=\[(0.9, 0.999)\]" "$T/opt2.log" ||
+  fail "no DeepSpeed progress line: $(grep 'step=' "$T/opt2.log")"
+# The sections differ from HF's optimizer (one group, decay on every parameter): other weights.
+if "$PY" "$compare" "$T/ref1/model.safetensors" "$T/opt1/model.safetensors" 1e-6 > /dev/null; then
+  fail "the config's optimizer section changed nothing"
+fi
+echo "run_glue_deepspeed_test: PASS"
