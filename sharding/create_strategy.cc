@@ -24,8 +24,11 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
     if (plan->stage == 1 || plan->stage == 2) {
       ASSIGN_OR_RETURN(
           std::unique_ptr<ZeroStrategy> zero,
-          ZeroStrategy::Create(
-              ZeroOptions().set_pieces(o).set_stage(plan->stage).set_comm(plan->comm)));
+          ZeroStrategy::Create(ZeroOptions()
+                                   .set_pieces(o)
+                                   .set_stage(plan->stage)
+                                   .set_comm(plan->comm)
+                                   .set_ds_config(plan->config.raw, plan->gradient_clipping)));
       return std::unique_ptr<ShardingStrategy>(std::move(zero));
     }
     if (plan->stage != 0) {

@@ -4,7 +4,7 @@
 // the global gradient norm and clipping, the optimizer step and zero_grad, and the report of
 // the model-state bytes this rank holds. The loop calls it without knowing which scheme it
 // has (no backend if/else in the loop). Implementations: ReplicatedStrategy (one process, or
-// DDP over a process group: every rank holds everything), ZeRO stages (to come).
+// DDP over a process group: every rank holds everything), ZeroStrategy (ZeRO stages 1 and 2).
 //
 // Contract (every implementation; sharding/strategy_conformance.h tests it):
 //   - BeforeForward(closes_window) before each training forward; closes_window is true for the
@@ -24,10 +24,14 @@
 //   - ZeroGrad(): every gradient the strategy keeps is zero (or absent) for the next window.
 //   - StateBytes(): the bytes of model state this rank holds now (parameters, gradients,
 //     optimizer states, fp32 master copies), counted from the tensors themselves.
-//   - CheckCheckpointing(): OK when HF's checkpoint files (the weights, and the optimizer.pt the
-//     saving rank writes) hold this strategy's whole state and a resume restores it; otherwise
-//     an error saying what is missing. The Trainer asks before training when it will save or
-//     resume.
+//   - OwnsOptimizerState(): false when HF's optimizer.pt (written by the saving rank) holds
+//     the optimizer state (replicated strategies); true when the strategy saves and loads it
+//     itself (ZeRO: DeepSpeed's global_stepN/ layout).
+//   - SaveState(folder, info): every rank calls it, after the Trainer's own files are in the
+//     staged checkpoint folder and before it is committed; a strategy that does not own the
+//     optimizer state writes nothing. LoadState(folder) puts the state back at resume (model
+//     weights already loaded; a strategy that does not own the optimizer state does nothing).
+//     ZeRO's files are read whatever world size wrote them (repartitioned for this one).
 //   - Errors (a peer gone, a timeout, parameters without gradients) are Statuses that name the
 //     cause; after an error the strategy may only be destroyed.
 //
@@ -44,6 +48,8 @@
 #ifndef LOOM_SHARDING_STRATEGY_H_
 #define LOOM_SHARDING_STRATEGY_H_
 
+#include <ATen/core/ivalue.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,6 +58,14 @@
 #include "absl/status/statusor.h"
 
 namespace loom::sharding {
+
+// What the Trainer knows that a strategy's checkpoint files record (DeepSpeed's model states
+// file keeps the step counters and the scheduler's state next to the module).
+struct StrategySaveInfo {
+  int64_t global_step = 0;
+  int64_t global_samples = 0;
+  c10::IValue lr_scheduler;  // the scheduler's state_dict(); None when there is none
+};
 
 // Model-state bytes one rank holds (spec/deepspeed.md §7.2 counts the same four parts).
 struct ModelStateBytes {
@@ -78,7 +92,11 @@ class ShardingStrategy {
   virtual absl::StatusOr<bool> OptimizerStep() = 0;
   virtual void ZeroGrad() = 0;
   virtual ModelStateBytes StateBytes() const = 0;
-  virtual absl::Status CheckCheckpointing() const { return absl::OkStatus(); }
+  virtual bool OwnsOptimizerState() const { return false; }
+  virtual absl::Status SaveState(const std::string& folder, const StrategySaveInfo& info) {
+    return absl::OkStatus();
+  }
+  virtual absl::Status LoadState(const std::string& folder) { return absl::OkStatus(); }
 };
 
 }  // namespace loom::sharding

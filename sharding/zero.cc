@@ -2,28 +2,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
+#include "checkpoint/module_state.h"
+#include "checkpoint/optimizer_state.h"
 #include "distributed/collectives.h"
+#include "glog/logging.h"
 #include "sharding/replicated.h"
 
 namespace loom::sharding {
-namespace {
-
-// DeepSpeed's nccl_start_alignment_factor.
-constexpr int64_t kAlignmentFactor = 2;
-
-}  // namespace
-
-int64_t ZeroAlignedNumel(int64_t numel, int world_size) {
-  const int64_t align = kAlignmentFactor * std::max(1, world_size);
-  return (numel + align - 1) / align * align;
-}
-
 absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOptions& o) {
   RETURN_IF_ERROR(o.CheckPieces("ZeroStrategy"));
   if (o.stage != 1 && o.stage != 2) {
@@ -105,12 +98,24 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "partitioning for ZeRO");
   }
+  // The names and shapes of each group's parameters (the checkpoint's param_shapes).
+  std::map<const void*, std::string> names;
+  for (const auto& p : o.model->named_parameters()) {
+    names[p.value().unsafeGetTensorImpl()] = p.key();
+  }
   // 3. The optimizer steps on the partitions (DeepSpeed swaps param_group['params']).
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     std::vector<at::Tensor>& params = o.optimizer->param_groups()[gi].params();
     params.clear();
     if (groups[gi].numel == 0) continue;
     params.push_back(groups[gi].partition);
+    ZeroGroupLayout layout;
+    for (const at::Tensor& p : groups[gi].params) {
+      layout.names.push_back(names[p.unsafeGetTensorImpl()]);
+      layout.shapes.push_back(p.sizes().vec());
+    }
+    layout.numel = groups[gi].numel;
+    strategy->layout_.push_back(std::move(layout));
     strategy->groups_.push_back(std::move(groups[gi]));
   }
   return strategy;
@@ -316,11 +321,70 @@ void ZeroStrategy::ZeroGrad() {
   options_.model->zero_grad();
 }
 
-absl::Status ZeroStrategy::CheckCheckpointing() const {
-  return absl::UnimplementedError(absl::StrCat(
-      Name(),
-      " checkpoints (DeepSpeed's global_stepN/ layout) are not implemented in loom yet: "
-      "train with --save_strategy no and without --resume_from_checkpoint, or without ZeRO"));
+absl::Status ZeroStrategy::SaveState(const std::string& folder, const StrategySaveInfo& info) {
+  ZeroFilesInfo files;
+  files.stage = options_.stage;
+  files.rank = rank();
+  files.world_size = world();
+  files.global_step = info.global_step;
+  files.global_samples = info.global_samples;
+  files.lr_scheduler = info.lr_scheduler;
+  files.ds_config = options_.ds_config;
+  files.clip_grad = options_.gradient_clipping;
+  const std::string tag = ZeroTagName(info.global_step);
+  const std::string dir = folder + "/" + tag;
+  RETURN_IF_ERROR(base::MakeDirs(dir));
+  if (rank() == 0) {
+    checkpoint::NamedTensors frozen;
+    std::vector<std::string> buffer_names;
+    for (const auto& p : options_.model->named_parameters()) {
+      if (!p.value().requires_grad()) frozen.push_back({p.key(), p.value()});
+    }
+    for (const auto& b : options_.model->named_buffers()) buffer_names.push_back(b.key());
+    RETURN_IF_ERROR(WriteZeroModelStates(dir + "/" + kZeroModelStatesFile,
+                                         checkpoint::ModuleStateDict(*options_.model), buffer_names,
+                                         layout_, frozen, files));
+    RETURN_IF_ERROR(base::WriteFileAtomically(folder + "/latest", tag));
+  }
+  std::vector<at::Tensor> partitions;
+  for (const Group& g : groups_) partitions.push_back(g.partition.detach());
+  ASSIGN_OR_RETURN(c10::IValue base, checkpoint::OptimizerStateDict(*options_.optimizer));
+  return WriteZeroOptimStates(dir + "/" + ZeroOptimStatesFile(rank(), /*bf16=*/false), partitions,
+                              layout_, base, files);
+}
+
+absl::Status ZeroStrategy::LoadState(const std::string& folder) {
+  ASSIGN_OR_RETURN(ZeroRankRestore restored, ReadZeroRankState(folder, layout_, rank(), world()));
+  if (restored.saved_world_size != world() && rank() == 0) {
+    LOG(WARNING) << "Resuming a ZeRO checkpoint of " << restored.saved_world_size << " ranks on "
+                 << world() << ": the fp32 weights and the optimizer state are repartitioned";
+  }
+  try {
+    at::NoGradGuard no_grad;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      groups_[g].partition.copy_(restored.partitions[g]);
+    }
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, folder);
+  }
+  RETURN_IF_ERROR_CTX(
+      checkpoint::LoadOptimizerStateDict(*options_.optimizer, restored.optimizer_state),
+      absl::StrCat(folder, "/", restored.tag));
+  // Every rank's parameters from the restored fp32 partitions (DeepSpeed's
+  // load_from_fp32_weights).
+  try {
+    at::NoGradGuard no_grad;
+    for (Group& g : groups_) {
+      if (world() > 1) {
+        RETURN_IF_ERROR(ShareParameters(g.partition.detach(), g.flat_params));
+      } else {
+        g.flat_params.copy_(g.partition.detach());
+      }
+    }
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, folder);
+  }
+  return absl::OkStatus();
 }
 
 ModelStateBytes ZeroStrategy::StateBytes() const {

@@ -33,8 +33,9 @@
 // Communication (ZeroCommOptions): reduction and gathering in buckets of a bounded size,
 // reduce-scatter or all-reduce, all-gather or per-rank broadcasts — all after backward (no
 // overlap with it).
+// Checkpoints: SaveState / LoadState (DeepSpeed's layout, zero_checkpoint.h).
 // Not yet (issue 13): fp16/bf16 half weights with the loss scaler, reduction overlapped with
-// backward (overlap_comm), save / load of the partitioned state.
+// backward (overlap_comm).
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto zero, ZeroStrategy::Create(ZeroOptions().set_stage(2).set_model(m)
@@ -52,9 +53,11 @@
 
 #include "absl/status/statusor.h"
 #include "distributed/process_group.h"
+#include "nlohmann/json.hpp"
 #include "precision/training_precision.h"
 #include "sharding/strategy.h"
 #include "sharding/strategy_pieces.h"
+#include "sharding/zero_checkpoint.h"
 
 namespace loom::sharding {
 
@@ -83,6 +86,9 @@ struct ZeroCommOptions {
 struct ZeroOptions : StrategyPieces<ZeroOptions> {
   int stage = 2;  // 1 or 2
   ZeroCommOptions comm;
+  // Recorded in the checkpoint files (DeepSpeed's ds_config and clip_grad).
+  nlohmann::ordered_json ds_config = nlohmann::ordered_json::object();
+  double gradient_clipping = 0;
 
   ZeroOptions& set_stage(int v) {
     stage = v;
@@ -92,11 +98,12 @@ struct ZeroOptions : StrategyPieces<ZeroOptions> {
     comm = v;
     return *this;
   }
+  ZeroOptions& set_ds_config(const nlohmann::ordered_json& v, double clipping) {
+    ds_config = v;
+    gradient_clipping = clipping;
+    return *this;
+  }
 };
-
-// DeepSpeed's padding of a group's flat buffer: numel rounded up to a multiple of
-// 2 x world_size.
-int64_t ZeroAlignedNumel(int64_t numel, int world_size);
 
 class ZeroStrategy : public ShardingStrategy {
  public:
@@ -117,8 +124,12 @@ class ZeroStrategy : public ShardingStrategy {
   absl::StatusOr<bool> OptimizerStep() override;
   void ZeroGrad() override;
   ModelStateBytes StateBytes() const override;
-  // Unimplemented: the partitions and their optimizer state are not in HF's files yet.
-  absl::Status CheckCheckpointing() const override;
+  // DeepSpeed's global_stepN/ layout (zero_checkpoint.h) inside the checkpoint folder;
+  // LoadState repartitions a checkpoint of any world size for this one.
+  bool OwnsOptimizerState() const override { return true; }
+  absl::Status SaveState(const std::string& folder, const StrategySaveInfo& info) override;
+  absl::Status LoadState(const std::string& folder) override;
+  const std::vector<ZeroGroupLayout>& layout() const { return layout_; }
 
   // Group g's fp32 master partition on this rank (DeepSpeed's
   // single_partition_of_fp32_groups[g]) and its full padded numel.
@@ -152,6 +163,7 @@ class ZeroStrategy : public ShardingStrategy {
   ZeroOptions options_;
   std::optional<distributed::ProcessGroup> pg_;  // a handle on the caller's group
   std::vector<Group> groups_;
+  std::vector<ZeroGroupLayout> layout_;  // groups_'s parameter names and shapes
   bool closing_ = false;
 };
 

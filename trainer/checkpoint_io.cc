@@ -74,6 +74,17 @@ absl::Status LoadOptimizerAndSchedulerFiles(const std::string& dir,
   return checkpoint::LoadSchedulerState(dir + "/" + kSchedulerFile, *scheduler);
 }
 
+int SavedWorldSize(const std::string& dir) {
+  int n = 0;
+  while (std::filesystem::exists(absl::StrCat(dir, "/rng_state_", n, ".pth"))) ++n;
+  if (n == 0 && std::filesystem::exists(dir + "/" + kRngStateFile)) return 1;
+  return n;
+}
+
+absl::Status LoadSchedulerFile(const std::string& dir, optim::LrScheduler* scheduler) {
+  return checkpoint::LoadSchedulerState(dir + "/" + kSchedulerFile, *scheduler);
+}
+
 absl::Status LoadGradScalerFile(const std::string& dir, precision::GradScaler* scaler) {
   const std::string path = dir + "/" + kScalerFile;
   if (!std::filesystem::exists(path)) {

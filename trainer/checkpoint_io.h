@@ -92,6 +92,11 @@ absl::Status LoadModelFiles(const std::string& dir, Model* model);
 absl::Status LoadOptimizerAndSchedulerFiles(const std::string& dir,
                                             torch::optim::Optimizer* optimizer,
                                             optim::LrScheduler* scheduler);
+// How many processes wrote `dir`: the number of rng_state_<r>.pth files (r = 0, 1, ...), 1
+// for a lone rng_state.pth, 0 when there is none (e.g. --save_only_model).
+int SavedWorldSize(const std::string& dir);
+// scheduler.pt alone (the optimizer state came from elsewhere, e.g. ZeRO's files).
+absl::Status LoadSchedulerFile(const std::string& dir, optim::LrScheduler* scheduler);
 // scaler.pt into `scaler`; a folder without one (HF's, or saved without --fp16) leaves the
 // scaler as it is, with a warning.
 absl::Status LoadGradScalerFile(const std::string& dir, precision::GradScaler* scaler);

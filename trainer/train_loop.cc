@@ -202,9 +202,6 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
           "setting up data parallelism");
       LOG(INFO) << "data parallelism: " << strategy_->Name()
                 << "; model state on this rank: " << strategy_->StateBytes().Describe();
-      if (args_.save_strategy() != "no" || resume_folder.has_value()) {
-        RETURN_IF_ERROR(strategy_->CheckCheckpointing());
-      }
     }
 
     // Where this run starts: the beginning, or a checkpoint's exact position (issue 4).
@@ -395,6 +392,18 @@ absl::StatusOr<int64_t> Trainer::InitialTrainBatchSize(
   ASSIGN_OR_RETURN(TrainerState saved,
                    TrainerState::LoadFromJson(*resume_folder + "/" + kTrainerStateFile));
   if (!saved.train_batch_size.has_value()) return configured;
+  // A checkpoint of another number of processes (ZeRO's are read on any): keep its global batch
+  // (HF would keep the per-device one and change the global batch with the world size).
+  const int saved_world = SavedWorldSize(*resume_folder);
+  const int world = parallel_.world_size();
+  if (saved_world > 0 && saved_world != world &&
+      (*saved.train_batch_size * saved_world) % world == 0) {
+    const int64_t per_device = *saved.train_batch_size * saved_world / world;
+    LOG(WARNING) << *resume_folder << " was saved by " << saved_world << " processes with "
+                 << *saved.train_batch_size << " samples each; resuming on " << world << " with "
+                 << per_device << " each, the same global batch";
+    return per_device;
+  }
   if (*saved.train_batch_size != configured) {
     LOG(WARNING) << "Resuming with the checkpoint's per-device train batch size "
                  << *saved.train_batch_size << ", not --per_device_train_batch_size " << configured

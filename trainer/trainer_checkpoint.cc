@@ -102,8 +102,10 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
   contents.state = &state_;
   contents.args = &args_;
   contents.position = &position;
+  const bool strategy_state = !args_.save_only_model() && strategy_->OwnsOptimizerState();
   if (!args_.save_only_model()) {
-    contents.optimizer = optimizer_.get();
+    // A strategy that shards the optimizer state writes it itself (ZeRO: global_stepN/).
+    contents.optimizer = strategy_state ? nullptr : optimizer_.get();
     contents.scheduler = lr_scheduler_.get();
     contents.grad_scaler = precision_->grad_scaler();
     contents.rng = &rng;
@@ -118,9 +120,16 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
     }
   }
   // The folder is committed only if every rank wrote its files.
-  RETURN_IF_ERROR_CTX(parallel_.AgreeOnStatus(WriteCheckpointFiles(staging_dir, contents),
-                                              "writing the checkpoint files"),
-                      final_dir);
+  absl::Status written = WriteCheckpointFiles(staging_dir, contents);
+  if (written.ok() && strategy_state) {
+    sharding::StrategySaveInfo info;
+    info.global_step = state_.global_step;
+    info.global_samples = state_.global_step * args_.gradient_accumulation_steps() *
+                          TrainBatchSize() * parallel_.world_size();
+    if (lr_scheduler_ != nullptr) info.lr_scheduler = lr_scheduler_->StateDict();
+    written = strategy_->SaveState(staging_dir, info);
+  }
+  RETURN_IF_ERROR_CTX(parallel_.AgreeOnStatus(written, "writing the checkpoint files"), final_dir);
   absl::Status committed = absl::OkStatus();
   if (saver) {
     committed = staged->Commit().status();
@@ -160,9 +169,9 @@ absl::StatusOr<std::string> Trainer::ResolveResumeFolder(const ResumeFrom& resum
       LOG(WARNING) << "Not resuming from " << skipped.ToString();
     }
     if (last.path.empty()) {
-      return absl::NotFoundError(absl::StrCat(
-          "resume_from_checkpoint: No valid checkpoint found in output directory (",
-          args_.output_dir(), ")"));
+      return absl::NotFoundError(
+          absl::StrCat("resume_from_checkpoint: No valid checkpoint found in output directory (",
+                       args_.output_dir(), ")"));
     }
     return last.path.string();
   }
@@ -199,13 +208,24 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
   if (args_.restore_callback_states_from_checkpoint()) {
     RETURN_IF_ERROR(RestoreCallbackStates(state_.stateful_callbacks));
   }
-  if (args_.save_only_model() || !std::filesystem::exists(dir + "/" + kOptimizerFile)) {
+  const bool strategy_state = strategy_->OwnsOptimizerState();
+  const char* optimizer_file = strategy_state ? "latest" : kOptimizerFile;
+  if (args_.save_only_model() || !std::filesystem::exists(dir + "/" + optimizer_file)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        dir,
-        " holds only the model (saved with --save_only_model); it cannot be resumed from. "
-        "Start a new run initialised from it instead."));
+        dir, " holds no ", optimizer_file,
+        strategy_state ? " (no DeepSpeed ZeRO optimizer states: saved without ZeRO, or with "
+                         "--save_only_model)"
+                       : " (saved with --save_only_model, or with ZeRO)",
+        "; it cannot be resumed from with this setup. Start a new run initialised from its "
+        "weights instead."));
   }
-  RETURN_IF_ERROR(LoadOptimizerAndSchedulerFiles(dir, optimizer_.get(), lr_scheduler_.get()));
+  if (strategy_state) {
+    // The ZeRO partitions of any world size, repartitioned for this one.
+    RETURN_IF_ERROR(strategy_->LoadState(dir));
+    RETURN_IF_ERROR(LoadSchedulerFile(dir, lr_scheduler_.get()));
+  } else {
+    RETURN_IF_ERROR(LoadOptimizerAndSchedulerFiles(dir, optimizer_.get(), lr_scheduler_.get()));
+  }
   if (precision_->grad_scaler() != nullptr) {
     RETURN_IF_ERROR(LoadGradScalerFile(dir, precision_->grad_scaler()));
   }
@@ -225,6 +245,16 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
                  << files.rng << "): if you are resuming a training saved with a "
                  << "different number of processes, reproducibility is not guaranteed.";
     ASSIGN_OR_RETURN(out.rng, rng::CaptureRngState(generators_));
+    // The epoch's data order is the same on every process (all seed alike): re-create it from
+    // the first process's epoch-start state, so that every rank of the new world size walks
+    // the same order from the same position.
+    for (const std::string& name :
+         {ProcessFiles(0, 2).epoch_start_rng, ProcessFiles(0, 1).epoch_start_rng}) {
+      if (std::filesystem::exists(dir + "/" + name)) {
+        ASSIGN_OR_RETURN(out.epoch_start_rng, rng::LoadRngState(dir + "/" + name));
+        break;
+      }
+    }
     return out;
   }
   ASSIGN_OR_RETURN(out.rng, rng::LoadRngState(dir + "/" + files.rng));

@@ -1,0 +1,369 @@
+#include "sharding/zero_checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/file_util.h"
+#include "base/status_macros.h"
+#include "base/torch_status.h"
+#include "checkpoint/torch_pickle.h"
+
+namespace loom::sharding {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+using c10::IValue;
+
+c10::impl::GenericDict StrDict() {
+  return c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get());
+}
+c10::impl::GenericList AnyList() { return c10::impl::GenericList(c10::AnyType::get()); }
+
+IValue JsonToIValue(const json& j) {
+  switch (j.type()) {
+    case json::value_t::object: {
+      c10::impl::GenericDict d = StrDict();
+      for (const auto& [k, v] : j.items()) d.insert(k, JsonToIValue(v));
+      return d;
+    }
+    case json::value_t::array: {
+      c10::impl::GenericList l = AnyList();
+      for (const json& v : j) l.push_back(JsonToIValue(v));
+      return l;
+    }
+    case json::value_t::string:
+      return j.get<std::string>();
+    case json::value_t::boolean:
+      return j.get<bool>();
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return j.get<int64_t>();
+    case json::value_t::number_float:
+      return j.get<double>();
+    default:
+      return IValue();
+  }
+}
+
+IValue ShapeTuple(const std::vector<int64_t>& shape) {
+  std::vector<IValue> dims(shape.begin(), shape.end());
+  return c10::ivalue::Tuple::create(std::move(dims));
+}
+
+IValue IntList(const std::vector<int64_t>& values) {
+  c10::impl::GenericList l = AnyList();
+  for (int64_t v : values) l.push_back(v);
+  return l;
+}
+
+// Elements of rank r's partition that hold real values (the rest is padding).
+int64_t ValidInPartition(int64_t numel, int64_t part, int rank) {
+  return std::clamp<int64_t>(numel - rank * part, 0, part);
+}
+
+absl::Status Invalid(const std::string& path, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+absl::StatusOr<IValue> Get(const IValue& dict, const std::string& key, const std::string& path) {
+  if (!dict.isGenericDict())
+    return Invalid(path, absl::StrCat("expected a dict holding '", key, "'"));
+  const c10::impl::GenericDict d = dict.toGenericDict();
+  auto it = d.find(key);
+  if (it == d.end()) return Invalid(path, absl::StrCat("no '", key, "' entry"));
+  return it->value();
+}
+
+absl::StatusOr<int64_t> IntOrFirst(const IValue& v, const std::string& what,
+                                   const std::string& path) {
+  if (v.isInt()) return v.toInt();
+  if (v.isList() && v.toListRef().size() > 0 && v.toListRef()[0].isInt()) {
+    int64_t m = 0;
+    for (const IValue& e : v.toListRef()) m = std::max(m, e.toInt());
+    return m;
+  }
+  return Invalid(path, absl::StrCat("'", what, "' is not an int or a list of ints"));
+}
+
+// The optimizer files of a tag folder, by DeepSpeed data-parallel rank.
+absl::StatusOr<std::vector<std::string>> OptimFiles(const std::string& tag_dir) {
+  static const std::regex kName(R"((bf16_)?zero_pp_rank_(\d+)_mp_rank_00_optim_states\.pt)");
+  std::map<int64_t, std::string> by_rank;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(tag_dir, ec)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (std::regex_match(name, m, kName)) by_rank[std::stoll(m[2].str())] = e.path().string();
+  }
+  if (ec) return absl::NotFoundError(absl::StrCat(tag_dir, ": ", ec.message()));
+  std::vector<std::string> files;
+  for (const auto& [r, path] : by_rank) {
+    if (r != static_cast<int64_t>(files.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(tag_dir, ": the optimizer states of rank ", files.size(), " are missing"));
+    }
+    files.push_back(path);
+  }
+  if (files.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("Can't find *_optim_states.pt files in directory ", tag_dir,
+                     " (is it a ZeRO stage 1 or 2 checkpoint written by DeepSpeed or loom?)"));
+  }
+  return files;
+}
+
+absl::Status CheckLayout(const std::string& path, const IValue& model_states,
+                         const std::vector<ZeroGroupLayout>& groups) {
+  ASSIGN_OR_RETURN(IValue shapes, Get(model_states, "param_shapes", path));
+  if (!shapes.isList() || shapes.toListRef().size() != groups.size()) {
+    return Invalid(
+        path, absl::StrCat("param_shapes has ", shapes.isList() ? shapes.toListRef().size() : 0,
+                           " parameter groups but the optimizer has ", groups.size(),
+                           " (a checkpoint of another model or optimizer setup)"));
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const IValue& group = shapes.toListRef()[g];
+    if (!group.isGenericDict()) return Invalid(path, "param_shapes holds a non-dict");
+    const c10::impl::GenericDict d = group.toGenericDict();
+    std::vector<std::string> names;
+    for (const auto& entry : d) names.push_back(entry.key().toStringRef());
+    if (names != groups[g].names) {
+      return Invalid(
+          path, absl::StrCat("parameter group ", g, " holds [", absl::StrJoin(names, ", "),
+                             "] but this model's holds [", absl::StrJoin(groups[g].names, ", "),
+                             "]: the checkpoint is of another model"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int64_t ZeroAlignedNumel(int64_t numel, int world_size) {
+  constexpr int64_t kAlignmentFactor = 2;  // DeepSpeed's nccl_start_alignment_factor
+  const int64_t align = kAlignmentFactor * std::max(1, world_size);
+  return (numel + align - 1) / align * align;
+}
+
+std::string ZeroTagName(int64_t global_step) { return absl::StrCat("global_step", global_step); }
+
+std::string ZeroOptimStatesFile(int dp_rank, bool bf16) {
+  return absl::StrCat(bf16 ? "bf16_" : "", "zero_pp_rank_", dp_rank, "_mp_rank_00_optim_states.pt");
+}
+
+absl::Status WriteZeroModelStates(const std::string& path, const checkpoint::NamedTensors& module,
+                                  const std::vector<std::string>& buffer_names,
+                                  const std::vector<ZeroGroupLayout>& groups,
+                                  const checkpoint::NamedTensors& frozen,
+                                  const ZeroFilesInfo& info) {
+  try {
+    c10::impl::GenericDict d = StrDict();
+    c10::impl::GenericDict mod = StrDict();
+    for (const auto& [name, t] : module) mod.insert(name, t.detach().cpu());
+    d.insert("module", mod);
+    c10::impl::GenericList buffers = AnyList();
+    for (const std::string& b : buffer_names) buffers.push_back(b);
+    d.insert("buffer_names", buffers);
+    d.insert("optimizer", IValue());
+    c10::impl::GenericList param_shapes = AnyList();
+    for (const ZeroGroupLayout& g : groups) {
+      c10::impl::GenericDict shapes = StrDict();
+      for (size_t i = 0; i < g.names.size(); ++i)
+        shapes.insert(g.names[i], ShapeTuple(g.shapes[i]));
+      param_shapes.push_back(shapes);
+    }
+    d.insert("param_shapes", param_shapes);
+    if (info.stage == 2) {
+      c10::impl::GenericDict frozen_shapes = StrDict();
+      c10::impl::GenericDict fragments = StrDict();
+      for (const auto& [name, t] : frozen) {
+        frozen_shapes.insert(name, ShapeTuple(t.sizes().vec()));
+        fragments.insert(name, t.detach().cpu());
+      }
+      d.insert("frozen_param_shapes", frozen_shapes);
+      d.insert("shared_params", StrDict());
+      d.insert("frozen_param_fragments", fragments);
+    } else {
+      d.insert("frozen_param_shapes", IValue());
+      d.insert("shared_params", StrDict());
+      d.insert("frozen_param_fragments", IValue());
+    }
+    d.insert("lr_scheduler", info.lr_scheduler);
+    d.insert("data_sampler", IValue());
+    d.insert("random_ltd", IValue());
+    d.insert("sparse_tensor_module_names", AnyList());
+    d.insert("skipped_steps", int64_t{0});
+    d.insert("global_steps", info.global_step);
+    d.insert("global_samples", info.global_samples);
+    d.insert("dp_world_size", int64_t{info.world_size});
+    d.insert("mp_world_size", int64_t{1});
+    d.insert("ds_config", JsonToIValue(info.ds_config));
+    d.insert("ds_version", std::string(kZeroLayoutVersion));
+    return checkpoint::SavePickle(path, d);
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, path);
+  }
+}
+
+absl::Status WriteZeroOptimStates(const std::string& path,
+                                  const std::vector<at::Tensor>& partitions,
+                                  const std::vector<ZeroGroupLayout>& groups,
+                                  const c10::IValue& base_optimizer_state,
+                                  const ZeroFilesInfo& info) {
+  if (partitions.size() != groups.size()) {
+    return absl::InternalError("WriteZeroOptimStates: one partition per group expected");
+  }
+  try {
+    c10::impl::GenericList fp32 = AnyList();
+    std::vector<int64_t> paddings;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const int64_t part = partitions[g].numel();
+      const int64_t valid = ValidInPartition(groups[g].numel, part, info.rank);
+      fp32.push_back(partitions[g].detach().cpu().slice(0, 0, valid).clone());
+      paddings.push_back(part - valid);
+    }
+    c10::impl::GenericDict osd = StrDict();
+    osd.insert("dynamic_loss_scale", false);
+    osd.insert("overflow", false);
+    osd.insert("clip_grad", info.clip_grad);
+    osd.insert("base_optimizer_state", base_optimizer_state);
+    osd.insert("single_partition_of_fp32_groups", fp32);
+    osd.insert("zero_stage", int64_t{info.stage});
+    osd.insert("group_paddings", IntList(paddings));
+    osd.insert("partition_count", IntList(std::vector<int64_t>(groups.size(), info.world_size)));
+    osd.insert("ds_version", std::string(kZeroLayoutVersion));
+    c10::impl::GenericDict d = StrDict();
+    d.insert("optimizer_state_dict", osd);
+    d.insert("ds_config", JsonToIValue(info.ds_config));
+    d.insert("ds_version", std::string(kZeroLayoutVersion));
+    return checkpoint::SavePickle(path, d);
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, path);
+  }
+}
+
+absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
+                                                  const std::vector<ZeroGroupLayout>& groups,
+                                                  int rank, int world_size) {
+  ZeroRankRestore out;
+  const std::string latest = folder + "/latest";
+  absl::StatusOr<std::string> tag = base::ReadFile(latest);
+  if (!tag.ok()) {
+    return absl::NotFoundError(absl::StrCat(
+        "Unable to find 'latest' file at ", latest,
+        ": the folder holds no DeepSpeed ZeRO checkpoint (saved without --deepspeed, or with "
+        "another stage?); resume it without ZeRO or start a new run"));
+  }
+  out.tag = std::string(absl::StripAsciiWhitespace(*tag));
+  const std::string tag_dir = folder + "/" + out.tag;
+  if (!fs::is_directory(tag_dir)) {
+    return absl::NotFoundError(absl::StrCat("Directory '", tag_dir, "' doesn't exist"));
+  }
+  const std::string model_path = tag_dir + "/" + kZeroModelStatesFile;
+  ASSIGN_OR_RETURN(IValue model_states, checkpoint::LoadPickle(model_path));
+  RETURN_IF_ERROR(CheckLayout(model_path, model_states, groups));
+  ASSIGN_OR_RETURN(std::vector<std::string> files, OptimFiles(tag_dir));
+  const int saved = static_cast<int>(files.size());
+  out.saved_world_size = saved;
+  // Per group: the concatenation over saved ranks of the fp32 partitions, and of each
+  // partitioned state tensor; rank 0's other state values and param_groups.
+  std::vector<std::vector<at::Tensor>> fp32(groups.size());
+  std::vector<std::map<std::string, std::vector<at::Tensor>>> parted(groups.size());
+  IValue first_base;
+  try {
+    for (int r = 0; r < saved; ++r) {
+      const std::string& path = files[r];
+      ASSIGN_OR_RETURN(IValue file, checkpoint::LoadPickle(path));
+      ASSIGN_OR_RETURN(IValue osd, Get(file, "optimizer_state_dict", path));
+      ASSIGN_OR_RETURN(IValue stage_v, Get(osd, "zero_stage", path));
+      if (stage_v.isInt() && stage_v.toInt() > 2) {
+        return Invalid(path, "a ZeRO stage 3 checkpoint; loom resumes stages 1 and 2");
+      }
+      ASSIGN_OR_RETURN(IValue count_v, Get(osd, "partition_count", path));
+      ASSIGN_OR_RETURN(const int64_t count, IntOrFirst(count_v, "partition_count", path));
+      if (count != saved) {
+        return Invalid(path, absl::StrCat("Expected ", count, " of '*_optim_states.pt' under '",
+                                          tag_dir, "' but found ", saved, " files"));
+      }
+      ASSIGN_OR_RETURN(IValue singles, Get(osd, "single_partition_of_fp32_groups", path));
+      if (!singles.isList() || singles.toListRef().size() != groups.size()) {
+        return Invalid(path, "single_partition_of_fp32_groups does not hold one tensor per group");
+      }
+      ASSIGN_OR_RETURN(IValue base, Get(osd, "base_optimizer_state", path));
+      if (r == 0) first_base = base;
+      ASSIGN_OR_RETURN(IValue state, Get(base, "state", path));
+      if (!state.isGenericDict()) return Invalid(path, "base_optimizer_state.state is not a dict");
+      const c10::impl::GenericDict state_d = state.toGenericDict();
+      for (size_t g = 0; g < groups.size(); ++g) {
+        const IValue& t = singles.toListRef()[g];
+        if (!t.isTensor())
+          return Invalid(path, "single_partition_of_fp32_groups holds a non-tensor");
+        const at::Tensor part_t = t.toTensor().to(at::kFloat).reshape({-1});
+        fp32[g].push_back(part_t);
+        auto it = state_d.find(static_cast<int64_t>(g));
+        if (it == state_d.end() || !it->value().isGenericDict()) continue;
+        const int64_t part_numel = ZeroAlignedNumel(groups[g].numel, saved) / saved;
+        for (const auto& entry : it->value().toGenericDict()) {
+          if (entry.value().isTensor() && entry.value().toTensor().numel() == part_numel &&
+              part_numel > 1) {
+            parted[g][entry.key().toStringRef()].push_back(entry.value().toTensor().reshape({-1}));
+          }
+        }
+      }
+    }
+    // Repartitioned for this world size.
+    const c10::impl::GenericDict old_state = first_base.toGenericDict().at("state").toGenericDict();
+    c10::impl::GenericDict new_state(c10::IntType::get(), c10::AnyType::get());
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const int64_t numel = groups[g].numel;
+      const int64_t padded = ZeroAlignedNumel(numel, world_size);
+      const int64_t part = padded / world_size;
+      const auto repartition = [&](const std::vector<at::Tensor>& pieces,
+                                   const std::string& what) -> absl::StatusOr<at::Tensor> {
+        const at::Tensor full = at::cat(pieces);
+        if (full.numel() < numel) {
+          return Invalid(tag_dir, absl::StrCat(what, " of group ", g, " holds ", full.numel(),
+                                               " elements for ", numel, " parameters"));
+        }
+        at::Tensor padded_full = at::zeros({padded}, full.options());
+        padded_full.slice(0, 0, numel).copy_(full.slice(0, 0, numel));
+        return padded_full.slice(0, rank * part, (rank + 1) * part).clone();
+      };
+      ASSIGN_OR_RETURN(at::Tensor mine, repartition(fp32[g], "single_partition_of_fp32_groups"));
+      out.partitions.push_back(mine);
+      auto it = old_state.find(static_cast<int64_t>(g));
+      if (it == old_state.end()) continue;
+      c10::impl::GenericDict entry = StrDict();
+      for (const auto& kv : it->value().toGenericDict()) {
+        const std::string key = kv.key().toStringRef();
+        auto p = parted[g].find(key);
+        if (p != parted[g].end()) {
+          if (static_cast<int>(p->second.size()) != saved) {
+            return Invalid(tag_dir, absl::StrCat("optimizer state '", key, "' of group ", g,
+                                                 " is not partitioned on every rank"));
+          }
+          ASSIGN_OR_RETURN(at::Tensor slice, repartition(p->second, key));
+          entry.insert(key, slice);
+        } else {
+          entry.insert(key, kv.value());
+        }
+      }
+      new_state.insert(static_cast<int64_t>(g), entry);
+    }
+    c10::impl::GenericDict sd = StrDict();
+    sd.insert("state", new_state);
+    sd.insert("param_groups", first_base.toGenericDict().at("param_groups"));
+    out.optimizer_state = sd;
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, tag_dir);
+  }
+  return out;
+}
+
+}  // namespace loom::sharding

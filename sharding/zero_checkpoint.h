@@ -1,0 +1,110 @@
+// ZeRO-1/2 checkpoint files in DeepSpeed 0.13.5's layout (spec/deepspeed.md §6.2; the verified
+// details are in deepspeed_checkpoint_layout.md next to this file), written into HF's
+// checkpoint-N/ folder and read back for a resume on any number of ranks.
+//
+// Files (every .pt a torch.save zip archive Python's torch.load reads; only plain Python types
+// inside — dicts, lists, tuples, ints, floats, strings, None, tensors — so neither DeepSpeed
+// nor its classes are needed to read them):
+//   latest                                        "global_stepN" (no newline; rank 0)
+//   global_stepN/mp_rank_00_model_states.pt       rank 0: module (the full state dict),
+//       buffer_names, optimizer None, param_shapes (per group: name -> shape tuple, flat
+//       order), frozen_param_shapes / frozen_param_fragments (stage 2; None for stage 1),
+//       shared_params {}, lr_scheduler, data_sampler None, random_ltd None,
+//       sparse_tensor_module_names [], skipped_steps, global_steps, global_samples,
+//       dp_world_size, mp_world_size 1, ds_config (the resolved config), ds_version
+//   global_stepN/[bf16_]zero_pp_rank_R_mp_rank_00_optim_states.pt   every rank R:
+//       {optimizer_state_dict: {dynamic_loss_scale False, overflow False, clip_grad,
+//        base_optimizer_state (torch's state_dict of the optimizer over the padded partitions),
+//        single_partition_of_fp32_groups (the rank's fp32 master partitions with the padding
+//        cut off), zero_stage (an int, as zero_to_fp32 compares it), group_paddings,
+//        partition_count, ds_version}, ds_config, ds_version}
+//   What is left out: DeepSpeed's LossScaler object (fp32 has none to restore; DeepSpeed reads
+//   it with .get) and param_slice_mappings (fragment_address objects, only used by DeepSpeed's
+//   universal-checkpoint tooling).
+//
+// ReadZeroRankState(folder, layout, rank, world) reads `latest` and every rank's optimizer file
+// of that tag, whatever world size N wrote them: each group's fp32 weights and partitioned
+// optimizer state tensors (those with the partition's numel) are concatenated in rank order,
+// cut to the group's true numel, padded for `world` and sliced for `rank`; other state values
+// (the step) and the param_groups come from rank 0's file. Errors name the file: a missing
+// `latest` or tag folder, a wrong number of optimizer files (partition_count), a checkpoint of
+// another model (param_shapes differ from `layout`), a stage-3 checkpoint.
+//
+// Example:
+//   RETURN_IF_ERROR(WriteZeroOptimStates(dir + "/" + ZeroOptimStatesFile(rank, false), ...));
+//   ASSIGN_OR_RETURN(ZeroRankRestore r, ReadZeroRankState(folder, layout, rank, world));
+#ifndef LOOM_SHARDING_ZERO_CHECKPOINT_H_
+#define LOOM_SHARDING_ZERO_CHECKPOINT_H_
+
+#include <ATen/ATen.h>
+#include <ATen/core/ivalue.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "checkpoint/named_tensors.h"
+#include "nlohmann/json.hpp"
+
+namespace loom::sharding {
+
+// The version string written as ds_version: the DeepSpeed release whose layout loom writes.
+inline constexpr char kZeroLayoutVersion[] = "0.13.5+loom";
+
+// DeepSpeed's padding of a group's flat buffer: numel rounded up to a multiple of
+// 2 x world_size (nccl_start_alignment_factor x dp size).
+int64_t ZeroAlignedNumel(int64_t numel, int world_size);
+
+// One optimizer group's trainable parameters in flat-buffer order.
+struct ZeroGroupLayout {
+  std::vector<std::string> names;
+  std::vector<std::vector<int64_t>> shapes;
+  int64_t numel = 0;  // unpadded
+};
+
+struct ZeroFilesInfo {
+  int stage = 2;
+  int rank = 0;
+  int world_size = 1;
+  int64_t global_step = 0;
+  int64_t global_samples = 0;
+  c10::IValue lr_scheduler;  // None when absent
+  nlohmann::ordered_json ds_config = nlohmann::ordered_json::object();
+  double clip_grad = 0;
+  bool bf16 = false;  // the optimizer files get DeepSpeed's bf16_ prefix
+};
+
+std::string ZeroTagName(int64_t global_step);  // "global_step<N>"
+inline constexpr char kZeroModelStatesFile[] = "mp_rank_00_model_states.pt";
+std::string ZeroOptimStatesFile(int dp_rank, bool bf16);
+
+// `module`: the full state dict (parameters and persistent buffers, state_dict order);
+// `frozen`: the parameters that do not require grad.
+absl::Status WriteZeroModelStates(const std::string& path, const checkpoint::NamedTensors& module,
+                                  const std::vector<std::string>& buffer_names,
+                                  const std::vector<ZeroGroupLayout>& groups,
+                                  const checkpoint::NamedTensors& frozen,
+                                  const ZeroFilesInfo& info);
+// `partitions`: this rank's padded fp32 master partition per group; `base_optimizer_state`:
+// checkpoint::OptimizerStateDict of the optimizer that steps on them.
+absl::Status WriteZeroOptimStates(const std::string& path,
+                                  const std::vector<at::Tensor>& partitions,
+                                  const std::vector<ZeroGroupLayout>& groups,
+                                  const c10::IValue& base_optimizer_state,
+                                  const ZeroFilesInfo& info);
+
+struct ZeroRankRestore {
+  std::vector<at::Tensor> partitions;  // per group: this rank's padded fp32 partition
+  c10::IValue optimizer_state;         // torch layout over those partitions
+  int saved_world_size = 0;
+  std::string tag;
+};
+absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& checkpoint_folder,
+                                                  const std::vector<ZeroGroupLayout>& groups,
+                                                  int rank, int world_size);
+
+}  // namespace loom::sharding
+
+#endif  // LOOM_SHARDING_ZERO_CHECKPOINT_H_
