@@ -3,15 +3,13 @@
 // storage sharing) must be read together; splitting the opcode switch would scatter them.
 #include "checkpoint/python_unpickler.h"
 
-#include <algorithm>
-#include <iterator>
-#include <utility>
-
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -252,6 +250,18 @@ absl::Status Machine::Reduce() {
     return Push(args[0]);
   }
   if (f == "torch.Size" && args.size() == 1 && args[0].isTuple()) return Push(args[0]);
+  // What LibTorch's own pickler (torch::pickle_save) adds around typed containers: a type tag
+  // on dicts and lists (restore_type_tag(obj, "Dict[str, Any]")) and builders of typed lists.
+  if (f == "torch.jit._pickle.restore_type_tag" && args.size() == 2 && args[1].isString() &&
+      (args[0].isGenericDict() || args[0].isList())) {
+    return Push(args[0]);
+  }
+  if ((f == "torch.jit._pickle.build_intlist" || f == "torch.jit._pickle.build_doublelist" ||
+       f == "torch.jit._pickle.build_boollist" || f == "torch.jit._pickle.build_tensorlist" ||
+       f == "torch.jit._pickle.build_genericlist") &&
+      args.size() == 1 && args[0].isList()) {
+    return Push(args[0]);
+  }
   if ((f == "__builtin__.set" || f == "builtins.set") && args.size() <= 1) {
     if (args.empty()) return Push(c10::impl::GenericList(c10::AnyType::get()));
     if (args[0].isList()) return Push(args[0]);
@@ -264,8 +274,8 @@ absl::Status Machine::Reduce() {
     for (const auto& [name, value] : kZeroStages) {
       if (args[1].toStringRef() == name) return Push(IValue(int64_t{value}));
     }
-    return PickleError(op_at_, absl::StrCat("unknown ", kZeroStageEnum, " member '",
-                                            args[1].toStringRef(), "'"));
+    return PickleError(
+        op_at_, absl::StrCat("unknown ", kZeroStageEnum, " member '", args[1].toStringRef(), "'"));
   }
   if (f == kZeroStageEnum && args.size() == 1 && args[0].isInt()) return Push(args[0]);
   if (f == "torch.device" && !args.empty() && args[0].isString()) {

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
+#include <torch/serialize.h>
 
 #include <cstring>
 #include <map>
@@ -287,6 +288,33 @@ TEST(UnpickleTorchSaveTest, ReadsStoragesFromTheArchive) {
   EXPECT_THAT(
       UnpickleTorchSave(std::string("PK\x03\x04garbage", 11)),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("reading the torch.save archive: ")));
+}
+
+// LibTorch's own pickler (what loom's ZeRO checkpoint files go through) tags typed dicts and
+// lists with torch.jit._pickle.restore_type_tag; the reader takes the object as it is.
+TEST(UnpickleTorchSaveTest, ReadsWhatLibTorchsPicklerWrites) {
+  c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+  c10::impl::GenericList l(c10::AnyType::get());
+  l.push_back(int64_t{3});
+  l.push_back(at::tensor({1.0f, 2.0f}));
+  d.insert("list", l);
+  d.insert("shape", c10::ivalue::Tuple::create({int64_t{2}, int64_t{5}}));
+  c10::impl::GenericDict inner(c10::IntType::get(), c10::AnyType::get());
+  inner.insert(int64_t{0}, std::string("x"));
+  d.insert("inner", inner);
+  d.insert("none", c10::IValue());
+  const std::vector<char> bytes = torch::pickle_save(d);
+  ASSERT_OK_AND_ASSIGN(c10::IValue v,
+                       UnpickleTorchSave(absl::string_view(bytes.data(), bytes.size())));
+  ASSERT_TRUE(v.isGenericDict());
+  const auto out = v.toGenericDict();
+  const auto& list = out.at("list").toListRef();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].toInt(), 3);
+  EXPECT_TRUE(at::equal(list[1].toTensor(), at::tensor({1.0f, 2.0f})));
+  EXPECT_EQ(out.at("shape").toTupleRef().elements()[1].toInt(), 5);
+  EXPECT_EQ(out.at("inner").toGenericDict().at(int64_t{0}).toStringRef(), "x");
+  EXPECT_TRUE(out.at("none").isNone());
 }
 
 }  // namespace
