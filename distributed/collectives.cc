@@ -40,16 +40,26 @@ at::Tensor ForBackend(const ProcessGroup& pg, const at::Tensor& t) {
   return t.to(pg.comm_device()).contiguous();
 }
 
+// Gloo (LibTorch 1.13) has no bfloat16: collectives that only move bytes see bf16 tensors as
+// float16 of the same bits (Gloo only copies them; it has no int16 either); other tensors as
+// they are.
+bool BitsOnly(const ProcessGroup& pg, const at::Tensor& t) {
+  return t.scalar_type() == at::kBFloat16 && pg.backend_name() == "gloo";
+}
+at::Tensor Wire(const ProcessGroup& pg, const at::Tensor& t) {
+  return BitsOnly(pg, t) ? t.view(at::kHalf) : t;
+}
+
 absl::Status AllGatherRaw(ProcessGroup& pg, const at::Tensor& tensor, std::vector<at::Tensor>& out,
                           absl::string_view what) {
   out.clear();
   try {
     const at::Tensor input = ForBackend(pg, tensor);
     for (int r = 0; r < pg.world_size(); ++r) out.push_back(at::empty_like(input));
-    std::vector<std::vector<at::Tensor>> outputs = {out};
-    std::vector<at::Tensor> inputs = {input};
+    std::vector<std::vector<at::Tensor>> outputs = {{}};
+    for (const at::Tensor& o : out) outputs[0].push_back(Wire(pg, o));
+    std::vector<at::Tensor> inputs = {Wire(pg, input)};
     pg.backend().allgather(outputs, inputs)->wait();
-    out = outputs[0];
     for (at::Tensor& o : out) o = o.to(tensor.device());
   } catch (const std::exception& e) {
     return CollectiveFailure(e, what, pg);
@@ -112,6 +122,8 @@ absl::Status AllReduce(ProcessGroup& pg, at::Tensor& tensor, ReduceOp op) {
   }
   try {
     at::Tensor work_tensor = ForBackend(pg, tensor);
+    // Gloo cannot add bf16: the sum runs in fp32 and is rounded back once.
+    if (BitsOnly(pg, work_tensor)) work_tensor = work_tensor.to(at::kFloat);
     std::vector<at::Tensor> tensors = {work_tensor};
     ::c10d::AllreduceOptions options;
     options.reduceOp = ::c10d::ReduceOp::SUM;
@@ -131,7 +143,7 @@ absl::Status Broadcast(ProcessGroup& pg, at::Tensor& tensor, int src_rank) {
   }
   try {
     at::Tensor work_tensor = ForBackend(pg, tensor);
-    std::vector<at::Tensor> tensors = {work_tensor};
+    std::vector<at::Tensor> tensors = {Wire(pg, work_tensor)};
     ::c10d::BroadcastOptions options;
     options.rootRank = src_rank;
     pg.backend().broadcast(tensors, options)->wait();
@@ -188,9 +200,11 @@ absl::Status AllGatherInto(ProcessGroup& pg, const at::Tensor& input, at::Tensor
   }
   try {
     std::vector<at::Tensor> slices;
-    for (int r = 0; r < pg.world_size(); ++r) slices.push_back(flat.slice(0, r * n, (r + 1) * n));
+    for (int r = 0; r < pg.world_size(); ++r) {
+      slices.push_back(Wire(pg, flat.slice(0, r * n, (r + 1) * n)));
+    }
     std::vector<std::vector<at::Tensor>> outputs = {slices};
-    std::vector<at::Tensor> inputs = {input.contiguous().view({-1})};
+    std::vector<at::Tensor> inputs = {Wire(pg, input.contiguous().view({-1}))};
     pg.backend().allgather(outputs, inputs)->wait();
   } catch (const std::exception& e) {
     return CollectiveFailure(e, "AllGatherInto", pg);
@@ -229,8 +243,8 @@ absl::Status ReduceScatterSum(ProcessGroup& pg, at::Tensor& flat, at::Tensor& ou
     const int next = (rank + 1) % world;
     const int prev = (rank + world - 1) % world;
     for (int s = 0; s < world - 1; ++s) {
-      std::vector<at::Tensor> send = {piece(rank - s - 1 + 2 * world)};
-      std::vector<at::Tensor> recv = {incoming};
+      std::vector<at::Tensor> send = {Wire(pg, piece(rank - s - 1 + 2 * world))};
+      std::vector<at::Tensor> recv = {Wire(pg, incoming)};
       auto recv_work = pg.backend().recv(recv, prev, /*tag=*/s);
       auto send_work = pg.backend().send(send, next, /*tag=*/s);
       try {

@@ -27,6 +27,9 @@
 //   - BroadcastString(s, src): every rank ends with rank `src`'s string (any bytes).
 //   - CollectiveFailure(e, what, pg): the Status above for a c10d exception `e` thrown by
 //     collective `what` (for code that drives the backend directly, e.g. DDP's reducer).
+//   - bfloat16 over Gloo (which has no bf16 in LibTorch 1.13): broadcasts, gathers and the
+//     reduce-scatter ring move the bits as float16 (the ring adds in bf16, as NCCL would);
+//     AllReduce sums in fp32 and rounds back once.
 //   - Non-contiguous inputs are handled (a contiguous copy is sent / written back), and so are
 //     tensors on another device than the group's (ProcessGroup::comm_device(): NCCL's CUDA
 //     device for small CPU metadata, say): they travel through a copy there and back.

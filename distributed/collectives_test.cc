@@ -95,8 +95,8 @@ int RunCollectives(int rank, int n, int port) {
   at::Tensor flat = at::full({3 * n}, -1.0f);
   CHILD_CHECK_OK(AllGatherInto(pg, piece, flat));
   for (int r = 0; r < n; ++r) {
-    CHILD_CHECK(at::equal(flat.slice(0, 3 * r, 3 * r + 3),
-                          at::tensor({r + 0.0f, r + 0.5f, r + 0.25f})));
+    CHILD_CHECK(
+        at::equal(flat.slice(0, 3 * r, 3 * r + 3), at::tensor({r + 0.0f, r + 0.5f, r + 0.25f})));
   }
   at::Tensor short_flat = at::zeros({3 * n - 1});
   CHILD_CHECK(AllGatherInto(pg, piece, short_flat).code() == absl::StatusCode::kInvalidArgument);
@@ -107,11 +107,37 @@ int RunCollectives(int rank, int n, int port) {
   at::Tensor mine_sum = at::zeros({2}, at::kDouble);
   CHILD_CHECK_OK(ReduceScatterSum(pg, contrib, mine_sum));
   const double tri = n * (n + 1) / 2.0;
-  CHILD_CHECK(at::equal(mine_sum, at::tensor({tri * (2 * rank + 1), tri * (2 * rank + 2)},
-                                             at::kDouble)));
+  CHILD_CHECK(
+      at::equal(mine_sum, at::tensor({tri * (2 * rank + 1), tri * (2 * rank + 2)}, at::kDouble)));
   at::Tensor uneven = at::zeros({2 * n + 1}, at::kDouble);
-  CHILD_CHECK(ReduceScatterSum(pg, uneven, mine_sum).code() ==
-              absl::StatusCode::kInvalidArgument);
+  CHILD_CHECK(ReduceScatterSum(pg, uneven, mine_sum).code() == absl::StatusCode::kInvalidArgument);
+
+  // bfloat16 (Gloo has none): broadcast, gather and the reduce-scatter ring move the bits;
+  // values with few significant bits stay exact. AllReduce sums in fp32: 1 + ... + n.
+  at::Tensor hb = rank == 0 ? at::tensor({1.5f, -3.0f, 0.125f}).to(at::kBFloat16)
+                            : at::zeros({3}, at::kBFloat16);
+  CHILD_CHECK_OK(Broadcast(pg, hb));
+  CHILD_CHECK(at::equal(hb, at::tensor({1.5f, -3.0f, 0.125f}).to(at::kBFloat16)));
+  at::Tensor hpiece = at::full({2}, rank + 0.5f).to(at::kBFloat16);
+  at::Tensor hflat = at::zeros({2 * n}, at::kBFloat16);
+  CHILD_CHECK_OK(AllGatherInto(pg, hpiece, hflat));
+  for (int r = 0; r < n; ++r) {
+    CHILD_CHECK(
+        at::equal(hflat.slice(0, 2 * r, 2 * r + 2), at::full({2}, r + 0.5f).to(at::kBFloat16)));
+  }
+  absl::StatusOr<std::vector<at::Tensor>> hall = AllGather(pg, hpiece);
+  CHILD_CHECK_OK(hall.status());
+  CHILD_CHECK(at::equal((*hall)[n - 1], at::full({2}, n - 0.5f).to(at::kBFloat16)));
+  at::Tensor hcontrib = ((at::arange(2 * n, at::kFloat) + 1) * (rank + 1)).to(at::kBFloat16);
+  at::Tensor hsum = at::zeros({2}, at::kBFloat16);
+  CHILD_CHECK_OK(ReduceScatterSum(pg, hcontrib, hsum));
+  CHILD_CHECK(at::equal(
+      hsum,
+      at::tensor({tri * (2 * rank + 1), tri * (2 * rank + 2)}, at::kFloat).to(at::kBFloat16)));
+  at::Tensor hred = at::full({2}, static_cast<float>(rank + 1)).to(at::kBFloat16);
+  CHILD_CHECK_OK(AllReduce(pg, hred, ReduceOp::kSum));
+  CHILD_CHECK(hred.scalar_type() == at::kBFloat16 &&
+              at::equal(hred, at::full({2}, static_cast<float>(tri)).to(at::kBFloat16)));
 
   CHILD_CHECK_OK(Barrier(pg));
   return 0;

@@ -4,10 +4,11 @@ namespace loom::precision {
 
 absl::StatusOr<std::unique_ptr<TrainingPrecision>> TrainingPrecision::Create(
     const PrecisionPolicy& policy) {
-  if (policy.mode == PrecisionMode::kHalfWeights) {
+  if (policy.mode == PrecisionMode::kHalfWeights && policy.deepspeed_scaler &&
+      policy.deepspeed_scaler->half) {
     return absl::UnimplementedError(
-        "half-precision weights with fp32 master weights (DeepSpeed's fp16/bf16 sections) are "
-        "driven by the sharding strategies, not by the plain training loop");
+        "--deepspeed: fp16 weights with DeepSpeed's loss scaler are not implemented in loom "
+        "yet (bf16 is); use the bf16 section");
   }
   std::optional<GradScaler> scaler;
   if (policy.grad_scaler) {

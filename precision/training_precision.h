@@ -5,8 +5,9 @@
 // unscaled before clipping, the optimizer step skipped on inf/nan and the scale updated.
 //
 // Contract:
-//   - Create(policy): kFp32 and kAutocast; kHalfWeights (DeepSpeed's path) is Unimplemented here
-//     — the sharding strategies drive precision/master_weights.h themselves.
+//   - Create(policy): kFp32, kAutocast, and kHalfWeights in bf16 (DeepSpeed's bf16: no
+//     autocast and no loss scaling here — the ZeRO strategy keeps the fp32 master weights);
+//     fp16 weights (DeepSpeed's loss scaler) are Unimplemented.
 //   - ForwardAutocast(): the autocast spec around the model's forward (accelerate wraps
 //     model.forward with it); LossAutocast(): the one around the whole loss computation (HF's
 //     compute_loss_context_manager: only cpu_amp has one). nullopt: none. Backward runs outside

@@ -82,11 +82,22 @@ TEST(TrainingPrecisionTest, ResetStepForgetsAStepAnErrorLeftHalfDone) {
   EXPECT_TRUE(stepped);
 }
 
-TEST(TrainingPrecisionTest, HalfWeightsBelongToTheStrategies) {
+// DeepSpeed's bf16: no autocast, no loss scaling in the loop (the ZeRO strategy keeps the fp32
+// masters); fp16 weights with DeepSpeed's loss scaler are not implemented.
+TEST(TrainingPrecisionTest, HalfWeights) {
   PrecisionPolicy p;
   p.mode = PrecisionMode::kHalfWeights;
-  EXPECT_THAT(TrainingPrecision::Create(p), StatusIs(absl::StatusCode::kUnimplemented,
-                                                     ::testing::HasSubstr("sharding")));
+  p.compute_dtype = at::kBFloat16;
+  p.deepspeed_scaler = LossScalerOptions{.dynamic = false, .init_scale = 1.0, .half = false};
+  ASSERT_OK_AND_ASSIGN(auto tp, TrainingPrecision::Create(p));
+  EXPECT_FALSE(tp->ForwardAutocast().has_value());
+  const at::Tensor loss = at::tensor({2.5f}).to(at::kBFloat16);
+  EXPECT_TRUE(tp->ScaleLoss(loss).is_same(loss));
+  EXPECT_EQ(tp->OutputToFp32(loss).scalar_type(), at::kBFloat16);
+  p.compute_dtype = at::kHalf;
+  p.deepspeed_scaler = LossScalerOptions();
+  EXPECT_THAT(TrainingPrecision::Create(p),
+              StatusIs(absl::StatusCode::kUnimplemented, ::testing::HasSubstr("fp16")));
 }
 
 }  // namespace

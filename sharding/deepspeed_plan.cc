@@ -212,30 +212,45 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
         "bf16.enabled, fp16.enabled: bfloat16 and fp16 modes cannot be simultaneously enabled; "
         "enable one");
   }
-  for (const auto& [section, on] :
-       {std::pair{"fp16", ds.fp16.present && enabled(ds.fp16.enabled)},
-        std::pair{"bf16", ds.bf16.present && enabled(ds.bf16.enabled)}}) {
-    if (on) {
-      return NotYet(
-          absl::StrCat(section, ".enabled"),
-          "DeepSpeed's half-precision training (16-bit weights, fp32 master copy)",
-          absl::StrCat("train in fp32: set \"enabled\" to false (and drop --", section, ")"));
-    }
+  const bool fp16 = ds.fp16.present && enabled(ds.fp16.enabled);
+  const bool bf16 = ds.bf16.present && enabled(ds.bf16.enabled);
+  if (fp16) {
+    return NotYet("fp16.enabled",
+                  "DeepSpeed's fp16 training (16-bit weights with its loss scaler; CUDA only)",
+                  "use the bf16 section, or train in fp32 (\"enabled\": false, no --fp16)");
   }
-  if (args.bf16() || args.fp16()) {
-    // accelerate turns the section on for --bf16 / --fp16 when the config has none.
-    return NotYet(args.bf16() ? "bf16.enabled (--bf16)" : "fp16.enabled (--fp16)",
-                  "DeepSpeed's half-precision training (16-bit weights, fp32 master copy)",
-                  "train in fp32 under --deepspeed (drop the flag)");
+  if (bf16 && zero.stage == 0) {
+    return NotYet("bf16.enabled", "bf16 weights with ZeRO stage 0 (DeepSpeed's BF16_Optimizer)",
+                  "use zero_optimization.stage 1 or 2, or train in fp32");
+  }
+  if ((args.bf16() && !bf16) || args.fp16()) {
+    // accelerate turns a missing section on for --bf16; loom asks for it to be explicit.
+    return Invalid(absl::StrCat(args.bf16() ? "--bf16" : "--fp16", " with a config whose ",
+                                args.bf16() ? "bf16" : "fp16", " section is missing or off: add \"",
+                                args.bf16() ? "bf16" : "fp16",
+                                "\": {\"enabled\": \"auto\"} to the config (or drop the flag)"));
   }
   if (ds.amp.present && enabled(ds.amp.enabled)) {
     return Invalid(
         "amp.enabled: Amp and ZeRO are not currently compatible, and NVIDIA Apex is Python-only; "
         "remove the amp section");
   }
-  if (ds.communication_data_type && *ds.communication_data_type != args::CommDataType::kFp32) {
-    return NotYet("communication_data_type", "reducing fp32 gradients in 16 bits",
-                  "set it to \"fp32\" or remove it");
+  if (ds.communication_data_type) {
+    switch (*ds.communication_data_type) {
+      case args::CommDataType::kFp32:
+        plan.comm.communication_dtype = at::kFloat;
+        break;
+      case args::CommDataType::kBf16:
+        if (!bf16) {
+          return NotYet("communication_data_type", "reducing fp32 gradients in bf16",
+                        "set it to \"fp32\" or remove it");
+        }
+        plan.comm.communication_dtype = at::kBFloat16;
+        break;
+      case args::CommDataType::kFp16:
+        return NotYet("communication_data_type", "reducing gradients in fp16",
+                      absl::StrCat("set it to \"", bf16 ? "bf16" : "fp32", "\" or remove it"));
+    }
   }
   RETURN_IF_ERROR(ResolveBatch(ds, world, &plan));
   if (plan.train_micro_batch_size_per_gpu != args.per_device_train_batch_size()) {

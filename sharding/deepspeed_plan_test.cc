@@ -60,6 +60,18 @@ TEST(DeepSpeedPlanTest, AutoConfigFromTheArguments) {
                                  HasSubstr("\"train_batch_size\": 12")));
 }
 
+TEST(DeepSpeedPlanTest, Bf16WithZeroAndItsCommunicationDtype) {
+  ASSERT_OK_AND_ASSIGN(DeepSpeedPlan plan,
+                       Plan(R"({"bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 2},
+                                "communication_data_type": "fp32"})",
+                            {"--bf16"}));
+  EXPECT_EQ(plan.comm.communication_dtype, at::kFloat);
+  ASSERT_OK_AND_ASSIGN(plan, Plan(R"({"bf16": {"enabled": true}, "zero_optimization":
+                                       {"stage": 1}})",
+                                  {"--bf16"}));
+  EXPECT_FALSE(plan.comm.communication_dtype.has_value());  // bf16, the training dtype
+}
+
 TEST(DeepSpeedPlanTest, DeepSpeedDerivesTheMissingBatchKey) {
   // Keys left out take the Trainer's values (accelerate fills them).
   ASSERT_OK_AND_ASSIGN(DeepSpeedPlan plan,
@@ -161,11 +173,21 @@ INSTANTIATE_TEST_SUITE_P(
                   {},
                   kInvalid,
                   {"ds fp16.enabled=True", "ds bf16.enabled=True"}},
-        BadConfig{"Bf16NotYet",
+        BadConfig{"Bf16WithStage0",
                   R"({"bf16": {"enabled": "auto"}})",
                   {"--bf16"},
                   kNotYet,
-                  {"bf16.enabled"}},
+                  {"bf16.enabled", "stage 0"}},
+        BadConfig{"Bf16FlagWithoutSection",
+                  R"({"zero_optimization": {"stage": 2}})",
+                  {"--bf16"},
+                  kInvalid,
+                  {"--bf16", "\"bf16\": {\"enabled\": \"auto\"}"}},
+        BadConfig{"CommBf16InFp32",
+                  R"({"zero_optimization": {"stage": 2}, "communication_data_type": "bf16"})",
+                  {},
+                  kNotYet,
+                  {"communication_data_type", "fp32"}},
         BadConfig{"MisspelledKey",
                   R"({"zero_optimisation": {"stage": 2}})",
                   {},

@@ -67,6 +67,12 @@ int64_t OptimizerStateBytes(const torch::optim::Optimizer& optimizer) {
 absl::StatusOr<std::unique_ptr<ReplicatedStrategy>> ReplicatedStrategy::Create(
     const ReplicatedOptions& o) {
   RETURN_IF_ERROR(o.CheckPieces("ReplicatedStrategy"));
+  if (o.precision->policy().mode == precision::PrecisionMode::kHalfWeights) {
+    return absl::UnimplementedError(
+        "--deepspeed: 16-bit weights with ZeRO stage 0 (DeepSpeed's BF16_Optimizer / FP16 "
+        "optimizer) are not implemented in loom yet; use zero_optimization.stage 1 or 2, or "
+        "train in fp32");
+  }
   if (o.process_group == nullptr) {
     return absl::WrapUnique(new ReplicatedStrategy(
         o, std::make_unique<distributed::LocalGradientSync>(), /*ddp=*/false));

@@ -33,10 +33,13 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
         absl::StrCat("ZeroStrategy: gradient_predivide_factor must be positive, got ",
                      o.comm.gradient_predivide_factor));
   }
-  if (o.precision->policy().mode != precision::PrecisionMode::kFp32) {
+  const precision::PrecisionPolicy& policy = o.precision->policy();
+  const bool bf16 = policy.mode == precision::PrecisionMode::kHalfWeights &&
+                    policy.compute_dtype == at::kBFloat16;
+  if (policy.mode != precision::PrecisionMode::kFp32 && !bf16) {
     return absl::UnimplementedError(absl::StrCat(
-        "--deepspeed: ZeRO stage ", o.stage, " with ", o.precision->policy().Describe(),
-        " is not implemented in loom yet (fp32 is); train in fp32 or without ZeRO"));
+        "--deepspeed: ZeRO stage ", o.stage, " with ", policy.Describe(),
+        " is not implemented in loom yet (fp32 and DeepSpeed's bf16 are); train in fp32 or bf16"));
   }
   if (!o.optimizer->state().empty()) {
     return absl::FailedPreconditionError(
@@ -71,6 +74,11 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
   }
   try {
     at::NoGradGuard no_grad;
+    if (bf16) {
+      // DeepSpeed's engine: module.bfloat16() — parameters and buffers.
+      strategy->dtype_ = at::kBFloat16;
+      o.model->to(at::kBFloat16);
+    }
     // 2. Flat buffers (rank 0's weights on every rank, as DeepSpeed's engine broadcasts them),
     //    the parameters as views of them, this rank's fp32 master partition.
     for (Group& g : groups) {
@@ -91,9 +99,12 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
         }
         offset += p.numel();
       }
-      g.partition =
-          g.flat_params.slice(0, rank * part, (rank + 1) * part).clone().set_requires_grad(true);
+      g.partition = g.flat_params.slice(0, rank * part, (rank + 1) * part)
+                        .to(at::kFloat)
+                        .clone()
+                        .set_requires_grad(true);
       g.partition.mutable_grad() = at::zeros_like(g.partition);
+      if (bf16) g.grad16 = at::zeros({part}, g.flat_params.options());
     }
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "partitioning for ZeRO");
@@ -135,7 +146,7 @@ at::Tensor ZeroStrategy::Flatten(const Group& g, bool grads) const {
     pieces.push_back(t.defined() ? t.reshape({-1}) : at::zeros({p.numel()}, p.options()));
   }
   if (g.padded_numel > g.numel) {
-    pieces.push_back(at::zeros({g.padded_numel - g.numel}, at::TensorOptions().dtype(at::kFloat)));
+    pieces.push_back(at::zeros({g.padded_numel - g.numel}, g.params.front().options()));
   }
   return at::cat(pieces);
 }
@@ -177,8 +188,11 @@ absl::Status ZeroStrategy::ReduceGradients(at::Tensor& flat, at::Tensor& part_gr
   return absl::OkStatus();
 }
 
-absl::Status ZeroStrategy::ShareParameters(const at::Tensor& partition, at::Tensor& flat_params) {
+absl::Status ZeroStrategy::ShareParameters(const at::Tensor& master, at::Tensor& flat_params) {
   const ZeroCommOptions& c = options_.comm;
+  // The fp32 master rounded to the weights' dtype (bf16), then gathered in it.
+  const at::Tensor partition =
+      master.scalar_type() == flat_params.scalar_type() ? master : master.to(flat_params.dtype());
   const int w = world();
   const int64_t part = partition.numel();
   if (!c.allgather_partitions) {
@@ -237,8 +251,15 @@ absl::Status ZeroStrategy::AfterBackward() {
       }
       at::Tensor& part_grad = g.partition.mutable_grad();
       if (w > 1) {
-        RETURN_IF_ERROR(ReduceGradients(flat, part_grad));
+        const at::ScalarType comm = options_.comm.communication_dtype.value_or(dtype_);
+        if (comm != flat.scalar_type()) flat = flat.to(comm);
+        // Reduced into the partition's gradient directly when the dtypes agree; bf16 into the
+        // bf16 partition gradient first (DeepSpeed's averaged_gradients).
+        at::Tensor& out = comm == part_grad.scalar_type() ? part_grad : g.grad16;
+        RETURN_IF_ERROR(ReduceGradients(flat, out));
+        if (!out.is_same(part_grad)) part_grad.copy_(out);
       } else {
+        if (g.grad16.defined()) g.grad16.copy_(flat);
         part_grad.copy_(flat);
       }
       if (options_.stage == 2) {
@@ -349,8 +370,8 @@ absl::Status ZeroStrategy::SaveState(const std::string& folder, const StrategySa
   std::vector<at::Tensor> partitions;
   for (const Group& g : groups_) partitions.push_back(g.partition.detach());
   ASSIGN_OR_RETURN(c10::IValue base, checkpoint::OptimizerStateDict(*options_.optimizer));
-  return WriteZeroOptimStates(dir + "/" + ZeroOptimStatesFile(rank(), /*bf16=*/false), partitions,
-                              layout_, base, files);
+  return WriteZeroOptimStates(dir + "/" + ZeroOptimStatesFile(rank(), dtype_ == at::kBFloat16),
+                              partitions, layout_, base, files);
 }
 
 absl::Status ZeroStrategy::LoadState(const std::string& folder) {
@@ -390,7 +411,7 @@ absl::Status ZeroStrategy::LoadState(const std::string& folder) {
 ModelStateBytes ZeroStrategy::StateBytes() const {
   ModelStateBytes bytes = ModuleAndOptimizerBytes(*options_.model, *options_.optimizer);
   for (const Group& g : groups_) {
-    bytes.gradients += TensorBytes(g.partition.grad());
+    bytes.gradients += TensorBytes(g.partition.grad()) + TensorBytes(g.grad16);
     bytes.master_weights += TensorBytes(g.partition);
   }
   return bytes;

@@ -33,9 +33,15 @@
 // Communication (ZeroCommOptions): reduction and gathering in buckets of a bounded size,
 // reduce-scatter or all-reduce, all-gather or per-rank broadcasts — all after backward (no
 // overlap with it).
-// Checkpoints: SaveState / LoadState (DeepSpeed's layout, zero_checkpoint.h).
-// Not yet (issue 13): fp16/bf16 half weights with the loss scaler, reduction overlapped with
-// backward (overlap_comm).
+// bf16 (the precision policy's kHalfWeights, DeepSpeed's bf16 section): Create converts the
+// model to bf16 (DeepSpeed's engine calls module.bfloat16()); the flat buffers, the parameters
+// and their gradients are bf16; gradients are reduced in the communication dtype (bf16 unless
+// communication_data_type says fp32) into a bf16 partition gradient, which the fp32 partition
+// gradient copies; the optimizer steps on the fp32 masters; the updated masters are rounded to
+// bf16 and gathered. No loss scaling (bf16 needs none).
+// Checkpoints: SaveState / LoadState (DeepSpeed's layout, zero_checkpoint.h; bf16_ prefix).
+// Not yet (issue 13): fp16 weights with DeepSpeed's loss scaler (CUDA only in loom), reduction
+// overlapped with backward (overlap_comm).
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto zero, ZeroStrategy::Create(ZeroOptions().set_stage(2).set_model(m)
@@ -81,6 +87,9 @@ struct ZeroCommOptions {
   // 1/f before the all-reduce and by f/world after; true divides by world before.
   double gradient_predivide_factor = 1.0;
   bool prescale_gradients = false;
+  // The dtype gradients are reduced in (communication_data_type); unset: the training dtype
+  // (bf16 gradients reduced in bf16, as DeepSpeed).
+  std::optional<at::ScalarType> communication_dtype;
 };
 
 struct ZeroOptions : StrategyPieces<ZeroOptions> {
@@ -145,6 +154,8 @@ class ZeroStrategy : public ShardingStrategy {
     at::Tensor flat_grads;           // stage 1: padded; the params' grads are views of it
     at::Tensor partition;            // this rank's fp32 master slice (the optimizer's param);
                                      // its grad: the averaged gradient of the slice
+    at::Tensor grad16;               // 16-bit weights: the slice's averaged 16-bit gradient
+                                     // (DeepSpeed's averaged_gradients)
   };
 
   explicit ZeroStrategy(const ZeroOptions& o) : options_(o) {
@@ -161,6 +172,7 @@ class ZeroStrategy : public ShardingStrategy {
   absl::Status ShareParameters(const at::Tensor& partition, at::Tensor& flat_params);
 
   ZeroOptions options_;
+  at::ScalarType dtype_ = at::kFloat;  // the model's weights: fp32, or bf16 (DeepSpeed's bf16)
   std::optional<distributed::ProcessGroup> pg_;  // a handle on the caller's group
   std::vector<Group> groups_;
   std::vector<ZeroGroupLayout> layout_;  // groups_'s parameter names and shapes

@@ -3,6 +3,7 @@
 #include <torch/cuda.h>
 
 #include "absl/strings/str_cat.h"
+#include "args/deepspeed_config.h"
 #include "base/status_macros.h"
 
 namespace loom::trainer {
@@ -34,20 +35,27 @@ absl::StatusOr<RunSetup> ResolveRunSetup(const args::TrainingArguments& args, in
   }
   RunSetup setup;
   ASSIGN_OR_RETURN(setup.device, TrainingDevice(args, local_rank));
-  ASSIGN_OR_RETURN(setup.precision,
-                   precision::ResolvePrecisionPolicy(
-                       args, /*deepspeed=*/nullptr,
-                       precision::CurrentPrecisionEnvironment(setup.device)));
-  const bool matmuls_in_blas = setup.device.is_cpu() &&
-                               setup.precision.policy.mode == precision::PrecisionMode::kFp32;
+  // Under --deepspeed the config's fp16/bf16 sections decide (HF hands precision to DeepSpeed).
+  std::optional<args::TrainerDeepSpeedConfig> deepspeed;
+  if (!args.deepspeed().empty()) {
+    ASSIGN_OR_RETURN(args::DeepSpeedConfig config, args::LoadDeepSpeedConfig(args.deepspeed()),
+                     "--deepspeed");
+    deepspeed.emplace(std::move(config));
+    RETURN_IF_ERROR_CTX(deepspeed->TrainerConfigProcess(args, std::max(1, world_size)),
+                        "--deepspeed");
+  }
+  ASSIGN_OR_RETURN(setup.precision, precision::ResolvePrecisionPolicy(
+                                        args, deepspeed ? &*deepspeed : nullptr,
+                                        precision::CurrentPrecisionEnvironment(setup.device)));
+  const bool matmuls_in_blas =
+      setup.device.is_cpu() && setup.precision.policy.mode == precision::PrecisionMode::kFp32;
   setup.threads = threads::DecideThreads(threads::CurrentThreadInputs(
       matmuls_in_blas, static_cast<int>(args.dataloader_num_workers())));
   if (args.gradient_checkpointing()) {
-    ASSIGN_OR_RETURN(setup.gradient_checkpointing,
-                     modeling::CheckpointingOptions::FromKwargs(
-                         args.has_gradient_checkpointing_kwargs()
-                             ? args.gradient_checkpointing_kwargs()
-                             : std::string()));
+    ASSIGN_OR_RETURN(setup.gradient_checkpointing, modeling::CheckpointingOptions::FromKwargs(
+                                                       args.has_gradient_checkpointing_kwargs()
+                                                           ? args.gradient_checkpointing_kwargs()
+                                                           : std::string()));
   }
   return setup;
 }

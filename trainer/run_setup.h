@@ -8,8 +8,8 @@
 //   - device: cpu with --use_cpu or when LibTorch has no CUDA; otherwise cuda:<local_rank>
 //     (each launched rank its own GPU; cuda:0 alone), FailedPrecondition when the node has
 //     fewer GPUs than local ranks.
-//   - precision: ResolvePrecisionPolicy for this machine. --deepspeed is refused when the
-//     arguments are resolved (not implemented yet), so no DeepSpeed config reaches here.
+//   - precision: ResolvePrecisionPolicy for this machine; under --deepspeed from the config's
+//     fp16/bf16 sections ("auto" filled from the flags).
 //   - gradient_checkpointing: set with --gradient_checkpointing, from its kwargs
 //     (modeling::CheckpointingOptions::FromKwargs; bad keys are InvalidArgument).
 //   - threads: threads/thread_plan.h's plan for this process (fp32 matmuls on the CPU run in

@@ -5,7 +5,8 @@
 # same loss and lr (exactly) and grad_norm (within 1e-6 relative) at every step. The model is
 # the demo's BERT with dropout off (its random draws differ between one and several processes).
 # Also: the config's optimizer and scheduler sections (DeepSpeed's AdamW and WarmupDecayLR)
-# train the same under ZeRO-2 at 2 ranks as at stage 0 in one process, and the config is echoed.
+# train the same under ZeRO-2 at 2 ranks as at stage 0 in one process, and the config is echoed;
+# bf16 (DeepSpeed's bf16 section) under ZeRO-1/2 trains the demo (eval_accuracy >= 0.85).
 #   usage: run_glue_deepspeed_test.sh RUN_GLUE LAUNCH COMPARE_SAFETENSORS_PY
 set -euo pipefail
 bin=$1 launch=$2 compare=$3
@@ -103,4 +104,26 @@ grep -q "step=2, skipped=0, lr=\[0.0005\], mom=\[(0.9, 0.999)\]" "$T/opt2.log" |
 if "$PY" "$compare" "$T/ref1/model.safetensors" "$T/opt1/model.safetensors" 1e-6 > /dev/null; then
   fail "the config's optimizer section changed nothing"
 fi
+# bf16 (DeepSpeed's bf16 section) under ZeRO-1 and ZeRO-2 at 2 ranks: the demo trains to the
+# same accuracy class as fp32 (one epoch, dropout on), and the weights are saved in bf16.
+for stage in 1 2; do
+  out="$T/bf16_$stage"
+  timeout 240 "$launch" --standalone --nproc_per_node 2 "$bin" --output_dir "$out" \
+    --per_device_train_batch_size 4 --learning_rate 1e-3 --num_train_epochs 1 --save_strategy no --report_to none \
+    --disable_tqdm --bf16 --deepspeed "{\"bf16\": {\"enabled\": \"auto\"}, \"zero_optimization\": {\"stage\": $stage}}" \
+    > "$out.log" 2>&1 || { cat "$out.log"; fail "bf16 ZeRO-$stage"; }
+  grep -q "16-bits training: True" "$out.log" || fail "bf16 ZeRO-$stage: not 16-bit"
+  acc=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['eval_accuracy'])" "$out/eval_results.json")
+  "$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$acc" ||
+    fail "bf16 ZeRO-$stage: eval_accuracy $acc < 0.85"
+  "$PY" - "$out/model.safetensors" <<'PYEOF' || fail "bf16 ZeRO-$stage: weights not bf16"
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+(n,) = struct.unpack("<Q", data[:8])
+header = json.loads(data[8:8 + n])
+dtypes = {v["dtype"] for k, v in header.items() if k != "__metadata__"}
+sys.exit(0 if dtypes == {"BF16"} else f"dtypes {dtypes}")
+PYEOF
+  echo "ok: bf16 ZeRO-$stage at 2 ranks: eval_accuracy $acc, bf16 weights"
+done
 echo "run_glue_deepspeed_test: PASS"

@@ -1,4 +1,4 @@
-"""check_zero_checkpoint.py CHECKPOINT_DIR STAGE WORLD: checks a loom ZeRO checkpoint folder
+"""check_zero_checkpoint.py CHECKPOINT_DIR STAGE WORLD [bf16]: checks a loom ZeRO checkpoint folder
 (HF's checkpoint-N/) with Debian's python3-torch alone — DeepSpeed is not installed, so the
 files must hold plain Python types.
 
@@ -10,7 +10,8 @@ files must hold plain Python types.
    order, the consumed count equal to the concatenation's up to the 2*WORLD alignment; frozen
    parameters from frozen_param_fragments; shared parameters.
 3. The result equals the checkpoint's model.safetensors bitwise (same names, shapes, values) and
-   the model states' `module`.
+   the model states' `module`; with bf16 (DeepSpeed's bf16_ optimizer files) the weights are
+   bf16 and equal the consolidated fp32 masters rounded to bf16.
 4. The optimizer states: exp_avg / exp_avg_sq are padded partitions (equal length on every
    rank), the fp32 partitions are cut on the last rank by group_paddings.
 Exits 1 naming the first difference."""
@@ -49,6 +50,8 @@ def read_safetensors(path):
 
 def main():
     folder, stage, world = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    bf16 = len(sys.argv) > 4 and sys.argv[4] == "bf16"
+    prefix = "bf16_" if bf16 else ""
     if "deepspeed" in sys.modules or any(
             os.path.isdir(os.path.join(p, "deepspeed")) for p in sys.path if p):
         fail("DeepSpeed is importable here; the check needs it absent")
@@ -70,7 +73,7 @@ def main():
         fail("frozen_param_shapes: None for ZeRO-1 only")
     osds = []
     for r in range(world):
-        path = os.path.join(tag_dir, f"zero_pp_rank_{r}_mp_rank_00_optim_states.pt")
+        path = os.path.join(tag_dir, f"{prefix}zero_pp_rank_{r}_mp_rank_00_optim_states.pt")
         sd = torch.load(path)
         osd = sd["optimizer_state_dict"]
         for key in ["base_optimizer_state", "single_partition_of_fp32_groups", "zero_stage",
@@ -124,9 +127,13 @@ def main():
         fail(f"names differ: {sorted(set(weights) ^ set(state))}")
     for name, t in weights.items():
         c = state[name]
+        if bf16:
+            if t.dtype != torch.bfloat16:
+                fail(f"{name}: saved as {t.dtype}, not bfloat16")
+            c = c.to(torch.bfloat16)
         if c.shape != t.shape or c.dtype != t.dtype or not torch.equal(c, t):
             fail(f"{name}: consolidated differs from model.safetensors")
-        if not torch.equal(model["module"][name].float(), t.float()):
+        if not torch.equal(model["module"][name], t):
             fail(f"{name}: model states' module differs from model.safetensors")
     print(f"ok: {folder}: ZeRO-{stage}, {world} ranks, {len(state)} tensors "
           f"({sum(t.numel() for t in state.values())} elements) consolidate bitwise to "

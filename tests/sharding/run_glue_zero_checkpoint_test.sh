@@ -6,6 +6,8 @@
 #      //tools:zero_to_fp32 on it gives the same tensors;
 #   2. resuming checkpoint-2 on 2 ranks ends bitwise equal to the uninterrupted run, with the
 #      same log; on 1 and on 4 ranks (the same global batch) within 1e-6, the same logged loss;
+#   bf16 ZeRO-2 writes bf16_-prefixed optimizer files and bf16 weights (the fp32 masters
+#   rounded), and resumes bitwise;
 #   3. kill -9 of rank 1 while a checkpoint is being saved: launch exits non-zero naming rank 1,
 #      no half-written checkpoint-N is visible, and rerunning with --resume_from_checkpoint
 #      resumes from the last complete one and ends bitwise equal to an uninterrupted run.
@@ -89,6 +91,24 @@ for world in 1 4; do
   "$PY" "$check" "$T/w$world/checkpoint-6" 2 "$world" || fail "checkpoint written on $world ranks"
   echo "ok: 2-rank ZeRO-2 checkpoint resumed on $world ranks == uninterrupted (1e-6)"
 done
+
+# bf16 (DeepSpeed's bf16 section): bf16_ optimizer files, bf16 weights equal to the fp32
+# masters rounded; a resume on the same world size is bitwise.
+BF16=(--bf16 --deepspeed '{"bf16": {"enabled": "auto"}, "gradient_clipping": "auto", "zero_optimization": {"stage": 2}}')
+timeout 240 "$launch" --standalone --nproc_per_node 2 "$bin" --output_dir "$T/bf16" \
+  --per_device_train_batch_size 4 "${COMMON[@]}" --max_steps 6 --save_steps 2 "${BF16[@]}" \
+  > "$T/bf16.log" 2>&1 || { cat "$T/bf16.log"; fail "bf16 ZeRO-2"; }
+grep -q "16-bits training: True" "$T/bf16.log" || fail "bf16: no '16-bits training: True'"
+"$PY" "$check" "$T/bf16/checkpoint-4" 2 2 bf16 || fail "bf16 checkpoint-4"
+mkdir -p "$T/bf16r" && cp -r "$T/bf16/checkpoint-2" "$T/bf16r/"
+timeout 240 "$launch" --standalone --nproc_per_node 2 "$bin" --output_dir "$T/bf16r" \
+  --per_device_train_batch_size 4 "${COMMON[@]}" --max_steps 6 --save_steps 2 "${BF16[@]}" \
+  --resume_from_checkpoint "$T/bf16r/checkpoint-2" > "$T/bf16r.log" 2>&1 ||
+  { cat "$T/bf16r.log"; fail "bf16 resume"; }
+cmp "$T/bf16/model.safetensors" "$T/bf16r/model.safetensors" ||
+  fail "bf16 ZeRO-2 resumed on 2 ranks differs from the uninterrupted run"
+same_loss "$T/bf16/trainer_state.json" "$T/bf16r/trainer_state.json" 1 || fail "bf16 resumed log"
+echo "ok: bf16 ZeRO-2 checkpoint (bf16_ files) resumed on 2 ranks == uninterrupted (bitwise)"
 
 # 3. kill -9 during a save, then resume.
 train "$T/ref" 2 2 --max_steps 40 --save_steps 1 --save_total_limit 3
