@@ -13,7 +13,10 @@
 //     accounting with fp32 in place of the 16-bit copies (there are none in fp32 training):
 //     DDP 16P (weights 4P, gradients 4P, AdamW 8P), ZeRO-1 8P + 16P/N (full fp32 weights and
 //     gradients, and per partition the averaged gradients, master weights and AdamW's two
-//     moments), ZeRO-2 4P + 16P/N.
+//     moments), ZeRO-2 4P + 16P/N;
+//   - the same for bf16 ZeRO-1 and ZeRO-2 (DeepSpeed's bf16 section), against §7.2's formula
+//     itself: ZeRO-2 2P + 18P/N (bf16 weights; per partition bf16 and fp32 gradients, fp32
+//     master weights, AdamW's moments), ZeRO-1 4P + 18P/N (its bf16 gradients unpartitioned).
 #include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
 
@@ -54,7 +57,7 @@ torch::nn::Sequential Model() {
   return m;
 }
 
-int RunStage(int stage, int rank, distributed::ProcessGroup& pg, int steps,
+int RunStage(int stage, bool bf16, int rank, distributed::ProcessGroup& pg, int steps,
              CountingAllocator& counter, Result* out) {
   const int64_t baseline = counter.live();
   Result r;
@@ -62,10 +65,17 @@ int RunStage(int stage, int rank, distributed::ProcessGroup& pg, int steps,
     torch::nn::Sequential model = Model();
     torch::optim::AdamW opt(model->parameters(),
                             torch::optim::AdamWOptions(1e-4).weight_decay(0.01));
-    auto precision = precision::TrainingPrecision::Create(precision::PrecisionPolicy{});
+    precision::PrecisionPolicy policy;
+    if (bf16) {
+      policy.mode = precision::PrecisionMode::kHalfWeights;
+      policy.compute_dtype = at::kBFloat16;
+    }
+    auto precision = precision::TrainingPrecision::Create(policy);
     CHILD_CHECK_OK(precision.status());
     args::TrainingArguments args;
-    args.set_deepspeed(absl::StrCat(R"({"zero_optimization": {"stage": )", stage, "}}"));
+    args.set_bf16(bf16);
+    args.set_deepspeed(absl::StrCat(R"({"zero_optimization": {"stage": )", stage, "}",
+                                    bf16 ? R"(, "bf16": {"enabled": "auto"})" : "", "}"));
     auto strategy = sharding::CreateStrategy(sharding::StrategyOptions()
                                                  .set_args(&args)
                                                  .set_model(model.ptr().get())
@@ -76,7 +86,7 @@ int RunStage(int stage, int rank, distributed::ProcessGroup& pg, int steps,
     at::Generator gen = at::detail::createCPUGenerator(100 + rank);
     r.step_seconds = std::numeric_limits<double>::infinity();
     for (int s = 0; s < steps; ++s) {
-      const at::Tensor x = at::randn({kBatch, kWidth}, gen);
+      const at::Tensor x = at::randn({kBatch, kWidth}, gen).to(bf16 ? at::kBFloat16 : at::kFloat);
       const auto start = std::chrono::steady_clock::now();
       CHILD_CHECK_OK((*strategy)->BeforeForward(true));
       model->forward(x).pow(2).mean().backward();
@@ -97,7 +107,8 @@ int RunStage(int stage, int rank, distributed::ProcessGroup& pg, int steps,
   return 0;
 }
 
-double Formula(int stage, double p, int n) {
+double Formula(int stage, bool bf16, double p, int n) {
+  if (bf16) return (stage == 1 ? 4 * p : 2 * p) + 18 * p / n;
   switch (stage) {
     case 0:
       return 16 * p;
@@ -108,15 +119,27 @@ double Formula(int stage, double p, int n) {
   }
 }
 
+struct Row {
+  int stage;
+  bool bf16;
+  const char* name;
+};
+constexpr Row kRows[] = {{0, false, "DDP (stage 0)"}, {1, false, "ZeRO-1"}, {2, false, "ZeRO-2"},
+                         {1, true, "ZeRO-1 bf16"},    {2, true, "ZeRO-2 bf16"}};
+constexpr int kNumRows = sizeof(kRows) / sizeof(kRows[0]);
+
 int Child(int rank, int world, int port, int steps, const std::string& out_path) {
   static CountingAllocator counter(c10::GetCPUAllocator());
   c10::SetCPUAllocator(&counter, /*priority=*/100);
   at::set_num_threads(1);
   auto pg = distributed::testing::JoinGroup(rank, world, port, absl::Seconds(120));
   CHILD_CHECK_OK(pg.status());
-  std::vector<Result> results(3);
-  for (int stage = 0; stage <= 2; ++stage) {
-    if (int rc = RunStage(stage, rank, *pg, steps, counter, &results[stage]); rc != 0) return rc;
+  std::vector<Result> results(kNumRows);
+  for (int i = 0; i < kNumRows; ++i) {
+    if (int rc = RunStage(kRows[i].stage, kRows[i].bf16, rank, *pg, steps, counter, &results[i]);
+        rc != 0) {
+      return rc;
+    }
   }
   if (rank != 0) return 0;
   const double p = static_cast<double>(kLayers) * (int64_t{kWidth} * kWidth + kWidth);
@@ -127,25 +150,25 @@ int Child(int rank, int world, int port, int steps, const std::string& out_path)
                 "127.0.0.1, 1 compute thread each); best of %d steps after the first\n",
                 kLayers, kWidth, kWidth, p / 1e6, world, steps - 1);
   out << line;
-  const char* names[] = {"DDP (stage 0)", "ZeRO-1", "ZeRO-2"};
-  for (int stage = 0; stage <= 2; ++stage) {
-    const Result& r = results[stage];
+  for (int i = 0; i < kNumRows; ++i) {
+    const Result& r = results[i];
     const double mib = 1024.0 * 1024.0;
+    const double formula = Formula(kRows[i].stage, kRows[i].bf16, p, world);
     std::snprintf(line, sizeof(line),
                   "  %-14s step %8.1f ms (%.2fx DDP)   model state on rank 0: reported %7.1f MiB "
                   "(%s), measured live %7.1f MiB, formula %7.1f MiB (reported/formula %.3f)\n",
-                  names[stage], r.step_seconds * 1e3, r.step_seconds / results[0].step_seconds,
+                  kRows[i].name, r.step_seconds * 1e3, r.step_seconds / results[0].step_seconds,
                   r.reported.Total() / mib, r.reported.Describe().c_str(), r.measured_live / mib,
-                  Formula(stage, p, world) / mib, r.reported.Total() / Formula(stage, p, world));
+                  formula / mib, r.reported.Total() / formula);
     out << line;
   }
   std::snprintf(line, sizeof(line),
                 "  ZeRO-1 saves %.1f MiB per rank vs DDP (formula %.1f), ZeRO-2 %.1f MiB (formula "
                 "%.1f)\n",
                 (results[0].reported.Total() - results[1].reported.Total()) / 1048576.0,
-                (Formula(0, p, world) - Formula(1, p, world)) / 1048576.0,
+                (Formula(0, false, p, world) - Formula(1, false, p, world)) / 1048576.0,
                 (results[0].reported.Total() - results[2].reported.Total()) / 1048576.0,
-                (Formula(0, p, world) - Formula(2, p, world)) / 1048576.0);
+                (Formula(0, false, p, world) - Formula(2, false, p, world)) / 1048576.0);
   out << line;
   return out ? 0 : 1;
 }
