@@ -4,9 +4,11 @@
 //   ./bazelw run -c opt //benchmarks:sharding [-- RANKS [STEPS]]   (default 2 ranks, 4 steps)
 //
 // Every strategy comes from sharding::CreateStrategy with a --deepspeed config of stage 0 (DDP),
-// 1 and 2, on the same model (12 x Linear(2048, 2048), fp32, AdamW) and batches. Per strategy:
+// 1 and 2 (reduce_bucket_size 2048^2, what HF's "auto" fills in for this width), on the same
+// model (12 x Linear(2048, 2048), fp32, AdamW) and batches. Per strategy:
 //   - step time: forward + backward + reduction + clip + optimizer step + parameter sharing,
-//     the best of the steps after the first, and its ratio to DDP (goal: ZeRO-2 <= 1.1x);
+//     the best of the steps after the first over two rounds that alternate the strategies,
+//     and its ratio to DDP (goal: ZeRO-2 <= 1.1x);
 //   - rank 0's model-state bytes: what the strategy reports (StateBytes), what a counting
 //     allocator measured live after the step (every CPU tensor of the process: the model
 //     state plus small leftovers), and the per-stage formula — spec/deepspeed.md §7.2's
@@ -43,6 +45,7 @@ namespace {
 constexpr int kLayers = 12;
 constexpr int kWidth = 2048;
 constexpr int kBatch = 8;
+constexpr int kRounds = 2;
 
 struct Result {
   double step_seconds = 0;
@@ -74,7 +77,9 @@ int RunStage(int stage, bool bf16, int rank, distributed::ProcessGroup& pg, int 
     CHILD_CHECK_OK(precision.status());
     args::TrainingArguments args;
     args.set_bf16(bf16);
-    args.set_deepspeed(absl::StrCat(R"({"zero_optimization": {"stage": )", stage, "}",
+    // reduce_bucket_size: what HF's "auto" gives (hidden size squared).
+    args.set_deepspeed(absl::StrCat(R"({"zero_optimization": {"stage": )", stage,
+                                    R"(, "reduce_bucket_size": )", int64_t{kWidth} * kWidth, "}",
                                     bf16 ? R"(, "bf16": {"enabled": "auto"})" : "", "}"));
     auto strategy = sharding::CreateStrategy(sharding::StrategyOptions()
                                                  .set_args(&args)
@@ -124,8 +129,11 @@ struct Row {
   bool bf16;
   const char* name;
 };
-constexpr Row kRows[] = {{0, false, "DDP (stage 0)"}, {1, false, "ZeRO-1"}, {2, false, "ZeRO-2"},
-                         {1, true, "ZeRO-1 bf16"},    {2, true, "ZeRO-2 bf16"}};
+constexpr Row kRows[] = {{0, false, "DDP (stage 0)"},
+                         {1, false, "ZeRO-1"},
+                         {2, false, "ZeRO-2"},
+                         {1, true, "ZeRO-1 bf16"},
+                         {2, true, "ZeRO-2 bf16"}};
 constexpr int kNumRows = sizeof(kRows) / sizeof(kRows[0]);
 
 int Child(int rank, int world, int port, int steps, const std::string& out_path) {
@@ -134,11 +142,18 @@ int Child(int rank, int world, int port, int steps, const std::string& out_path)
   at::set_num_threads(1);
   auto pg = distributed::testing::JoinGroup(rank, world, port, absl::Seconds(120));
   CHILD_CHECK_OK(pg.status());
+  // Rounds over every strategy in turn (this VM's speed drifts): each strategy's best step of
+  // all rounds; the bytes of the last.
   std::vector<Result> results(kNumRows);
-  for (int i = 0; i < kNumRows; ++i) {
-    if (int rc = RunStage(kRows[i].stage, kRows[i].bf16, rank, *pg, steps, counter, &results[i]);
-        rc != 0) {
-      return rc;
+  for (int round = 0; round < kRounds; ++round) {
+    for (int i = 0; i < kNumRows; ++i) {
+      Result r;
+      if (int rc = RunStage(kRows[i].stage, kRows[i].bf16, rank, *pg, steps, counter, &r);
+          rc != 0) {
+        return rc;
+      }
+      if (round > 0) r.step_seconds = std::min(r.step_seconds, results[i].step_seconds);
+      results[i] = r;
     }
   }
   if (rank != 0) return 0;
@@ -147,8 +162,9 @@ int Child(int rank, int world, int port, int steps, const std::string& out_path)
   char line[512];
   std::snprintf(line, sizeof(line),
                 "model: %d x Linear(%d, %d) = %.1fM parameters, fp32, AdamW; %d ranks (Gloo over "
-                "127.0.0.1, 1 compute thread each); best of %d steps after the first\n",
-                kLayers, kWidth, kWidth, p / 1e6, world, steps - 1);
+                "127.0.0.1, 1 compute thread each); best of %d steps after the first in each of %d "
+                "alternating rounds\n",
+                kLayers, kWidth, kWidth, p / 1e6, world, steps - 1, kRounds);
   out << line;
   for (int i = 0; i < kNumRows; ++i) {
     const Result& r = results[i];

@@ -199,13 +199,42 @@ absl::Status AllGatherInto(ProcessGroup& pg, const at::Tensor& input, at::Tensor
         " of ", flat.numel()));
   }
   try {
-    std::vector<at::Tensor> slices;
-    for (int r = 0; r < pg.world_size(); ++r) {
-      slices.push_back(Wire(pg, flat.slice(0, r * n, (r + 1) * n)));
+    const int world = pg.world_size();
+    const int rank = pg.rank();
+    const auto slice = [&](int i) {
+      const int r = ((i % world) + world) % world;
+      return flat.slice(0, r * n, (r + 1) * n);
+    };
+    if (pg.backend_name() != "gloo" || !flat.device().is_cpu()) {
+      std::vector<at::Tensor> slices;
+      for (int r = 0; r < world; ++r) slices.push_back(Wire(pg, slice(r)));
+      std::vector<std::vector<at::Tensor>> outputs = {slices};
+      std::vector<at::Tensor> inputs = {Wire(pg, input.contiguous().view({-1}))};
+      pg.backend().allgather(outputs, inputs)->wait();
+      return absl::OkStatus();
     }
-    std::vector<std::vector<at::Tensor>> outputs = {slices};
-    std::vector<at::Tensor> inputs = {Wire(pg, input.contiguous().view({-1}))};
-    pg.backend().allgather(outputs, inputs)->wait();
+    // Gloo: a ring of send/recv straight into the output's slices (c10d's Gloo all-gather
+    // stages everything through a flat buffer of its own and copies it out again). At step s
+    // rank r passes chunk (r - s) on to rank r + 1 and receives chunk (r - s - 1).
+    slice(rank).copy_(input.reshape({-1}));
+    const int next = (rank + 1) % world;
+    const int prev = (rank + world - 1) % world;
+    for (int s = 0; s < world - 1; ++s) {
+      std::vector<at::Tensor> send = {Wire(pg, slice(rank - s))};
+      std::vector<at::Tensor> recv = {Wire(pg, slice(rank - s - 1))};
+      auto recv_work = pg.backend().recv(recv, prev, /*tag=*/s);
+      auto send_work = pg.backend().send(send, next, /*tag=*/s);
+      try {
+        recv_work->wait();
+      } catch (...) {
+        try {
+          send_work->wait();
+        } catch (...) {
+        }
+        throw;
+      }
+      send_work->wait();
+    }
   } catch (const std::exception& e) {
     return CollectiveFailure(e, "AllGatherInto", pg);
   }
@@ -238,27 +267,54 @@ absl::Status ReduceScatterSum(ProcessGroup& pg, at::Tensor& flat, at::Tensor& ou
       return absl::OkStatus();
     }
     // Ring: at step s rank r sends its partial sum of chunk (r - s - 1) to rank r + 1 and adds
-    // what rank r - 1 sends of chunk (r - s - 2); after N - 1 steps chunk r is complete.
-    at::Tensor incoming = at::empty({chunk}, flat.options());
+    // what rank r - 1 sends of chunk (r - s - 2); after N - 1 steps chunk r is complete. Each
+    // chunk travels in pieces of at most kPiece elements through one small receive buffer
+    // (no chunk-sized allocation), the next piece's receive posted before the last is added.
+    constexpr int64_t kPiece = int64_t{1} << 20;
+    const int64_t piece_len = std::min(chunk, kPiece);
+    at::Tensor incoming[2] = {at::empty({piece_len}, flat.options()),
+                              at::empty({piece_len}, flat.options())};
     const int next = (rank + 1) % world;
     const int prev = (rank + world - 1) % world;
     for (int s = 0; s < world - 1; ++s) {
-      std::vector<at::Tensor> send = {Wire(pg, piece(rank - s - 1 + 2 * world))};
-      std::vector<at::Tensor> recv = {Wire(pg, incoming)};
-      auto recv_work = pg.backend().recv(recv, prev, /*tag=*/s);
-      auto send_work = pg.backend().send(send, next, /*tag=*/s);
+      const at::Tensor out_chunk = piece(rank - s - 1 + 2 * world);
+      at::Tensor in_chunk = piece(rank - s - 2 + 2 * world);
+      const int64_t pieces = (chunk + piece_len - 1) / piece_len;
+      const auto range = [&](int64_t i) {
+        return std::make_pair(i * piece_len, std::min(chunk, (i + 1) * piece_len));
+      };
+      // Tags: unique per (step, piece) in this call.
+      const auto tag = [&](int64_t i) { return static_cast<int>(s * pieces + i); };
+      std::vector<c10::intrusive_ptr<::c10d::Work>> sends;
+      for (int64_t i = 0; i < pieces; ++i) {
+        auto [a, b] = range(i);
+        std::vector<at::Tensor> send = {Wire(pg, out_chunk.slice(0, a, b))};
+        sends.push_back(pg.backend().send(send, next, tag(i)));
+      }
+      const auto post_recv = [&](int64_t i) {
+        auto [a, b] = range(i);
+        std::vector<at::Tensor> recv = {Wire(pg, incoming[i % 2].slice(0, 0, b - a))};
+        return pg.backend().recv(recv, prev, tag(i));
+      };
       try {
-        recv_work->wait();
+        c10::intrusive_ptr<::c10d::Work> pending = post_recv(0);
+        for (int64_t i = 0; i < pieces; ++i) {
+          pending->wait();
+          if (i + 1 < pieces) pending = post_recv(i + 1);
+          auto [a, b] = range(i);
+          in_chunk.slice(0, a, b).add_(incoming[i % 2].slice(0, 0, b - a));
+        }
       } catch (...) {
-        // The send still reads `flat`: let it finish (or fail) before the error unwinds.
-        try {
-          send_work->wait();
-        } catch (...) {
+        // The sends still read `flat`: let them finish (or fail) before the error unwinds.
+        for (auto& w : sends) {
+          try {
+            w->wait();
+          } catch (...) {
+          }
         }
         throw;
       }
-      send_work->wait();
-      piece(rank - s - 2 + 2 * world).add_(incoming);
+      for (auto& w : sends) w->wait();
     }
     out.copy_(piece(rank));
   } catch (const std::exception& e) {

@@ -151,12 +151,41 @@ at::Tensor ZeroStrategy::Flatten(const Group& g, bool grads) const {
   return at::cat(pieces);
 }
 
-absl::Status ZeroStrategy::ReduceGradients(at::Tensor& flat, at::Tensor& part_grad) {
+void ZeroStrategy::CopyFlatGrads(const Group& g, int64_t begin, int64_t end, at::Tensor dst) const {
+  if (options_.stage == 1) {
+    dst.copy_(g.flat_grads.slice(0, begin, end));
+    return;
+  }
+  int64_t offset = 0;
+  for (const at::Tensor& p : g.params) {
+    const int64_t a = std::max(begin, offset);
+    const int64_t b = std::min(end, offset + p.numel());
+    if (a < b) {
+      at::Tensor d = dst.slice(0, a - begin, b - begin);
+      if (p.grad().defined()) {
+        d.copy_(p.grad().reshape({-1}).slice(0, a - offset, b - offset));
+      } else {
+        d.zero_();
+      }
+    }
+    offset += p.numel();
+    if (offset >= end) break;
+  }
+  if (end > g.numel) dst.slice(0, std::max(begin, g.numel) - begin, end - begin).zero_();
+}
+
+absl::Status ZeroStrategy::ReduceGradients(Group& g, at::Tensor& out) {
   const ZeroCommOptions& c = options_.comm;
   const int w = world();
-  const int64_t part = part_grad.numel();
+  const int64_t part = out.numel();
+  const bool in_place = options_.stage == 1 && g.flat_grads.scalar_type() == out.scalar_type();
   if (!c.reduce_scatter) {
     // DeepSpeed's gradient_reduction_w_predivide: the whole buffer all-reduced.
+    at::Tensor flat = g.flat_grads;
+    if (!in_place) {
+      flat = at::empty({g.padded_numel}, out.options());
+      CopyFlatGrads(g, 0, g.padded_numel, flat);
+    }
     if (c.prescale_gradients) {
       flat.div_(static_cast<double>(w));
     } else if (c.gradient_predivide_factor != 1.0) {
@@ -170,21 +199,35 @@ absl::Status ZeroStrategy::ReduceGradients(at::Tensor& flat, at::Tensor& part_gr
     if (!c.prescale_gradients && c.gradient_predivide_factor != w) {
       flat.mul_(c.gradient_predivide_factor / static_cast<double>(w));
     }
-    part_grad.copy_(flat.slice(0, rank() * part, (rank() + 1) * part));
+    out.copy_(flat.slice(0, rank() * part, (rank() + 1) * part));
     return absl::OkStatus();
   }
   // DeepSpeed's average_tensor: divided by the world size, then each slice reduced to its
-  // owner; a bucket holds `chunk` elements of every rank's slice.
-  flat.div_(static_cast<double>(w));
-  const int64_t chunk = std::max<int64_t>(1, c.reduce_bucket_size / w);
-  if (chunk >= part) return distributed::ReduceScatterSum(*pg_, flat, part_grad);
-  const at::Tensor by_rank = flat.view({w, part});
-  for (int64_t start = 0; start < part; start += chunk) {
-    const int64_t end = std::min(part, start + chunk);
-    at::Tensor bucket = by_rank.slice(1, start, end).contiguous().view({-1});
-    at::Tensor out = part_grad.slice(0, start, end);
-    RETURN_IF_ERROR(distributed::ReduceScatterSum(*pg_, bucket, out));
+  // owner. A bucket of reduce_bucket_size elements holds `chunk` elements of every rank's slice,
+  // copied from the parameters' gradients (DeepSpeed's contiguous ipg buffer); stage 1's
+  // contiguous gradients are reduced where they are when one bucket holds them all. Dividing by
+  // a power of two is exact, so then the division waits for the reduced slice (1/w of the
+  // work, the same bits).
+  const bool exact_after = (w & (w - 1)) == 0;
+  const int64_t chunk = std::clamp<int64_t>(c.reduce_bucket_size / w, 1, part);
+  if (chunk == part && in_place) {
+    if (!exact_after) g.flat_grads.div_(static_cast<double>(w));
+    RETURN_IF_ERROR(distributed::ReduceScatterSum(*pg_, g.flat_grads, out));
+  } else {
+    at::Tensor bucket = at::empty({w * chunk}, out.options());
+    for (int64_t start = 0; start < part; start += chunk) {
+      const int64_t len = std::min(part, start + chunk) - start;
+      at::Tensor b = bucket.slice(0, 0, w * len);
+      for (int r = 0; r < w; ++r) {
+        CopyFlatGrads(g, r * part + start, r * part + start + len,
+                      b.slice(0, r * len, (r + 1) * len));
+      }
+      if (!exact_after) b.div_(static_cast<double>(w));
+      at::Tensor o = out.slice(0, start, start + len);
+      RETURN_IF_ERROR(distributed::ReduceScatterSum(*pg_, b, o));
+    }
   }
+  if (exact_after) out.div_(static_cast<double>(w));
   return absl::OkStatus();
 }
 
@@ -228,7 +271,6 @@ absl::Status ZeroStrategy::AfterBackward() {
   try {
     at::NoGradGuard no_grad;
     for (Group& g : groups_) {
-      at::Tensor flat;
       if (options_.stage == 1) {
         // The gradients accumulated in place in their views of flat_grads; one that was
         // replaced (e.g. by a resume putting back saved gradients) is copied back in.
@@ -245,23 +287,18 @@ absl::Status ZeroStrategy::AfterBackward() {
           }
           offset += p.numel();
         }
-        flat = g.flat_grads;
-      } else {
-        flat = Flatten(g, /*grads=*/true);
       }
       at::Tensor& part_grad = g.partition.mutable_grad();
+      // Reduced into the partition's gradient directly when the dtypes agree; bf16 into the
+      // bf16 partition gradient first (DeepSpeed's averaged_gradients).
+      const at::ScalarType comm = options_.comm.communication_dtype.value_or(dtype_);
+      at::Tensor& out = comm == part_grad.scalar_type() ? part_grad : g.grad16;
       if (w > 1) {
-        const at::ScalarType comm = options_.comm.communication_dtype.value_or(dtype_);
-        if (comm != flat.scalar_type()) flat = flat.to(comm);
-        // Reduced into the partition's gradient directly when the dtypes agree; bf16 into the
-        // bf16 partition gradient first (DeepSpeed's averaged_gradients).
-        at::Tensor& out = comm == part_grad.scalar_type() ? part_grad : g.grad16;
-        RETURN_IF_ERROR(ReduceGradients(flat, out));
-        if (!out.is_same(part_grad)) part_grad.copy_(out);
+        RETURN_IF_ERROR(ReduceGradients(g, out));
       } else {
-        if (g.grad16.defined()) g.grad16.copy_(flat);
-        part_grad.copy_(flat);
+        CopyFlatGrads(g, 0, g.padded_numel, out);
       }
+      if (!out.is_same(part_grad)) part_grad.copy_(out);
       if (options_.stage == 2) {
         for (at::Tensor& p : g.params) p.mutable_grad().reset();
       }
@@ -277,18 +314,14 @@ absl::StatusOr<std::optional<double>> ZeroStrategy::ClipGradients(double max_nor
   try {
     at::NoGradGuard no_grad;
     // DeepSpeed's get_grad_norm_direct: squared partition norms in double, summed over ranks.
-    // Converted to double a chunk at a time (a few MiB, reused by the heap) rather than one
-    // double copy of the whole partition.
-    constexpr int64_t kChunk = int64_t{1} << 20;
+    // The norm kernel accumulates in double without a double copy of the partition.
     double local = 0;
     for (const Group& g : groups_) {
       const at::Tensor& grad = g.partition.grad();
       if (!grad.defined()) continue;
-      for (int64_t start = 0; start < grad.numel(); start += kChunk) {
-        const at::Tensor piece =
-            grad.slice(0, start, std::min(grad.numel(), start + kChunk)).to(at::kDouble);
-        local += piece.dot(piece).item<double>();
-      }
+      const double n =
+          at::linalg_vector_norm(grad, 2, c10::nullopt, false, at::kDouble).item<double>();
+      local += n * n;
     }
     at::Tensor sq = at::full({}, local, at::TensorOptions().dtype(at::kDouble));
     if (world() > 1) {

@@ -165,9 +165,13 @@ class ZeroStrategy : public ShardingStrategy {
   int rank() const;
   // The group's full flat buffer of `what` (each param's tensor, zeros where undefined), padded.
   at::Tensor Flatten(const Group& g, bool grads) const;
-  // The averaged gradient of this rank's slice of `flat` (a group's full gradient buffer,
-  // used as scratch) into `part_grad`, as options_.comm says.
-  absl::Status ReduceGradients(at::Tensor& flat, at::Tensor& part_grad);
+  // Elements [begin, end) of the group's flat gradient (the parameters' gradients, zeros where
+  // one has none, and the zero padding) into `dst`, cast to its dtype.
+  void CopyFlatGrads(const Group& g, int64_t begin, int64_t end, at::Tensor dst) const;
+  // The averaged gradient of this rank's slice of the group's flat gradient into `out`
+  // (partition-sized, in the communication dtype), as options_.comm says. Stage 1's flat
+  // gradient buffer is scratch afterwards.
+  absl::Status ReduceGradients(Group& g, at::Tensor& out);
   // Every rank's updated partition into `flat_params`, as options_.comm says.
   absl::Status ShareParameters(const at::Tensor& partition, at::Tensor& flat_params);
 
