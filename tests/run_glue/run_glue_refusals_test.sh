@@ -64,6 +64,15 @@ expect_refusal "--optim sgd" --optim sgd --deepspeed '{"optimizer": {"type": "Ad
 expect_refusal "\"zero_optimisation\"" --deepspeed '{"zero_optimisation": {"stage": 2}}'
 expect_refusal "zero_optimization.overlap_comm" --deepspeed '{"zero_optimization": {"stage": 2, "overlap_comm": true}}'
 expect_refusal "steps_per_print" --deepspeed '{"steps_per_print": "auto"}'
+expect_refusal "zero_optimization.offload_param.device" --deepspeed '{"zero_optimization": {"stage": 2, "offload_param": {"device": "nvme", "nvme_path": "/tmp"}}}'
+expect_refusal "ds amp.enabled=True" --deepspeed '{"zero_optimization": {"stage": 2, "overlap_comm": false}, "amp": {"enabled": true}}'
+expect_refusal "communication_data_type" --deepspeed '{"zero_optimization": {"stage": 2}, "communication_data_type": "fp16"}'
+expect_refusal "scheduler.type \"OneCycle\"" --deepspeed '{"scheduler": {"type": "OneCycle"}}'
+expect_refusal "optimizer.params.max_grad_norm" --deepspeed '{"optimizer": {"type": "AdamW", "params": {"max_grad_norm": 1.0}}}'
+expect_refusal "zero_allow_untested_optimizer" --deepspeed '{"zero_optimization": {"stage": 1}, "optimizer": {"type": "SGD", "params": {"lr": "auto"}}}'
+expect_refusal "--lr_scheduler_type cosine" --lr_scheduler_type cosine --deepspeed '{"scheduler": {"type": "WarmupLR"}}'
+expect_refusal "ds gradient_clipping=2.0 vs hf max_grad_norm=1.0" --deepspeed '{"gradient_clipping": 2.0}'
+expect_refusal "\"bf16\": {\"enabled\": \"auto\"}" --bf16 --deepspeed '{"zero_optimization": {"stage": 2}}'
 expect_refusal "At most one of --fp16 and --bf16" --bf16 --fp16
 expect_refusal "--fp16 with --half_precision_backend apex" --fp16 --half_precision_backend apex
 expect_refusal "--fsdp is not implemented in loom yet" --fsdp full_shard
