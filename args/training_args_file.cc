@@ -6,41 +6,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
-#include "base/torch_status.h"
+#include "base/json_ivalue.h"
 #include "base/status_macros.h"
+#include "base/torch_status.h"
 
 namespace loom::args {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-c10::IValue ToIValue(const json& j) {
-  switch (j.type()) {
-    case json::value_t::null:
-      return c10::IValue();
-    case json::value_t::boolean:
-      return j.get<bool>();
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-      return j.get<int64_t>();
-    case json::value_t::number_float:
-      return j.get<double>();
-    case json::value_t::string:
-      return j.get<std::string>();
-    case json::value_t::array: {
-      c10::impl::GenericList list(c10::AnyType::get());
-      for (const auto& e : j) list.push_back(ToIValue(e));
-      return list;
-    }
-    case json::value_t::object: {
-      c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
-      for (const auto& [k, v] : j.items()) dict.insert(k, ToIValue(v));
-      return dict;
-    }
-    default:
-      return c10::IValue();
-  }
-}
 
 absl::StatusOr<json> ToJson(const c10::IValue& v, const std::string& where) {
   if (v.isNone()) return json(nullptr);
@@ -74,7 +47,7 @@ absl::StatusOr<json> ToJson(const c10::IValue& v, const std::string& where) {
 absl::StatusOr<std::string> TrainingArgsToPickle(const google::protobuf::Message& args,
                                                  const SerializeOptions& options) {
   try {
-    std::vector<char> bytes = torch::jit::pickle_save(ToIValue(ToDict(args, options)));
+    std::vector<char> bytes = torch::jit::pickle_save(base::JsonToIValue(ToDict(args, options)));
     return std::string(bytes.begin(), bytes.end());
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "pickling training arguments");

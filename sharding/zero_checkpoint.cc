@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/file_util.h"
+#include "base/json_ivalue.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "checkpoint/torch_pickle.h"
@@ -17,39 +18,12 @@ namespace loom::sharding {
 namespace {
 
 namespace fs = std::filesystem;
-using json = nlohmann::ordered_json;
 using c10::IValue;
 
 c10::impl::GenericDict StrDict() {
   return c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get());
 }
 c10::impl::GenericList AnyList() { return c10::impl::GenericList(c10::AnyType::get()); }
-
-IValue JsonToIValue(const json& j) {
-  switch (j.type()) {
-    case json::value_t::object: {
-      c10::impl::GenericDict d = StrDict();
-      for (const auto& [k, v] : j.items()) d.insert(k, JsonToIValue(v));
-      return d;
-    }
-    case json::value_t::array: {
-      c10::impl::GenericList l = AnyList();
-      for (const json& v : j) l.push_back(JsonToIValue(v));
-      return l;
-    }
-    case json::value_t::string:
-      return j.get<std::string>();
-    case json::value_t::boolean:
-      return j.get<bool>();
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-      return j.get<int64_t>();
-    case json::value_t::number_float:
-      return j.get<double>();
-    default:
-      return IValue();
-  }
-}
 
 IValue ShapeTuple(const std::vector<int64_t>& shape) {
   std::vector<IValue> dims(shape.begin(), shape.end());
@@ -203,7 +177,7 @@ absl::Status WriteZeroModelStates(const std::string& path, const checkpoint::Nam
     d.insert("global_samples", info.global_samples);
     d.insert("dp_world_size", int64_t{info.world_size});
     d.insert("mp_world_size", int64_t{1});
-    d.insert("ds_config", JsonToIValue(info.ds_config));
+    d.insert("ds_config", base::JsonToIValue(info.ds_config));
     d.insert("ds_version", std::string(kZeroLayoutVersion));
     return checkpoint::SavePickle(path, d);
   } catch (const std::exception& e) {
@@ -240,7 +214,7 @@ absl::Status WriteZeroOptimStates(const std::string& path,
     osd.insert("ds_version", std::string(kZeroLayoutVersion));
     c10::impl::GenericDict d = StrDict();
     d.insert("optimizer_state_dict", osd);
-    d.insert("ds_config", JsonToIValue(info.ds_config));
+    d.insert("ds_config", base::JsonToIValue(info.ds_config));
     d.insert("ds_version", std::string(kZeroLayoutVersion));
     return checkpoint::SavePickle(path, d);
   } catch (const std::exception& e) {

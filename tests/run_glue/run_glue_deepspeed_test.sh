@@ -7,22 +7,14 @@
 # Also: the config's optimizer and scheduler sections (DeepSpeed's AdamW and WarmupDecayLR)
 # train the same under ZeRO-2 at 2 ranks as at stage 0 in one process, and the config is echoed;
 # bf16 (DeepSpeed's bf16 section) under ZeRO-1/2 trains the demo (eval_accuracy >= 0.85).
-#   usage: run_glue_deepspeed_test.sh RUN_GLUE LAUNCH COMPARE_SAFETENSORS_PY
+#   usage: run_glue_deepspeed_test.sh RUN_GLUE LAUNCH COMPARE_SAFETENSORS_PY DEMO_MODEL_SH
 set -euo pipefail
-bin=$1 launch=$2 compare=$3
+bin=$1 launch=$2 compare=$3 demo_model=$4
 T="$TEST_TMPDIR"
 PY=/usr/bin/python3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-timeout 120 "$bin" --output_dir "$T/m" --max_steps 1 --save_strategy no --report_to none \
-  --disable_tqdm > "$T/m.log" 2>&1 || { cat "$T/m.log"; fail "demo model"; }
-"$PY" - "$T/m/config.json" <<'PYEOF'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c["hidden_dropout_prob"] = 0.0
-c["attention_probs_dropout_prob"] = 0.0
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-PYEOF
+"$demo_model" "$bin" "$T/m"
 COMMON=(--model_name_or_path "$T/m" --task_name sst2 --data_dir "$T/m/synthetic_data" --do_train
         --max_seq_length 32 --max_steps 4 --logging_steps 1 --save_strategy no --report_to none
         --disable_tqdm --seed 7 --max_grad_norm 0.05 --learning_rate 1e-3)
