@@ -16,6 +16,7 @@
 //     DDP 16P (weights 4P, gradients 4P, AdamW 8P), ZeRO-1 8P + 16P/N (full fp32 weights and
 //     gradients, and per partition the averaged gradients, master weights and AdamW's two
 //     moments), ZeRO-2 4P + 16P/N;
+//   - ZeRO-1 and ZeRO-2 with overlap_comm (the reduction during backward; "ovl");
 //   - the same for bf16 ZeRO-1 and ZeRO-2 (DeepSpeed's bf16 section), against §7.2's formula
 //     itself: ZeRO-2 2P + 18P/N (bf16 weights; per partition bf16 and fp32 gradients, fp32
 //     master weights, AdamW's moments), ZeRO-1 4P + 18P/N (its bf16 gradients unpartitioned).
@@ -60,7 +61,7 @@ torch::nn::Sequential Model() {
   return m;
 }
 
-int RunStage(int stage, bool bf16, int rank, distributed::ProcessGroup& pg, int steps,
+int RunStage(int stage, bool bf16, bool overlap, int rank, distributed::ProcessGroup& pg, int steps,
              CountingAllocator& counter, Result* out) {
   const int64_t baseline = counter.live();
   Result r;
@@ -79,7 +80,8 @@ int RunStage(int stage, bool bf16, int rank, distributed::ProcessGroup& pg, int 
     args.set_bf16(bf16);
     // reduce_bucket_size: what HF's "auto" gives (hidden size squared).
     args.set_deepspeed(absl::StrCat(R"({"zero_optimization": {"stage": )", stage,
-                                    R"(, "reduce_bucket_size": )", int64_t{kWidth} * kWidth, "}",
+                                    R"(, "reduce_bucket_size": )", int64_t{kWidth} * kWidth,
+                                    overlap ? R"(, "overlap_comm": true)" : "", "}",
                                     bf16 ? R"(, "bf16": {"enabled": "auto"})" : "", "}"));
     auto strategy = sharding::CreateStrategy(sharding::StrategyOptions()
                                                  .set_args(&args)
@@ -127,13 +129,13 @@ double Formula(int stage, bool bf16, double p, int n) {
 struct Row {
   int stage;
   bool bf16;
+  bool overlap;  // overlap_comm
   const char* name;
 };
-constexpr Row kRows[] = {{0, false, "DDP (stage 0)"},
-                         {1, false, "ZeRO-1"},
-                         {2, false, "ZeRO-2"},
-                         {1, true, "ZeRO-1 bf16"},
-                         {2, true, "ZeRO-2 bf16"}};
+constexpr Row kRows[] = {{0, false, false, "DDP (stage 0)"}, {1, false, false, "ZeRO-1"},
+                         {2, false, false, "ZeRO-2"},        {1, false, true, "ZeRO-1 ovl"},
+                         {2, false, true, "ZeRO-2 ovl"},     {1, true, false, "ZeRO-1 bf16"},
+                         {2, true, false, "ZeRO-2 bf16"}};
 constexpr int kNumRows = sizeof(kRows) / sizeof(kRows[0]);
 
 int Child(int rank, int world, int port, int steps, const std::string& out_path) {
@@ -148,7 +150,8 @@ int Child(int rank, int world, int port, int steps, const std::string& out_path)
   for (int round = 0; round < kRounds; ++round) {
     for (int i = 0; i < kNumRows; ++i) {
       Result r;
-      if (int rc = RunStage(kRows[i].stage, kRows[i].bf16, rank, *pg, steps, counter, &r);
+      if (int rc = RunStage(kRows[i].stage, kRows[i].bf16, kRows[i].overlap, rank, *pg, steps,
+                            counter, &r);
           rc != 0) {
         return rc;
       }

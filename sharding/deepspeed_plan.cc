@@ -68,7 +68,7 @@ const std::map<std::string, KeyRule>& ZeroRules() {
       {"offload_optimizer", {Treat::kImplemented, {}}},  // device "none" only (checked below)
       {"offload_param", {Treat::kImplemented, {}}},
       {"aio", {Treat::kImplemented, {}}},
-      {"overlap_comm", {Treat::kDefaultOnly, false}},
+      {"overlap_comm", {Treat::kImplemented, {}}},
       {"round_robin_gradients", {Treat::kDefaultOnly, false}},
       {"load_from_fp32_weights", {Treat::kDefaultOnly, true}},
       {"elastic_checkpoint", {Treat::kDefaultOnly, false}},
@@ -278,6 +278,7 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
   plan.comm.reduce_bucket_size = zero.reduce_bucket_size.value_or(500000000);
   plan.comm.allgather_bucket_size = zero.allgather_bucket_size;
   plan.comm.reduce_scatter = zero.reduce_scatter;
+  plan.comm.overlap_comm = zero.OverlapComm() && plan.stage > 0;
   plan.comm.allgather_partitions = zero.allgather_partitions;
   for (const auto& [key, v] :
        {std::pair{"zero_optimization.reduce_bucket_size", plan.comm.reduce_bucket_size},

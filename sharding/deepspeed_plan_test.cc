@@ -44,6 +44,7 @@ TEST(DeepSpeedPlanTest, AutoConfigFromTheArguments) {
            {"--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "3",
             "--max_grad_norm", "0.5", "--learning_rate", "0.01", "--warmup_steps", "7"}));
   EXPECT_EQ(plan.stage, 2);
+  EXPECT_FALSE(plan.comm.overlap_comm);
   EXPECT_EQ(plan.train_batch_size, 12);
   EXPECT_EQ(plan.train_micro_batch_size_per_gpu, 4);
   EXPECT_EQ(plan.gradient_accumulation_steps, 3);
@@ -70,6 +71,14 @@ TEST(DeepSpeedPlanTest, Bf16WithZeroAndItsCommunicationDtype) {
                                        {"stage": 1}})",
                                   {"--bf16"}));
   EXPECT_FALSE(plan.comm.communication_dtype.has_value());  // bf16, the training dtype
+}
+
+TEST(DeepSpeedPlanTest, OverlapComm) {
+  ASSERT_OK_AND_ASSIGN(DeepSpeedPlan plan,
+                       Plan(R"({"zero_optimization": {"stage": 2, "overlap_comm": true}})"));
+  EXPECT_TRUE(plan.comm.overlap_comm);
+  ASSERT_OK_AND_ASSIGN(plan, Plan(R"({"zero_optimization": {"stage": 1}})"));
+  EXPECT_FALSE(plan.comm.overlap_comm);  // DeepSpeed's default: stage == 3
 }
 
 TEST(DeepSpeedPlanTest, DeepSpeedDerivesTheMissingBatchKey) {
@@ -198,11 +207,11 @@ INSTANTIATE_TEST_SUITE_P(
                   {},
                   kNotYet,
                   {"zero_optimization.mics_shard_size"}},
-        BadConfig{"OverlapComm",
-                  R"({"zero_optimization": {"stage": 2, "overlap_comm": true}})",
+        BadConfig{"RoundRobinGradients",
+                  R"({"zero_optimization": {"stage": 2, "round_robin_gradients": true}})",
                   {},
                   kNotYet,
-                  {"zero_optimization.overlap_comm", "set it to false"}},
+                  {"zero_optimization.round_robin_gradients", "set it to false"}},
         BadConfig{"CommDataType16",
                   R"({"communication_data_type": "fp16"})",
                   {},

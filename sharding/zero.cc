@@ -41,6 +41,21 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
         "--deepspeed: ZeRO stage ", o.stage, " with ", policy.Describe(),
         " is not implemented in loom yet (fp32 and DeepSpeed's bf16 are); train in fp32 or bf16"));
   }
+  if (o.comm.overlap_comm && o.process_group != nullptr && o.process_group->world_size() > 1) {
+    if (!o.comm.reduce_scatter) {
+      return absl::UnimplementedError(
+          "--deepspeed: zero_optimization.overlap_comm with \"reduce_scatter\": false is not "
+          "implemented in loom yet; set one of them to its default");
+    }
+    const at::ScalarType comm =
+        o.comm.communication_dtype.value_or(bf16 ? at::kBFloat16 : at::kFloat);
+    if (comm == at::kBFloat16 && o.process_group->backend_name() == "gloo") {
+      return absl::InvalidArgumentError(
+          "--deepspeed: zero_optimization.overlap_comm with bf16 gradients reduces them in bf16, "
+          "which Gloo cannot sum; add \"communication_data_type\": \"fp32\" or set "
+          "overlap_comm to false");
+    }
+  }
   if (!o.optimizer->state().empty()) {
     return absl::FailedPreconditionError(
         "ZeroStrategy: the optimizer already has state; the strategy partitions it and must be "
@@ -114,6 +129,11 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
   for (const auto& p : o.model->named_parameters()) {
     names[p.value().unsafeGetTensorImpl()] = p.key();
   }
+  std::map<const void*, int64_t> model_index;
+  {
+    int64_t i = 0;
+    for (const at::Tensor& p : o.model->parameters()) model_index[p.unsafeGetTensorImpl()] = i++;
+  }
   // 3. The optimizer steps on the partitions (DeepSpeed swaps param_group['params']).
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     std::vector<at::Tensor>& params = o.optimizer->param_groups()[gi].params();
@@ -128,6 +148,24 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
     layout.numel = groups[gi].numel;
     strategy->layout_.push_back(std::move(layout));
     strategy->groups_.push_back(std::move(groups[gi]));
+  }
+  if (o.comm.overlap_comm && world > 1) {
+    std::vector<OverlappedReduction::Group> views;
+    for (const Group& g : strategy->groups_) {
+      OverlappedReduction::Group v;
+      v.params = g.params;
+      for (const at::Tensor& p : g.params) {
+        v.model_index.push_back(model_index[p.unsafeGetTensorImpl()]);
+      }
+      v.numel = g.numel;
+      v.padded_numel = g.padded_numel;
+      views.push_back(std::move(v));
+    }
+    ASSIGN_OR_RETURN(
+        strategy->overlap_,
+        OverlappedReduction::Create(*strategy->pg_, std::move(views), o.comm.reduce_bucket_size,
+                                    o.comm.communication_dtype.value_or(strategy->dtype_)),
+        "overlap_comm");
   }
   return strategy;
 }
@@ -262,6 +300,7 @@ absl::Status ZeroStrategy::ShareParameters(const at::Tensor& master, at::Tensor&
 
 absl::Status ZeroStrategy::BeforeForward(bool closes_window) {
   closing_ = closes_window;
+  if (overlap_) overlap_->Arm(closes_window);
   return absl::OkStatus();
 }
 
@@ -270,6 +309,24 @@ absl::Status ZeroStrategy::AfterBackward() {
   const int w = world();
   try {
     at::NoGradGuard no_grad;
+    if (overlap_) {
+      // The buckets were reduced during backward; the rest now.
+      std::vector<at::Tensor*> outs;
+      for (Group& g : groups_) {
+        at::Tensor& part_grad = g.partition.mutable_grad();
+        const at::ScalarType comm = options_.comm.communication_dtype.value_or(dtype_);
+        outs.push_back(comm == part_grad.scalar_type() ? &part_grad : &g.grad16);
+      }
+      RETURN_IF_ERROR(overlap_->Finish(outs));
+      for (size_t i = 0; i < groups_.size(); ++i) {
+        Group& g = groups_[i];
+        if (!outs[i]->is_same(g.partition.grad())) g.partition.mutable_grad().copy_(*outs[i]);
+        if (options_.stage == 2) {
+          for (at::Tensor& p : g.params) p.mutable_grad().reset();
+        }
+      }
+      return absl::OkStatus();
+    }
     for (Group& g : groups_) {
       if (options_.stage == 1) {
         // The gradients accumulated in place in their views of flat_grads; one that was

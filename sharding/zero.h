@@ -31,8 +31,8 @@
 //   - StateBytes: full parameters, full gradients (stage 1) or the partition (stage 2), the
 //     optimizer's state (partition-sized), the fp32 master partitions.
 // Communication (ZeroCommOptions): reduction and gathering in buckets of a bounded size,
-// reduce-scatter or all-reduce, all-gather or per-rank broadcasts — all after backward (no
-// overlap with it).
+// reduce-scatter or all-reduce, all-gather or per-rank broadcasts — after backward, or (with
+// overlap_comm) the reduction during it.
 // bf16 (the precision policy's kHalfWeights, DeepSpeed's bf16 section): Create converts the
 // model to bf16 (DeepSpeed's engine calls module.bfloat16()); the flat buffers, the parameters
 // and their gradients are bf16; gradients are reduced in the communication dtype (bf16 unless
@@ -40,8 +40,9 @@
 // gradient copies; the optimizer steps on the fp32 masters; the updated masters are rounded to
 // bf16 and gathered. No loss scaling (bf16 needs none).
 // Checkpoints: SaveState / LoadState (DeepSpeed's layout, zero_checkpoint.h; bf16_ prefix).
-// Not yet (issue 13): fp16 weights with DeepSpeed's loss scaler (CUDA only in loom), reduction
-// overlapped with backward (overlap_comm).
+// overlap_comm: the reduction runs bucket by bucket during backward (zero_overlap.h), each
+// bucket's pieces reduced to their owners.
+// Not yet (issue 13): fp16 weights with DeepSpeed's loss scaler (CUDA only in loom).
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto zero, ZeroStrategy::Create(ZeroOptions().set_stage(2).set_model(m)
@@ -64,6 +65,7 @@
 #include "sharding/strategy.h"
 #include "sharding/strategy_pieces.h"
 #include "sharding/zero_checkpoint.h"
+#include "sharding/zero_overlap.h"
 
 namespace loom::sharding {
 
@@ -90,6 +92,9 @@ struct ZeroCommOptions {
   // The dtype gradients are reduced in (communication_data_type); unset: the training dtype
   // (bf16 gradients reduced in bf16, as DeepSpeed).
   std::optional<at::ScalarType> communication_dtype;
+  // DeepSpeed's overlap_comm: buckets reduced while backward runs (zero_overlap.h). Needs
+  // reduce_scatter and an fp32 communication dtype (Gloo cannot add bf16).
+  bool overlap_comm = false;
 };
 
 struct ZeroOptions : StrategyPieces<ZeroOptions> {
@@ -179,7 +184,8 @@ class ZeroStrategy : public ShardingStrategy {
   at::ScalarType dtype_ = at::kFloat;  // the model's weights: fp32, or bf16 (DeepSpeed's bf16)
   std::optional<distributed::ProcessGroup> pg_;  // a handle on the caller's group
   std::vector<Group> groups_;
-  std::vector<ZeroGroupLayout> layout_;  // groups_'s parameter names and shapes
+  std::vector<ZeroGroupLayout> layout_;           // groups_'s parameter names and shapes
+  std::unique_ptr<OverlappedReduction> overlap_;  // with overlap_comm at more than one rank
   bool closing_ = false;
 };
 

@@ -61,6 +61,10 @@ void RegisterZero(int stage, int world, const std::string& suffix = "",
                R"(, "reduce_scatter": false, "allgather_partitions": false,
                   "reduce_bucket_size": 9)",
                R"(, "prescale_gradients": true)");
+  // overlap_comm: buckets reduced to their owners during backward.
+  RegisterZero(2, 2, "Overlap", R"(, "overlap_comm": true, "reduce_bucket_size": 10)");
+  RegisterZero(1, 4, "Overlap", R"(, "overlap_comm": true, "reduce_bucket_size": 7)");
+  RegisterZero(2, 4, "Overlap", R"(, "overlap_comm": true)");
   return true;
 }();
 
