@@ -286,17 +286,17 @@ absl::Status ReduceScatterSum(ProcessGroup& pg, at::Tensor& flat, at::Tensor& ou
       // Tags: unique per (step, piece) in this call.
       const auto tag = [&](int64_t i) { return static_cast<int>(s * pieces + i); };
       std::vector<c10::intrusive_ptr<::c10d::Work>> sends;
-      for (int64_t i = 0; i < pieces; ++i) {
-        auto [a, b] = range(i);
-        std::vector<at::Tensor> send = {Wire(pg, out_chunk.slice(0, a, b))};
-        sends.push_back(pg.backend().send(send, next, tag(i)));
-      }
       const auto post_recv = [&](int64_t i) {
         auto [a, b] = range(i);
         std::vector<at::Tensor> recv = {Wire(pg, incoming[i % 2].slice(0, 0, b - a))};
         return pg.backend().recv(recv, prev, tag(i));
       };
       try {
+        for (int64_t i = 0; i < pieces; ++i) {
+          auto [a, b] = range(i);
+          std::vector<at::Tensor> send = {Wire(pg, out_chunk.slice(0, a, b))};
+          sends.push_back(pg.backend().send(send, next, tag(i)));
+        }
         c10::intrusive_ptr<::c10d::Work> pending = post_recv(0);
         for (int64_t i = 0; i < pieces; ++i) {
           pending->wait();

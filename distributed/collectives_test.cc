@@ -139,6 +139,15 @@ int RunCollectives(int rank, int n, int port) {
   CHILD_CHECK(hred.scalar_type() == at::kBFloat16 &&
               at::equal(hred, at::full({2}, static_cast<float>(tri)).to(at::kBFloat16)));
 
+  // A chunk of more than one ring piece (2^20 elements) with a short last piece.
+  const int64_t big = (int64_t{1} << 20) + 3;
+  at::Tensor bigflat = (at::arange(big * n, at::kFloat).remainder(7.0f) + 1) * (rank + 1);
+  at::Tensor bigout = at::zeros({big});
+  CHILD_CHECK_OK(ReduceScatterSum(pg, bigflat, bigout));
+  CHILD_CHECK(
+      at::equal(bigout, (at::arange(rank * big, (rank + 1) * big, at::kFloat).remainder(7.0f) + 1) *
+                            static_cast<float>(tri)));
+
   CHILD_CHECK_OK(Barrier(pg));
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
@@ -28,6 +29,20 @@ const json& Params(const json& raw, const char* section) {
 }
 
 // The keys each optimizer type takes (DeepSpeed passes them to the constructor).
+// DeepSpeed lower-cases the names of its own optimizers ("adamw" and "AdamW" are the same);
+// torch's (SGD) are looked up as written.
+std::string Canonical(const std::string& type) {
+  const std::string lower = absl::AsciiStrToLower(type);
+  if (lower == "adam") return "Adam";
+  if (lower == "adamw") return "AdamW";
+  if (lower == "adagrad") return "Adagrad";
+  if (lower == "lamb") return "Lamb";
+  if (lower == "onebitadam") return "OneBitAdam";
+  if (lower == "zerooneadam") return "ZeroOneAdam";
+  if (lower == "onebitlamb") return "OneBitLamb";
+  return type;
+}
+
 const std::set<std::string>* OptimizerKeys(const std::string& type) {
   static const std::set<std::string> kAdam = {
       "lr",          "betas",           "eps",    "weight_decay", "torch_adam",
@@ -79,7 +94,7 @@ double WarmupGamma(int64_t it, int64_t warmup, bool log_type) {
 
 absl::Status CheckDeepSpeedOptimizer(const args::DeepSpeedConfig& ds, int zero_stage) {
   if (!ds.optimizer) return absl::OkStatus();
-  const std::string& type = ds.optimizer->type;
+  const std::string type = Canonical(ds.optimizer->type);
   const json& params = Params(ds.raw, "optimizer");
   if (params.contains("max_grad_norm")) {
     return Invalid(
@@ -153,7 +168,7 @@ absl::Status CheckDeepSpeedOptimizer(const args::DeepSpeedConfig& ds, int zero_s
 absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> CreateDeepSpeedOptimizer(
     const args::DeepSpeedConfig& ds, torch::nn::Module& model) {
   if (!ds.optimizer) return absl::FailedPreconditionError("the config has no optimizer section");
-  const std::string& type = ds.optimizer->type;
+  const std::string type = Canonical(ds.optimizer->type);
   const json& params = Params(ds.raw, "optimizer");
   const std::vector<at::Tensor> trainable = TrainableParameters(model);
   if (type == "Adam" || type == "AdamW") {

@@ -15,6 +15,7 @@
 //                  initial_accumulator_value (0): torch.optim.Adagrad, as DeepSpeed on GPU.
 //   SGD            lr (required), momentum, dampening, weight_decay, nesterov: torch.optim.SGD
 //                  (DeepSpeed takes other names from torch.optim).
+// DeepSpeed's own names match in any case ("adamw"), as DeepSpeed lower-cases them.
 // Errors (InvalidArgument naming `optimizer.type` / `optimizer.params.<key>` and the fix):
 // another type (Lamb, OneBitAdam, ZeroOneAdam, OneBitLamb, Lion: not in loom; the 1-bit ones are
 // also DeepSpeed's "not compatible with ZeRO"); a param the type does not take; max_grad_norm

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "optim/deepspeed_optim.h"
@@ -80,6 +81,37 @@ const std::map<std::string, KeyRule>& ZeroRules() {
       {"stage3_max_reuse_distance", {Treat::kIgnoredBelowStage3, {}}},
       {"stage3_gather_16bit_weights_on_model_save", {Treat::kIgnoredBelowStage3, {}}},
       {"stage3_gather_fp16_weights_on_model_save", {Treat::kIgnoredBelowStage3, {}}},
+  };
+  return *rules;
+}
+
+// The keys a section takes (each implemented, or meaningful only with a feature that is
+// refused on its own when asked for, e.g. the loss-scaler keys of a disabled fp16 section).
+std::map<std::string, KeyRule> Implemented(std::initializer_list<const char*> names) {
+  std::map<std::string, KeyRule> rules;
+  for (const char* n : names) rules[n] = {Treat::kImplemented, {}};
+  return rules;
+}
+
+const std::map<std::string, std::map<std::string, KeyRule>>& SectionRules() {
+  static const auto* rules = new std::map<std::string, std::map<std::string, KeyRule>>{
+      {"optimizer", Implemented({"type", "params"})},
+      {"scheduler", Implemented({"type", "params"})},
+      {"fp16", Implemented({"enabled", "loss_scale", "initial_scale_power", "loss_scale_window",
+                            "hysteresis", "consecutive_hysteresis", "min_loss_scale"})},
+      {"bf16", Implemented({"enabled"})},
+      {"amp", Implemented({"enabled", "opt_level"})},
+      {"checkpoint", Implemented({"use_node_local_storage"})},
+      {"aio", Implemented({"block_size", "queue_depth", "thread_count", "intra_op_parallelism",
+                           "single_submit", "overlap_events"})},
+      {"zero_optimization.offload_optimizer",
+       Implemented({"device", "nvme_path", "pin_memory", "buffer_count", "fast_init"})},
+      {"zero_optimization.offload_param",
+       Implemented(
+           {"device", "nvme_path", "pin_memory", "buffer_count", "buffer_size", "max_in_cpu"})},
+      {"zero_optimization.aio",
+       Implemented({"block_size", "queue_depth", "thread_count", "intra_op_parallelism",
+                    "single_submit", "overlap_events"})},
   };
   return *rules;
 }
@@ -175,6 +207,16 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
   RETURN_IF_ERROR(CheckKeys(loaded.raw, "", TopLevelRules()));
   if (loaded.raw.contains("zero_optimization") && loaded.raw["zero_optimization"].is_object()) {
     RETURN_IF_ERROR(CheckKeys(loaded.raw["zero_optimization"], "zero_optimization", ZeroRules()));
+  }
+  // Inside every other section too: a misspelled "params" or "enabled" would otherwise leave
+  // DeepSpeed's defaults in force without a word.
+  for (const auto& [section, rules] : SectionRules()) {
+    const json* node = &loaded.raw;
+    for (const std::string& part : std::vector<std::string>(absl::StrSplit(section, '.'))) {
+      node = node->is_object() && node->contains(part) ? &(*node)[part] : nullptr;
+      if (node == nullptr) break;
+    }
+    if (node != nullptr && node->is_object()) RETURN_IF_ERROR(CheckKeys(*node, section, rules));
   }
   // Batch keys the config leaves out take the Trainer's values, as accelerate fills them.
   for (const char* key :
@@ -298,6 +340,14 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
       return Invalid("prescale_gradients: expected true or false");
     }
     plan.comm.prescale_gradients = raw["prescale_gradients"].get<bool>();
+  }
+  // DeepSpeed applies both only when gradients are all-reduced (stage 1/2 with reduce_scatter
+  // false); with reduce-scatter it asserts, and loom's DDP (stage 0) has neither.
+  if ((plan.comm.gradient_predivide_factor != 1.0 || plan.comm.prescale_gradients) &&
+      (plan.stage == 0 || plan.comm.reduce_scatter)) {
+    return NotYet(plan.comm.prescale_gradients ? "prescale_gradients" : "gradient_predivide_factor",
+                  plan.stage == 0 ? "with ZeRO stage 0 (DDP)" : "with \"reduce_scatter\": true",
+                  "remove it, or use zero_optimization.stage 1/2 with \"reduce_scatter\": false");
   }
   // The optimizer and scheduler sections, and the flags they would silently override.
   RETURN_IF_ERROR(optim::CheckDeepSpeedOptimizer(ds, plan.stage));

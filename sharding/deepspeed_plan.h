@@ -12,20 +12,22 @@
 //     micro_batch_per_gpu * gradient_acc_step * world_size T != M * G * W". loom also refuses
 //     a derived micro batch or accumulation that differs from --per_device_train_batch_size /
 //     --gradient_accumulation_steps (the Trainer's loop and DeepSpeed would disagree).
-//   - Every key is one of: implemented (stage 0-2; the bucket, reduce_scatter and
-//     allgather keys; gradient_clipping; gradient_predivide_factor / prescale_gradients; the
-//     optimizer and scheduler sections of optim/deepspeed_optim.h; communication_data_type
-//     "fp32"; steps_per_print (DeepSpeed's progress line); zero_allow_untested_optimizer;
-//     zero_force_ds_cpu_optimizer and aio (meaningful only with offload, so they change
-//     nothing, as in DeepSpeed); checkpoint.use_node_local_storage (one node: every rank's
-//     files land in the same folder)), ignored by DeepSpeed itself below stage 3 (stage3_*,
-//     sub_group_size), accepted only at its default value (a key whose other values loom does
-//     not implement: overlap_comm false, round_robin_gradients false, wall_clock_breakdown
-//     false, ...), or refused: InvalidArgument / Unimplemented naming the dotted key and the
-//     fix. Refused now: stage 3, offload (device cpu/nvme), fp16/bf16 enabled (DeepSpeed's
-//     half-precision weights), communication_data_type fp16/bf16, overlap_comm true, unknown
-//     keys, an optimizer section with a non-default --optim, a scheduler section with a
-//     non-default --lr_scheduler_type (DeepSpeed's section would win silently).
+//   - Every key, in every section, is one of: implemented (stage 0-2; the bucket,
+//     reduce_scatter, allgather and overlap_comm keys; gradient_clipping;
+//     gradient_predivide_factor / prescale_gradients with the all-reduce path; the optimizer
+//     and scheduler sections of optim/deepspeed_optim.h; bf16 with stages 1-2;
+//     communication_data_type fp32, or bf16 with bf16; steps_per_print (DeepSpeed's progress
+//     line); zero_allow_untested_optimizer; zero_force_ds_cpu_optimizer, aio and the offload
+//     sections' other keys (meaningful only with offload, which is refused on its own);
+//     checkpoint.use_node_local_storage (one node: every rank's files land in the same
+//     folder)), ignored by DeepSpeed itself below stage 3 (stage3_*, sub_group_size,
+//     ignore_unused_parameters), accepted only at its default value (round_robin_gradients
+//     false, wall_clock_breakdown false, ...), or refused: InvalidArgument / Unimplemented
+//     naming the dotted key and the fix. Refused now: stage 3, offload (device cpu/nvme), fp16
+//     enabled (DeepSpeed's loss scaler), bf16 with stage 0, fp16 communication, predivide /
+//     prescale without the all-reduce path, unknown or misspelled keys in any section, an
+//     optimizer section with a non-default --optim, a scheduler section with a non-default
+//     --lr_scheduler_type (DeepSpeed's section would win silently).
 //   - Warnings (non-fatal notes from loading) are in `warnings`.
 //
 // Example:

@@ -73,6 +73,12 @@ TEST(DeepSpeedPlanTest, Bf16WithZeroAndItsCommunicationDtype) {
   EXPECT_FALSE(plan.comm.communication_dtype.has_value());  // bf16, the training dtype
 }
 
+TEST(DeepSpeedPlanTest, DeepSpeedsOptimizerNamesInAnyCase) {
+  ASSERT_OK_AND_ASSIGN(DeepSpeedPlan plan,
+                       Plan(R"({"optimizer": {"type": "adamw", "params": {"lr": "auto"}}})"));
+  EXPECT_EQ(plan.config.optimizer->type, "adamw");
+}
+
 TEST(DeepSpeedPlanTest, OverlapComm) {
   ASSERT_OK_AND_ASSIGN(DeepSpeedPlan plan,
                        Plan(R"({"zero_optimization": {"stage": 2, "overlap_comm": true}})"));
@@ -207,6 +213,32 @@ INSTANTIATE_TEST_SUITE_P(
                   {},
                   kNotYet,
                   {"zero_optimization.mics_shard_size"}},
+        BadConfig{"MisspelledSchedulerParams",
+                  R"({"scheduler": {"type": "WarmupLR", "parmas": {"warmup_num_steps": 5}}})",
+                  {},
+                  kNotYet,
+                  {"\"scheduler.parmas\"", "remove it"}},
+        BadConfig{"MisspelledBf16Enabled",
+                  R"({"bf16": {"enabeld": true}, "zero_optimization": {"stage": 2}})",
+                  {},
+                  kNotYet,
+                  {"\"bf16.enabeld\""}},
+        BadConfig{"UnknownOffloadKey",
+                  R"({"zero_optimization": {"stage": 2, "offload_optimizer":
+                      {"device": "none", "ratio": 0.5}}})",
+                  {},
+                  kNotYet,
+                  {"\"zero_optimization.offload_optimizer.ratio\""}},
+        BadConfig{"PredivideWithReduceScatter",
+                  R"({"zero_optimization": {"stage": 2}, "gradient_predivide_factor": 2.0})",
+                  {},
+                  kNotYet,
+                  {"gradient_predivide_factor", "reduce_scatter"}},
+        BadConfig{"PrescaleWithStage0",
+                  R"({"prescale_gradients": true})",
+                  {},
+                  kNotYet,
+                  {"prescale_gradients", "stage 0"}},
         BadConfig{"RoundRobinGradients",
                   R"({"zero_optimization": {"stage": 2, "round_robin_gradients": true}})",
                   {},

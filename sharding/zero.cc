@@ -80,7 +80,8 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
       if (p.scalar_type() != at::kFloat) {
         return absl::InvalidArgumentError(absl::StrCat(
             "ZeroStrategy: parameter group ", gi, " holds a ", c10::toString(p.scalar_type()),
-            " parameter; fp32 ZeRO needs float32 parameters"));
+            " parameter; load the model in float32 (with bf16, ZeRO converts it itself and keeps "
+            "float32 master weights)"));
       }
       if (!p.requires_grad()) continue;
       groups[gi].params.push_back(p);
@@ -90,9 +91,15 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
   try {
     at::NoGradGuard no_grad;
     if (bf16) {
-      // DeepSpeed's engine: module.bfloat16() — parameters and buffers.
+      // DeepSpeed's engine: module.bfloat16() — the floating-point parameters and buffers
+      // (integer buffers such as position ids stay as they are).
       strategy->dtype_ = at::kBFloat16;
-      o.model->to(at::kBFloat16);
+      for (at::Tensor& t : o.model->parameters()) {
+        if (t.is_floating_point()) t.set_data(t.detach().to(at::kBFloat16));
+      }
+      for (at::Tensor& t : o.model->buffers()) {
+        if (t.is_floating_point()) t.set_data(t.detach().to(at::kBFloat16));
+      }
     }
     // 2. Flat buffers (rank 0's weights on every rank, as DeepSpeed's engine broadcasts them),
     //    the parameters as views of them, this rank's fp32 master partition.
@@ -464,7 +471,7 @@ absl::Status ZeroStrategy::SaveState(const std::string& folder, const StrategySa
                               partitions, layout_, base, files);
 }
 
-absl::Status ZeroStrategy::LoadState(const std::string& folder) {
+absl::Status ZeroStrategy::LoadOwnPartitions(const std::string& folder) {
   ASSIGN_OR_RETURN(ZeroRankRestore restored, ReadZeroRankState(folder, layout_, rank(), world()));
   if (restored.saved_world_size != world() && rank() == 0) {
     LOG(WARNING) << "Resuming a ZeRO checkpoint of " << restored.saved_world_size << " ranks on "
@@ -481,6 +488,22 @@ absl::Status ZeroStrategy::LoadState(const std::string& folder) {
   RETURN_IF_ERROR_CTX(
       checkpoint::LoadOptimizerStateDict(*options_.optimizer, restored.optimizer_state),
       absl::StrCat(folder, "/", restored.tag));
+  return absl::OkStatus();
+}
+
+absl::Status ZeroStrategy::LoadState(const std::string& folder) {
+  // This rank's part, then every rank agrees before the collective below (a rank that failed
+  // alone would otherwise leave the others waiting in it until the timeout).
+  absl::Status loaded = LoadOwnPartitions(folder);
+  if (world() > 1) {
+    at::Tensor failed = at::full({}, loaded.ok() ? 0 : 1, at::kInt);
+    RETURN_IF_ERROR_CTX(distributed::AllReduce(*pg_, failed), "resuming ZeRO state");
+    if (loaded.ok() && failed.item<int>() > 0) {
+      return absl::AbortedError(
+          absl::StrCat(folder, ": another rank could not load its ZeRO state (its log says why)"));
+    }
+  }
+  RETURN_IF_ERROR(loaded);
   // Every rank's parameters from the restored fp32 partitions (DeepSpeed's
   // load_from_fp32_weights).
   try {

@@ -123,10 +123,10 @@ class ZeroStrategy : public ShardingStrategy {
  public:
   // InvalidArgument for a missing piece, a stage other than 1 or 2, or an optimizer group
   // holding a parameter of another dtype than fp32 or not in the model; Unimplemented for a
-  // precision policy other than fp32; FailedPrecondition when the optimizer already has state.
-  // Nothing changes unless it succeeds (the checks come first). Parameters that do not require
-  // grad are left out of the partitions and the optimizer (as DeepSpeed does); every rank
-  // starts from rank 0's weights (broadcast, as DeepSpeed's engine does). Note that, as in
+  // precision policy other than fp32 and DeepSpeed's bf16; FailedPrecondition when the optimizer
+  // already has state. Nothing changes unless it succeeds (the checks come first). Parameters that
+  // do not require grad are left out of the partitions and the optimizer (as DeepSpeed does); every
+  // rank starts from rank 0's weights (broadcast, as DeepSpeed's engine does). Note that, as in
   // DeepSpeed, a trainable parameter that got no gradient in a window still takes the
   // optimizer step (with a zero gradient), unlike an unsharded optimizer that skips it.
   static absl::StatusOr<std::unique_ptr<ZeroStrategy>> Create(const ZeroOptions& o);
@@ -168,6 +168,8 @@ class ZeroStrategy : public ShardingStrategy {
   }
   int world() const;
   int rank() const;
+  // LoadState's own part: this rank's partitions and optimizer state from the files.
+  absl::Status LoadOwnPartitions(const std::string& folder);
   // The group's full flat buffer of `what` (each param's tensor, zeros where undefined), padded.
   at::Tensor Flatten(const Group& g, bool grads) const;
   // Elements [begin, end) of the group's flat gradient (the parameters' gradients, zeros where

@@ -106,7 +106,32 @@ absl::Status CheckLayout(const std::string& path, const IValue& model_states,
     if (!group.isGenericDict()) return Invalid(path, "param_shapes holds a non-dict");
     const c10::impl::GenericDict d = group.toGenericDict();
     std::vector<std::string> names;
-    for (const auto& entry : d) names.push_back(entry.key().toStringRef());
+    std::vector<std::vector<int64_t>> shapes;
+    for (const auto& entry : d) {
+      names.push_back(entry.key().toStringRef());
+      std::vector<int64_t> shape;
+      if (entry.value().isTuple()) {
+        for (const IValue& dim : entry.value().toTupleRef().elements()) {
+          shape.push_back(dim.isInt() ? dim.toInt() : -1);
+        }
+      } else if (entry.value().isList()) {
+        for (const IValue& dim : entry.value().toListRef()) {
+          shape.push_back(dim.isInt() ? dim.toInt() : -1);
+        }
+      }
+      shapes.push_back(std::move(shape));
+    }
+    if (names == groups[g].names && shapes != groups[g].shapes) {
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (shapes[i] != groups[g].shapes[i]) {
+          return Invalid(
+              path,
+              absl::StrCat("parameter '", names[i], "' has shape [", absl::StrJoin(shapes[i], ", "),
+                           "] in the checkpoint but [", absl::StrJoin(groups[g].shapes[i], ", "),
+                           "] in this model: the checkpoint is of another model"));
+        }
+      }
+    }
     if (names != groups[g].names) {
       return Invalid(
           path, absl::StrCat("parameter group ", g, " holds [", absl::StrJoin(names, ", "),
@@ -245,6 +270,9 @@ absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
   ASSIGN_OR_RETURN(std::vector<std::string> files, OptimFiles(tag_dir));
   const int saved = static_cast<int>(files.size());
   out.saved_world_size = saved;
+  // The same world size: this rank's file alone holds its partitions (no other rank's is read).
+  const bool same_world = saved == world_size;
+  const int expected_pieces = same_world ? 1 : saved;
   // Per group: the concatenation over saved ranks of the fp32 partitions, and of each
   // partitioned state tensor; rank 0's other state values and param_groups.
   std::vector<std::vector<at::Tensor>> fp32(groups.size());
@@ -252,6 +280,7 @@ absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
   IValue first_base;
   try {
     for (int r = 0; r < saved; ++r) {
+      if (same_world && r != rank) continue;
       const std::string& path = files[r];
       ASSIGN_OR_RETURN(IValue file, checkpoint::LoadPickle(path));
       ASSIGN_OR_RETURN(IValue osd, Get(file, "optimizer_state_dict", path));
@@ -270,7 +299,7 @@ absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
         return Invalid(path, "single_partition_of_fp32_groups does not hold one tensor per group");
       }
       ASSIGN_OR_RETURN(IValue base, Get(osd, "base_optimizer_state", path));
-      if (r == 0) first_base = base;
+      if (!first_base.isGenericDict()) first_base = base;
       ASSIGN_OR_RETURN(IValue state, Get(base, "state", path));
       if (!state.isGenericDict()) return Invalid(path, "base_optimizer_state.state is not a dict");
       const c10::impl::GenericDict state_d = state.toGenericDict();
@@ -300,6 +329,16 @@ absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
       const int64_t part = padded / world_size;
       const auto repartition = [&](const std::vector<at::Tensor>& pieces,
                                    const std::string& what) -> absl::StatusOr<at::Tensor> {
+        if (same_world) {
+          // This rank's own piece, its cut-off padding (the last rank's fp32) zeroed again.
+          if (pieces.size() != 1 || pieces[0].numel() > part) {
+            return Invalid(tag_dir, absl::StrCat(what, " of group ", g, " is not a partition of ",
+                                                 part, " elements"));
+          }
+          at::Tensor own = at::zeros({part}, pieces[0].options());
+          own.slice(0, 0, pieces[0].numel()).copy_(pieces[0]);
+          return own;
+        }
         const at::Tensor full = at::cat(pieces);
         if (full.numel() < numel) {
           return Invalid(tag_dir, absl::StrCat(what, " of group ", g, " holds ", full.numel(),
@@ -318,7 +357,7 @@ absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
         const std::string key = kv.key().toStringRef();
         auto p = parted[g].find(key);
         if (p != parted[g].end()) {
-          if (static_cast<int>(p->second.size()) != saved) {
+          if (static_cast<int>(p->second.size()) != expected_pieces) {
             return Invalid(tag_dir, absl::StrCat("optimizer state '", key, "' of group ", g,
                                                  " is not partitioned on every rank"));
           }

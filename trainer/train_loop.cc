@@ -178,7 +178,11 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
         const auto json = nlohmann::ordered_json::parse(model_config, nullptr, false);
         if (json.is_object()) hidden_size = args::HiddenSizeOf(json);
       }
-      ASSIGN_OR_RETURN(deepspeed_, sharding::PlanDeepSpeed(args_, parallel_.world_size(),
+      // The batch this run trains with (a resume on another world size or
+      // --auto_find_batch_size changes it; HF's propagate_args_to_deepspeed likewise).
+      args::TrainingArguments planned = args_;
+      planned.set_per_device_train_batch_size(TrainBatchSize());
+      ASSIGN_OR_RETURN(deepspeed_, sharding::PlanDeepSpeed(planned, parallel_.world_size(),
                                                            hidden_size, max_steps));
       for (const std::string& w : deepspeed_->warnings) LOG(WARNING) << "--deepspeed: " << w;
       if (is_world_process_zero()) LOG(INFO) << deepspeed_->Echo();

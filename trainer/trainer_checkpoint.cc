@@ -213,11 +213,16 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
   if (args_.save_only_model() || !std::filesystem::exists(dir + "/" + optimizer_file)) {
     return absl::FailedPreconditionError(absl::StrCat(
         dir, " holds no ", optimizer_file,
-        strategy_state ? " (no DeepSpeed ZeRO optimizer states: saved without ZeRO, or with "
-                         "--save_only_model)"
-                       : " (saved with --save_only_model, or with ZeRO)",
-        "; it cannot be resumed from with this setup. Start a new run initialised from its "
-        "weights instead."));
+        strategy_state
+            ? " (no DeepSpeed ZeRO optimizer states: saved without ZeRO, or with "
+              "--save_only_model); resume it without --deepspeed ZeRO (stage 0 or none), or "
+              "start a new run initialised from its weights"
+        : std::filesystem::exists(dir + "/latest")
+            ? " but DeepSpeed ZeRO files: resume it with a --deepspeed config of "
+              "zero_optimization stage 1 or 2"
+            : " (saved with --save_only_model): start a new run initialised from its "
+              "weights instead",
+        "."));
   }
   if (strategy_state) {
     // The ZeRO partitions of any world size, repartitioned for this one.
