@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -18,6 +19,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "checkpoint/module_state.h"
+#include "checkpoint/optimizer_state.h"
+#include "checkpoint/torch_pickle.h"
 #include "distributed/collectives.h"
 #include "distributed/multiprocess_testing.h"
 #include "gmock/gmock.h"
@@ -164,12 +168,15 @@ struct Rank {
   args::TrainingArguments args;
   std::unique_ptr<ShardingStrategy> strategy;
 
+  // Joins the group (several ranks) unless this rank already has one (a second set-up in the
+  // same process keeps it: a group is created once per process).
   absl::Status SetUp(const ConformanceCase& c, int rank, int port) {
-    if (c.world_size > 1) {
+    if (c.world_size > 1 && !pg) {
       absl::StatusOr<distributed::ProcessGroup> joined = JoinGroup(rank, c.world_size, port);
       if (!joined.ok()) return joined.status();
       pg = std::move(*joined);
     }
+    strategy.reset();
     model = std::make_unique<Mlp>();
     opt = Optimizer(*model);
     absl::StatusOr<std::unique_ptr<precision::TrainingPrecision>> p =
@@ -190,17 +197,16 @@ struct Rank {
   }
 };
 
-int StrategyChild(const ConformanceCase& c, int rank, int port, int ga, double max_norm,
-                  const std::string& out) {
-  Rank setup;
-  CHILD_CHECK_OK(setup.SetUp(c, rank, port));
+// Optimizer steps [from, to) of the suite's run on this rank, appended to `r`; 0 or the
+// failing line (CHILD_CHECK).
+int RunSteps(const ConformanceCase& c, Rank& setup, int rank, int ga, double max_norm, int from,
+             int to, RunResult& r) {
   Mlp& model = *setup.model;
   ShardingStrategy& strategy = *setup.strategy;
   CHILD_CHECK(strategy.Name() == c.strategy_name);
   const auto [x, y] = Data(ga);
   const int64_t rows = kGlobalRows / c.world_size;
-  RunResult r;
-  for (int step = 0; step < kSteps; ++step) {
+  for (int step = from; step < to; ++step) {
     double loss_sum = 0;
     for (int m = 0; m < ga; ++m) {
       const int64_t row = (int64_t{step} * ga + m) * kGlobalRows + rank * rows;
@@ -223,8 +229,77 @@ int StrategyChild(const ConformanceCase& c, int rank, int port, int ga, double m
     strategy.ZeroGrad();
   }
   r.params = FlatParams(model);
+  return 0;
+}
+
+int StrategyChild(const ConformanceCase& c, int rank, int port, int ga, double max_norm,
+                  const std::string& out) {
+  Rank setup;
+  CHILD_CHECK_OK(setup.SetUp(c, rank, port));
+  RunResult r;
+  if (int rc = RunSteps(c, setup, rank, ga, max_norm, 0, kSteps, r); rc != 0) return rc;
   CHILD_CHECK(WriteResult(absl::StrCat(out, ".rank", rank), r));
   return 0;
+}
+
+// Half the steps, a checkpoint as the Trainer writes one (rank 0: the weights, and the
+// optimizer state unless the strategy owns it; every rank: the strategy's SaveState), a new
+// model, optimizer and strategy from scratch, the checkpoint loaded back, the other half.
+int ResumeChild(const ConformanceCase& c, int rank, int port, const std::string& folder,
+                const std::string& out) {
+  constexpr int kGa = 1;
+  constexpr double kMaxNorm = 0.05;
+  Rank setup;
+  CHILD_CHECK_OK(setup.SetUp(c, rank, port));
+  RunResult r;
+  if (int rc = RunSteps(c, setup, rank, kGa, kMaxNorm, 0, kSteps / 2, r); rc != 0) return rc;
+  const bool owns = setup.strategy->OwnsOptimizerState();
+  if (rank == 0) {
+    CHILD_CHECK_OK(checkpoint::SaveTorchStateDict(folder + "/weights.bin",
+                                                  checkpoint::ModuleStateDict(*setup.model)));
+    if (!owns) CHILD_CHECK_OK(checkpoint::SaveOptimizerState(folder + "/optimizer.pt", *setup.opt));
+  }
+  CHILD_CHECK_OK(setup.strategy->SaveState(folder, StrategySaveInfo{.global_step = kSteps / 2}));
+  if (setup.pg) CHILD_CHECK_OK(distributed::Barrier(*setup.pg));
+  // From scratch: the initial weights again, a fresh optimizer and strategy.
+  CHILD_CHECK_OK(setup.SetUp(c, rank, port));
+  auto weights = checkpoint::LoadTorchStateDict(folder + "/weights.bin");
+  CHILD_CHECK_OK(weights.status());
+  CHILD_CHECK_OK(checkpoint::LoadStateDict(*setup.model, *weights).status());
+  if (owns) {
+    CHILD_CHECK_OK(setup.strategy->LoadState(folder));
+  } else {
+    CHILD_CHECK_OK(checkpoint::LoadOptimizerState(folder + "/optimizer.pt", *setup.opt));
+  }
+  if (int rc = RunSteps(c, setup, rank, kGa, kMaxNorm, kSteps / 2, kSteps, r); rc != 0) {
+    return rc;
+  }
+  CHILD_CHECK(WriteResult(absl::StrCat(out, ".rank", rank), r));
+  return 0;
+}
+
+void ExpectNear(const RunResult& got, const RunResult& want, int rank);
+
+void RunResumes(const ConformanceCase& c) {
+  const std::string ref_path = TempPath(absl::StrCat(c.name, "_resume_reference"));
+  ASSERT_THAT(
+      RunRanks(1, absl::Seconds(60), [&](int) { return ReferenceChild(1, 0.05, ref_path); }),
+      ::testing::Each(0));
+  std::optional<RunResult> want = ReadResult(ref_path);
+  ASSERT_TRUE(want.has_value());
+  const std::string folder = TempPath(absl::StrCat(c.name, "_checkpoint"));
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  const std::string out = TempPath(absl::StrCat(c.name, "_resumed"));
+  const int port = PickFreePort();
+  ASSERT_THAT(RunRanks(c.world_size, absl::Seconds(90),
+                       [&](int rank) { return ResumeChild(c, rank, port, folder, out); }),
+              ::testing::Each(0));
+  for (int rank = 0; rank < c.world_size; ++rank) {
+    std::optional<RunResult> got = ReadResult(absl::StrCat(out, ".rank", rank));
+    ASSERT_TRUE(got.has_value()) << "rank " << rank;
+    ExpectNear(*got, *want, rank);
+  }
 }
 
 void ExpectNear(const RunResult& got, const RunResult& want, int rank) {
@@ -348,6 +423,7 @@ void RegisterStrategyConformanceTests(const ConformanceCase& c) {
     }
   }
   Register(c, "StateBytesAfterAStep", [c] { RunStateBytes(c); });
+  Register(c, "ResumesFromItsCheckpoint", [c] { RunResumes(c); });
   Register(c, "RefusesMissingPieces", [c] {
     const args::TrainingArguments args = CaseArgs(c);
     for (int missing = 0; missing < 3; ++missing) {

@@ -15,7 +15,11 @@
 //     some rank.
 //   - RefusesMissingPieces: CreateStrategy without a model / optimizer / precision fails with
 //     InvalidArgument (checked in one process).
-// Checkpoint round trips, resume and bad configs join the suite with the strategies' save/load.
+//   - ResumesFromItsCheckpoint: half the steps (accumulation 1, clipping on), a checkpoint as
+//     the Trainer writes one (the weights and, unless the strategy owns it, the optimizer state
+//     from rank 0; the strategy's SaveState on every rank), everything rebuilt from scratch and
+//     loaded back (LoadState), the other half: losses, norms and weights as the reference's.
+// Bad configs are the plan's (deepspeed_plan_test) and CreateStrategy's (create_strategy_test).
 //
 // Example (sharding/replicated_conformance_test.cc):
 //   [[maybe_unused]] static const bool registered = [] {
