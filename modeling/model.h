@@ -53,6 +53,7 @@
 #include "data/batch.h"
 #include "modeling/activation_checkpoint.h"
 #include "modeling/forward_hooks.h"
+#include "modeling/unit_runner.h"
 
 namespace loom::modeling {
 
@@ -85,6 +86,11 @@ class Model : public torch::nn::Module {
   virtual std::string ConfigJson() const { return ""; }
 
   virtual ForwardHooks* InputEmbeddingHooks() { return nullptr; }
+  // The repeating layer types a sharding strategy may wrap ("BertLayer"; unit_runner.h), and
+  // the runner the model runs each of them through (nullptr: none). Models without units:
+  // none listed, SetUnitRunner Unimplemented.
+  virtual std::vector<std::string> UnitClassNames() const { return {}; }
+  virtual absl::Status SetUnitRunner(UnitRunner* runner);
   virtual absl::Status EnableGradientCheckpointing(const CheckpointingOptions& options);
   virtual void DisableGradientCheckpointing() {}
   virtual bool IsGradientCheckpointing() const { return false; }

@@ -42,9 +42,9 @@
 
 #include "absl/status/statusor.h"
 #include "data/batch.h"
+#include "modeling/model.h"
 #include "models/bert/bert_config.h"
 #include "models/bert/bert_model.h"
-#include "modeling/model.h"
 
 namespace loom::models::bert {
 
@@ -72,6 +72,11 @@ class BertForSequenceClassification : public modeling::Model {
     return absl::OkStatus();
   }
   void DisableGradientCheckpointing() override { bert->encoder->gradient_checkpointing.reset(); }
+  std::vector<std::string> UnitClassNames() const override { return {"BertLayer"}; }
+  absl::Status SetUnitRunner(modeling::UnitRunner* runner) override {
+    bert->encoder->unit_runner = runner;
+    return absl::OkStatus();
+  }
   bool IsGradientCheckpointing() const override {
     return bert->encoder->gradient_checkpointing.has_value();
   }

@@ -41,7 +41,8 @@ at::Tensor ApplyActivation(const std::string& name, const at::Tensor& x) {
     return half_x * (1.0 + erf);
   }
   if (name == "gelu_new") {
-    // 0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 * torch.pow(input, 3.0))))
+    // 0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 *
+    // torch.pow(input, 3.0))))
     const at::Tensor half_x = 0.5 * x;
     const at::Tensor cubic = 0.044715 * at::pow(x, 3.0);
     const at::Tensor inner = std::sqrt(2.0 / kPi) * (x + cubic);
@@ -159,13 +160,14 @@ at::Tensor BertEncoder::Forward(at::Tensor hidden, const at::Tensor& additive_ma
   const bool checkpoint = gradient_checkpointing.has_value() && is_training();
   for (const auto& module : *layer) {
     const std::shared_ptr<BertLayer> bert_layer = std::dynamic_pointer_cast<BertLayer>(module);
-    if (!checkpoint) {
-      hidden = bert_layer->Forward(hidden, additive_mask);
-      continue;
-    }
-    hidden = modeling::Checkpoint(
-        [bert_layer](const std::vector<at::Tensor>& in) { return bert_layer->Forward(in[0], in[1]); },
-        {hidden, additive_mask}, bert_layer->parameters(), *gradient_checkpointing);
+    hidden = modeling::RunUnit(unit_runner, *bert_layer, [&]() -> at::Tensor {
+      if (!checkpoint) return bert_layer->Forward(hidden, additive_mask);
+      return modeling::Checkpoint(
+          [bert_layer](const std::vector<at::Tensor>& in) {
+            return bert_layer->Forward(in[0], in[1]);
+          },
+          {hidden, additive_mask}, bert_layer->parameters(), *gradient_checkpointing);
+    });
   }
   return hidden;
 }

@@ -47,9 +47,10 @@
 #include <optional>
 #include <string>
 
-#include "models/bert/bert_config.h"
 #include "modeling/activation_checkpoint.h"
 #include "modeling/hooked_embedding.h"
+#include "modeling/unit_runner.h"
+#include "models/bert/bert_config.h"
 
 namespace loom::models::bert {
 
@@ -134,6 +135,8 @@ class BertEncoder : public torch::nn::Module {
 
   torch::nn::ModuleList layer{nullptr};
   std::optional<modeling::CheckpointingOptions> gradient_checkpointing;
+  // Each BertLayer runs through it when set (modeling/unit_runner.h).
+  modeling::UnitRunner* unit_runner = nullptr;
 };
 
 class BertPooler : public torch::nn::Module {

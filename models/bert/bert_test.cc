@@ -300,5 +300,53 @@ TEST(BertTest, ActivationsMatchTheirFormulas) {
   EXPECT_THROW(ApplyActivation("mish", x), std::invalid_argument);
 }
 
+// The wrap-unit hook point (modeling/unit_runner.h): every BertLayer, in order, runs through
+// the installed runner — with and without gradient checkpointing — and the results and
+// gradients are those of a run without one.
+struct UnitRecorder : modeling::UnitRunner {
+  at::Tensor Run(torch::nn::Module& unit, const std::function<at::Tensor()>& forward) override {
+    units.push_back(&unit);
+    return forward();
+  }
+  std::vector<const torch::nn::Module*> units;
+};
+
+TEST(BertTest, EachLayerRunsThroughTheUnitRunner) {
+  auto model = Tiny(TinyConfig());
+  EXPECT_EQ(model->UnitClassNames(), std::vector<std::string>{"BertLayer"});
+  ASSERT_OK_AND_ASSIGN(std::vector<modeling::FoundUnit> found,
+                       modeling::FindUnits(*model, model->UnitClassNames()));
+  ASSERT_EQ(found.size(), static_cast<size_t>(kLayers));
+  EXPECT_EQ(found[1].name, "bert.encoder.layer.1");
+  const at::Tensor labels = torch::tensor({0, 2});
+  for (bool checkpointing : {false, true}) {
+    model->train();
+    if (checkpointing) ASSERT_OK(model->EnableGradientCheckpointing({}));
+    torch::manual_seed(3);
+    ASSERT_OK_AND_ASSIGN(modeling::ModelOutput plain,
+                         model->TryForward({{"input_ids", Ids(2, 5)}, {"labels", labels}}));
+    plain.loss.backward();
+    std::vector<at::Tensor> plain_grads;
+    for (const at::Tensor& p : model->parameters()) plain_grads.push_back(p.grad().clone());
+    model->zero_grad();
+    UnitRecorder recorder;
+    ASSERT_OK(model->SetUnitRunner(&recorder));
+    torch::manual_seed(3);
+    ASSERT_OK_AND_ASSIGN(modeling::ModelOutput run,
+                         model->TryForward({{"input_ids", Ids(2, 5)}, {"labels", labels}}));
+    run.loss.backward();
+    ASSERT_OK(model->SetUnitRunner(nullptr));
+    EXPECT_TRUE(at::equal(run.loss, plain.loss));
+    ASSERT_EQ(recorder.units.size(), static_cast<size_t>(kLayers));
+    for (int i = 0; i < kLayers; ++i) EXPECT_EQ(recorder.units[i], found[i].module.get());
+    size_t k = 0;
+    for (const at::Tensor& p : model->parameters()) {
+      EXPECT_TRUE(at::equal(p.grad(), plain_grads[k++])) << "checkpointing " << checkpointing;
+    }
+    model->zero_grad();
+    model->DisableGradientCheckpointing();
+  }
+}
+
 }  // namespace
 }  // namespace loom::models::bert
