@@ -1,0 +1,85 @@
+#include "sharding/flat_param.h"
+
+#include <c10/core/StorageImpl.h>
+
+#include "absl/memory/memory.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/torch_status.h"
+#include "distributed/collectives.h"
+
+namespace loom::sharding {
+
+absl::StatusOr<std::unique_ptr<FlatParamUnit>> FlatParamUnit::Create(std::vector<at::Tensor> params,
+                                                                     int rank, int world) {
+  if (params.empty()) return absl::InvalidArgumentError("FlatParamUnit: a unit without parameters");
+  if (world < 1 || rank < 0 || rank >= world) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("FlatParamUnit: rank ", rank, " of world size ", world));
+  }
+  for (const at::Tensor& p : params) {
+    if (p.scalar_type() != params.front().scalar_type() || p.device() != params.front().device()) {
+      return absl::InvalidArgumentError(
+          "FlatParamUnit: a unit's parameters must share one dtype and device");
+    }
+  }
+  auto unit = absl::WrapUnique(new FlatParamUnit());
+  unit->rank_ = rank;
+  unit->world_ = world;
+  for (const at::Tensor& p : params) unit->numel_ += p.numel();
+  unit->padded_numel_ = (unit->numel_ + world - 1) / world * world;
+  try {
+    at::NoGradGuard no_grad;
+    unit->flat_ = at::zeros({unit->padded_numel_}, params.front().options().requires_grad(false));
+    int64_t offset = 0;
+    for (at::Tensor& p : params) {
+      unit->flat_.slice(0, offset, offset + p.numel()).copy_(p.detach().reshape({-1}));
+      p.set_data(unit->flat_.slice(0, offset, offset + p.numel()).view(p.sizes()));
+      offset += p.numel();
+    }
+    const int64_t part = unit->padded_numel_ / world;
+    unit->shard_ = unit->flat_.slice(0, rank * part, (rank + 1) * part).clone();
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "flattening a unit");
+  }
+  unit->params_ = std::move(params);
+  return unit;
+}
+
+void FlatParamUnit::Release() {
+  if (!gathered_) return;
+  // FSDP's _free_storage: the views stay, their storage holds no bytes.
+  c10::StorageImpl* storage = flat_.storage().unsafeGetStorageImpl();
+  storage->set_data_ptr_noswap(at::DataPtr(nullptr, flat_.device()));
+  storage->set_nbytes(0);
+  gathered_ = false;
+}
+
+absl::Status FlatParamUnit::Gather(distributed::ProcessGroup* pg) {
+  try {
+    at::NoGradGuard no_grad;
+    if (!gathered_) {
+      // FSDP's _alloc_storage: the same storage object gets its bytes back, so every view of it
+      // (the parameters, autograd's saved references) sees them.
+      c10::StorageImpl* storage = flat_.storage().unsafeGetStorageImpl();
+      const size_t nbytes = static_cast<size_t>(padded_numel_) * flat_.element_size();
+      storage->set_data_ptr_noswap(storage->allocator()->allocate(nbytes));
+      storage->set_nbytes(nbytes);
+      gathered_ = true;
+    }
+    if (pg != nullptr && world_ > 1) {
+      RETURN_IF_ERROR(distributed::AllGatherInto(*pg, shard_, flat_));
+    } else {
+      flat_.copy_(shard_);
+    }
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "gathering a unit");
+  }
+  return absl::OkStatus();
+}
+
+int64_t FlatParamUnit::full_bytes() const { return padded_numel_ * flat_.element_size(); }
+
+int64_t FlatParamUnit::shard_bytes() const { return shard_.numel() * shard_.element_size(); }
+
+}  // namespace loom::sharding

@@ -1,0 +1,72 @@
+// FlatParamUnit: one wrap unit's parameters as FSDP / ZeRO-3 hold them (issue 14 groundwork) —
+// flattened into one buffer padded to a multiple of the world size, each rank keeping only its
+// shard; the full buffer exists only between Gather() and Release().
+//
+// Contract:
+//   - Create(params, rank, world): the unit's parameters (one dtype and device, in unit order)
+//     become views of one flat buffer of padded_numel() = numel rounded up to a multiple of
+//     `world`; shard() is a separate copy of elements [rank * part, (rank + 1) * part).
+//     Parameters keep their values and identities (set_data), so optimizers, autograd and
+//     module code see the same tensors.
+//   - Release(): the full buffer's storage is freed (FSDP's _free_storage): the parameters stay
+//     views of a storage of zero bytes — reading them is an error until the next Gather().
+//     Autograd's saved references to them survive and see the gathered data again after
+//     Gather(), which is how a unit's backward finds its parameters (FSDP's pre-backward
+//     re-gather).
+//   - Gather(pg): the storage is allocated again and every rank's shard all-gathered into it
+//     (one process: the own shard copied); `gathered()` says which state the unit is in.
+//   - full_bytes() / shard_bytes(): what the full buffer and the shard take.
+//
+// Example:
+//   ASSIGN_OR_RETURN(auto unit, FlatParamUnit::Create(layer->parameters(), rank, world));
+//   unit->Release();                 // between uses only the shard stays
+//   RETURN_IF_ERROR(unit->Gather(&pg));  // before the unit's forward and its backward
+#ifndef LOOM_SHARDING_FLAT_PARAM_H_
+#define LOOM_SHARDING_FLAT_PARAM_H_
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "distributed/process_group.h"
+
+namespace loom::sharding {
+
+class FlatParamUnit {
+ public:
+  static absl::StatusOr<std::unique_ptr<FlatParamUnit>> Create(std::vector<at::Tensor> params,
+                                                               int rank, int world);
+
+  void Release();
+  // `pg` may be null for one process.
+  absl::Status Gather(distributed::ProcessGroup* pg);
+  bool gathered() const { return gathered_; }
+
+  const at::Tensor& shard() const { return shard_; }
+  at::Tensor& mutable_shard() { return shard_; }
+  int64_t numel() const { return numel_; }
+  int64_t padded_numel() const { return padded_numel_; }
+  int64_t full_bytes() const;
+  int64_t shard_bytes() const;
+  const std::vector<at::Tensor>& params() const { return params_; }
+
+ private:
+  FlatParamUnit() = default;
+
+  std::vector<at::Tensor> params_;
+  at::Tensor flat_;   // the full buffer; its storage is freed while released
+  at::Tensor shard_;  // this rank's part (kept)
+  int64_t numel_ = 0;
+  int64_t padded_numel_ = 0;
+  int rank_ = 0;
+  int world_ = 1;
+  bool gathered_ = true;
+};
+
+}  // namespace loom::sharding
+
+#endif  // LOOM_SHARDING_FLAT_PARAM_H_
