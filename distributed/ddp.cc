@@ -75,17 +75,6 @@ struct DistributedDataParallel::Bucket {
   c10::intrusive_ptr<::c10d::Work> work;
 };
 
-struct DistributedDataParallel::Hook : torch::autograd::FunctionPostHook {
-  Hook(DistributedDataParallel* ddp, size_t index) : ddp(ddp), index(index) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list&) override {
-    ddp->OnGradReady(index);
-    return outputs;
-  }
-  DistributedDataParallel* ddp;
-  size_t index;
-};
-
 DdpOptions DdpOptionsFromArgs(const args::TrainingArguments& args) {
   DdpOptions options;
   if (args.has_ddp_bucket_cap_mb()) options.bucket_cap_mb = args.ddp_bucket_cap_mb();
@@ -190,20 +179,13 @@ absl::Status DistributedDataParallel::Init() {
   used_.assign(params_.size(), false);
 
   for (size_t i = 0; i < params_.size(); ++i) {
-    std::shared_ptr<torch::autograd::Node> acc =
-        torch::autograd::impl::grad_accumulator(params_[i]);
-    if (acc == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("DistributedDataParallel: parameter ", names_[i], " is not a leaf tensor"));
-    }
-    hook_keys_.push_back(acc->add_post_hook(std::make_unique<Hook>(this, i)));
-    accumulators_.push_back(std::move(acc));
+    RETURN_IF_ERROR_CTX(hooks_.Add(params_[i], [this, i] { OnGradReady(i); }),
+                        absl::StrCat("DistributedDataParallel: parameter ", names_[i]));
   }
   return absl::OkStatus();
 }
 
 DistributedDataParallel::~DistributedDataParallel() {
-  for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
   // Outstanding all-reduces (an error path) must finish before their buffers go away.
   WaitLaunched();
 }

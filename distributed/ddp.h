@@ -51,6 +51,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "args/training_args.pb.h"
+#include "distributed/grad_ready_hooks.h"
 #include "distributed/gradient_sync.h"
 #include "distributed/process_group.h"
 
@@ -121,7 +122,6 @@ class DistributedDataParallel : public GradientSync {
 
  private:
   struct Bucket;
-  struct Hook;
   DistributedDataParallel(torch::nn::Module& module, ProcessGroup pg, DdpOptions options);
   absl::Status Init();
   void LaunchReadyBuckets();
@@ -136,8 +136,6 @@ class DistributedDataParallel : public GradientSync {
   DdpOptions options_;
   std::vector<std::string> names_;
   std::vector<at::Tensor> params_;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
-  std::vector<uintptr_t> hook_keys_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;  // parameter -> bucket
   std::vector<bool> ready_;        // this sync's backward marked it ready
@@ -148,6 +146,7 @@ class DistributedDataParallel : public GradientSync {
   double first_launch_ = 0;
   absl::Status hook_error_;
   DdpStats stats_;
+  GradReadyHooks hooks_;  // declared last: its hooks go first when the object is destroyed
 };
 
 }  // namespace loom::distributed

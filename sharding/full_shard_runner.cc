@@ -1,8 +1,5 @@
 #include "sharding/full_shard_runner.h"
 
-#include <torch/csrc/autograd/functions/accumulate_grad.h>
-#include <torch/csrc/autograd/variable.h>
-
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -10,17 +7,6 @@
 #include "distributed/collectives.h"
 
 namespace loom::sharding {
-
-struct FullShardRunner::Hook : torch::autograd::FunctionPostHook {
-  Hook(FullShardRunner* owner, size_t unit) : owner(owner), unit(unit) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list&) override {
-    owner->OnGradReady(unit);
-    return outputs;
-  }
-  FullShardRunner* owner;
-  size_t unit;
-};
 
 absl::StatusOr<std::unique_ptr<FullShardRunner>> FullShardRunner::Create(
     const std::vector<modeling::FoundUnit>& units, distributed::ProcessGroup* pg) {
@@ -39,12 +25,10 @@ absl::StatusOr<std::unique_ptr<FullShardRunner>> FullShardRunner::Create(
   }
   for (size_t i = 0; i < runner->units_.size(); ++i) {
     Unit& u = runner->units_[i];
+    FullShardRunner* self = runner.get();
     for (const at::Tensor& p : u.flat->params()) {
-      std::shared_ptr<torch::autograd::Node> acc = torch::autograd::impl::grad_accumulator(p);
-      if (acc == nullptr)
-        return absl::InvalidArgumentError("FullShardRunner: a non-leaf parameter");
-      runner->hook_keys_.push_back(acc->add_post_hook(std::make_unique<Hook>(runner.get(), i)));
-      runner->accumulators_.push_back(std::move(acc));
+      RETURN_IF_ERROR_CTX(runner->hooks_.Add(p, [self, i] { self->OnGradReady(i); }),
+                          "FullShardRunner");
     }
     u.pending = static_cast<int64_t>(u.flat->params().size());
     u.flat->Release();
@@ -52,9 +36,7 @@ absl::StatusOr<std::unique_ptr<FullShardRunner>> FullShardRunner::Create(
   return runner;
 }
 
-FullShardRunner::~FullShardRunner() {
-  for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
-}
+FullShardRunner::~FullShardRunner() = default;
 
 at::Tensor FullShardRunner::Run(torch::nn::Module& module,
                                 const std::function<at::Tensor()>& forward) {
@@ -108,9 +90,7 @@ void FullShardRunner::OnGradReady(size_t i) {
     } else {
       u.shard_grad.add_(flat);
     }
-    for (const at::Tensor& p : u.flat->params()) {
-      const_cast<at::Tensor&>(p).mutable_grad().reset();
-    }
+    for (at::Tensor p : u.flat->params()) p.mutable_grad().reset();  // a handle of the same tensor
   } catch (const std::exception& e) {
     Fail(base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "reducing a unit's gradients"));
     return;

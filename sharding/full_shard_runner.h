@@ -23,7 +23,6 @@
 #define LOOM_SHARDING_FULL_SHARD_RUNNER_H_
 
 #include <ATen/ATen.h>
-#include <torch/csrc/autograd/function.h>
 
 #include <map>
 #include <memory>
@@ -31,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "distributed/grad_ready_hooks.h"
 #include "distributed/process_group.h"
 #include "modeling/unit_runner.h"
 #include "sharding/flat_param.h"
@@ -59,7 +59,6 @@ class FullShardRunner : public modeling::UnitRunner {
     at::Tensor shard_grad;
     int64_t pending = 0;  // parameters whose gradient has not arrived in this backward
   };
-  struct Hook;
 
   FullShardRunner() = default;
   void OnGradReady(size_t u);
@@ -70,9 +69,8 @@ class FullShardRunner : public modeling::UnitRunner {
   distributed::ProcessGroup* pg_ = nullptr;
   std::vector<Unit> units_;
   std::map<const torch::nn::Module*, size_t> index_;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
-  std::vector<uintptr_t> hook_keys_;
   absl::Status status_;
+  distributed::GradReadyHooks hooks_;  // declared last: its hooks go first
 };
 
 }  // namespace loom::sharding

@@ -316,53 +316,47 @@ absl::Status ZeroStrategy::AfterBackward() {
   const int w = world();
   try {
     at::NoGradGuard no_grad;
+    // Each group's averaged slice goes into the partition's gradient directly when the dtypes
+    // agree; bf16 into the bf16 partition gradient first (DeepSpeed's averaged_gradients).
+    const at::ScalarType comm = options_.comm.communication_dtype.value_or(dtype_);
+    std::vector<at::Tensor*> outs;
+    for (Group& g : groups_) {
+      at::Tensor& part_grad = g.partition.mutable_grad();
+      outs.push_back(comm == part_grad.scalar_type() ? &part_grad : &g.grad16);
+    }
     if (overlap_) {
       // The buckets were reduced during backward; the rest now.
-      std::vector<at::Tensor*> outs;
-      for (Group& g : groups_) {
-        at::Tensor& part_grad = g.partition.mutable_grad();
-        const at::ScalarType comm = options_.comm.communication_dtype.value_or(dtype_);
-        outs.push_back(comm == part_grad.scalar_type() ? &part_grad : &g.grad16);
-      }
       RETURN_IF_ERROR(overlap_->Finish(outs));
+    } else {
       for (size_t i = 0; i < groups_.size(); ++i) {
         Group& g = groups_[i];
-        if (!outs[i]->is_same(g.partition.grad())) g.partition.mutable_grad().copy_(*outs[i]);
-        if (options_.stage == 2) {
-          for (at::Tensor& p : g.params) p.mutable_grad().reset();
-        }
-      }
-      return absl::OkStatus();
-    }
-    for (Group& g : groups_) {
-      if (options_.stage == 1) {
-        // The gradients accumulated in place in their views of flat_grads; one that was
-        // replaced (e.g. by a resume putting back saved gradients) is copied back in.
-        int64_t offset = 0;
-        for (at::Tensor& p : g.params) {
-          at::Tensor view = g.flat_grads.slice(0, offset, offset + p.numel()).view_as(p);
-          if (!p.grad().defined() || !p.grad().is_alias_of(g.flat_grads)) {
-            if (p.grad().defined()) {
-              view.copy_(p.grad());
-            } else {
-              view.zero_();
+        if (options_.stage == 1) {
+          // The gradients accumulated in place in their views of flat_grads; one that was
+          // replaced (e.g. by a resume putting back saved gradients) is copied back in.
+          int64_t offset = 0;
+          for (at::Tensor& p : g.params) {
+            at::Tensor view = g.flat_grads.slice(0, offset, offset + p.numel()).view_as(p);
+            if (!p.grad().defined() || !p.grad().is_alias_of(g.flat_grads)) {
+              if (p.grad().defined()) {
+                view.copy_(p.grad());
+              } else {
+                view.zero_();
+              }
+              p.mutable_grad() = view;
             }
-            p.mutable_grad() = view;
+            offset += p.numel();
           }
-          offset += p.numel();
+        }
+        if (w > 1) {
+          RETURN_IF_ERROR(ReduceGradients(g, *outs[i]));
+        } else {
+          CopyFlatGrads(g, 0, g.padded_numel, *outs[i]);
         }
       }
-      at::Tensor& part_grad = g.partition.mutable_grad();
-      // Reduced into the partition's gradient directly when the dtypes agree; bf16 into the
-      // bf16 partition gradient first (DeepSpeed's averaged_gradients).
-      const at::ScalarType comm = options_.comm.communication_dtype.value_or(dtype_);
-      at::Tensor& out = comm == part_grad.scalar_type() ? part_grad : g.grad16;
-      if (w > 1) {
-        RETURN_IF_ERROR(ReduceGradients(g, out));
-      } else {
-        CopyFlatGrads(g, 0, g.padded_numel, out);
-      }
-      if (!out.is_same(part_grad)) part_grad.copy_(out);
+    }
+    for (size_t i = 0; i < groups_.size(); ++i) {
+      Group& g = groups_[i];
+      if (!outs[i]->is_same(g.partition.grad())) g.partition.mutable_grad().copy_(*outs[i]);
       if (options_.stage == 2) {
         for (at::Tensor& p : g.params) p.mutable_grad().reset();
       }

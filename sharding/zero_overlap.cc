@@ -1,29 +1,14 @@
 #include "sharding/zero_overlap.h"
 
-#include <torch/csrc/autograd/functions/accumulate_grad.h>
-#include <torch/csrc/autograd/variable.h>
-
 #include <algorithm>
 
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "distributed/collectives.h"
 
 namespace loom::sharding {
-
-struct OverlappedReduction::Hook : torch::autograd::FunctionPostHook {
-  Hook(OverlappedReduction* owner, size_t group, size_t param)
-      : owner(owner), group(group), param(param) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list&) override {
-    owner->OnGradReady(group, param);
-    return outputs;
-  }
-  OverlappedReduction* owner;
-  size_t group;
-  size_t param;
-};
 
 absl::StatusOr<std::unique_ptr<OverlappedReduction>> OverlappedReduction::Create(
     distributed::ProcessGroup pg, std::vector<Group> groups, int64_t bucket_elements,
@@ -36,7 +21,7 @@ absl::StatusOr<std::unique_ptr<OverlappedReduction>> OverlappedReduction::Create
   for (size_t g = 0; g < r->groups_.size(); ++g) {
     const Group& group = r->groups_[g];
     r->bucket_of_[g].assign(group.params.size(), 0);
-    std::vector<int64_t> offsets;
+    std::vector<int64_t>& offsets = r->group_offsets_.emplace_back();
     int64_t offset = 0;
     for (const at::Tensor& p : group.params) {
       offsets.push_back(offset);
@@ -67,23 +52,16 @@ absl::StatusOr<std::unique_ptr<OverlappedReduction>> OverlappedReduction::Create
   r->Reset();
   for (size_t g = 0; g < r->groups_.size(); ++g) {
     for (size_t k = 0; k < r->groups_[g].params.size(); ++k) {
-      std::shared_ptr<torch::autograd::Node> acc =
-          torch::autograd::impl::grad_accumulator(r->groups_[g].params[k]);
-      if (acc == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat("OverlappedReduction: parameter ", k,
-                                                       " of group ", g, " is not a leaf tensor"));
-      }
-      r->hook_keys_.push_back(acc->add_post_hook(std::make_unique<Hook>(r.get(), g, k)));
-      r->accumulators_.push_back(std::move(acc));
+      OverlappedReduction* self = r.get();
+      RETURN_IF_ERROR_CTX(
+          r->hooks_.Add(r->groups_[g].params[k], [self, g, k] { self->OnGradReady(g, k); }),
+          absl::StrCat("overlap_comm: parameter ", k, " of group ", g));
     }
   }
   return r;
 }
 
-OverlappedReduction::~OverlappedReduction() {
-  for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
-  WaitAll();
-}
+OverlappedReduction::~OverlappedReduction() { WaitAll(); }
 
 void OverlappedReduction::Reset() {
   for (Bucket& b : buckets_) {
@@ -120,14 +98,11 @@ void OverlappedReduction::Launch(Bucket& b) {
   const Group& group = groups_[b.group];
   const int world = pg_.world_size();
   b.buffer = at::zeros({b.end - b.begin}, group.params.front().options().dtype(comm_dtype_));
-  int64_t offset = 0;
-  for (size_t k = 0; k < group.params.size(); ++k) {
+  for (size_t k : b.params) {
     const at::Tensor& p = group.params[k];
-    if (offset >= b.begin && offset < b.end && p.grad().defined()) {
-      b.buffer.slice(0, offset - b.begin, offset - b.begin + p.numel())
-          .copy_(p.grad().reshape({-1}));
-    }
-    offset += p.numel();
+    const int64_t offset = group_offsets_[b.group][k] - b.begin;
+    if (p.grad().defined())
+      b.buffer.slice(0, offset, offset + p.numel()).copy_(p.grad().reshape({-1}));
   }
   b.buffer.div_(static_cast<double>(world));  // DeepSpeed's average_tensor
   const int64_t part = group.padded_numel / world;

@@ -28,13 +28,13 @@
 #define LOOM_SHARDING_ZERO_OVERLAP_H_
 
 #include <ATen/ATen.h>
-#include <torch/csrc/autograd/function.h>
 
 #include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "distributed/grad_ready_hooks.h"
 #include "distributed/process_group.h"
 
 namespace loom::sharding {
@@ -76,7 +76,6 @@ class OverlappedReduction {
     at::Tensor buffer;
     std::vector<Reduction> reductions;
   };
-  struct Hook;
 
   OverlappedReduction(distributed::ProcessGroup pg, std::vector<Group> groups,
                       at::ScalarType comm_dtype)
@@ -90,13 +89,13 @@ class OverlappedReduction {
   distributed::ProcessGroup pg_;
   std::vector<Group> groups_;
   at::ScalarType comm_dtype_;
-  std::vector<Bucket> buckets_;                 // in launch order
-  std::vector<std::vector<size_t>> bucket_of_;  // [group][param] -> bucket index
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
-  std::vector<uintptr_t> hook_keys_;
+  std::vector<Bucket> buckets_;                      // in launch order
+  std::vector<std::vector<size_t>> bucket_of_;       // [group][param] -> bucket index
+  std::vector<std::vector<int64_t>> group_offsets_;  // [group][param] -> flat offset
   bool armed_ = false;
   size_t next_ = 0;  // the next bucket to launch
   absl::Status error_;
+  distributed::GradReadyHooks hooks_;  // declared last: its hooks go first
 };
 
 }  // namespace loom::sharding
