@@ -1,13 +1,67 @@
 #include "sharding/create_strategy.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "args/deepspeed_config.h"
+#include "args/fsdp_config.h"
 #include "base/status_macros.h"
 #include "distributed/ddp.h"
+#include "sharding/param_shard.h"
 #include "sharding/replicated.h"
 #include "sharding/zero.h"
 
 namespace loom::sharding {
+
+namespace {
+
+bool Has(const args::TrainingArguments& args, const std::string& option) {
+  return std::find(args.fsdp().begin(), args.fsdp().end(), option) != args.fsdp().end();
+}
+
+absl::Status FsdpNotYet(const std::string& what, const std::string& fix) {
+  return absl::UnimplementedError(absl::StrCat(what, " is not implemented in loom yet; ", fix));
+}
+
+}  // namespace
+
+absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched) {
+  if (args.fsdp_size() == 0) return absl::OkStatus();
+  // HF's Trainer.__init__ (spec/trainer.md §8).
+  if (args.has_deepspeed() && !args.deepspeed().empty()) {
+    return absl::InvalidArgumentError(
+        "Using --fsdp xxx together with --deepspeed is not possible, deactivate one of those "
+        "flags.");
+  }
+  if (!launched) {
+    return absl::InvalidArgumentError(
+        "Using fsdp only works in distributed training. (--fsdp: launch the script with "
+        "//tools:launch, e.g. --nproc_per_node 2)");
+  }
+  if (Has(args, "hybrid_shard") || Has(args, "hybrid_shard_zero2")) {
+    return FsdpNotYet("--fsdp hybrid_shard / hybrid_shard_zero2",
+                      "use full_shard or shard_grad_op");
+  }
+  ASSIGN_OR_RETURN(args::FsdpConfig cfg, args::FsdpConfigOf(args), "--fsdp_config");
+  if (cfg.backward_prefetch.has_value() &&
+      *cfg.backward_prefetch != args::FsdpBackwardPrefetchPolicy::kNoPrefetch) {
+    return FsdpNotYet("--fsdp_config backward_prefetch (prefetching the next unit's gather)",
+                      "remove the key (no prefetch)");
+  }
+  if (cfg.forward_prefetch) {
+    return FsdpNotYet("--fsdp_config forward_prefetch", "remove the key or set it to false");
+  }
+  if (cfg.cpu_ram_efficient_loading) {
+    return FsdpNotYet("--fsdp_config cpu_ram_efficient_loading",
+                      "remove the key or set it to false");
+  }
+  if (cfg.activation_checkpointing) {
+    return FsdpNotYet("--fsdp_config activation_checkpointing",
+                      "use --gradient_checkpointing instead (the same recomputation per layer)");
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyOptions& o) {
   if (o.args == nullptr) return absl::InvalidArgumentError("CreateStrategy: args must be set");
@@ -20,6 +74,16 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
                        PlanDeepSpeed(args, o.process_group ? o.process_group->world_size() : 1,
                                      std::nullopt, /*num_training_steps=*/0));
       plan = &*own_plan;
+    }
+    if (plan->stage == 3) {
+      ASSIGN_OR_RETURN(std::unique_ptr<ParamShardStrategy> zero3,
+                       ParamShardStrategy::Create(
+                           ParamShardOptions()
+                               .set_pieces(o)
+                               .set_name("ZeRO-3")
+                               .set_persistence_threshold(plan->stage3_param_persistence_threshold)
+                               .set_deepspeed(plan->config.raw, plan->gradient_clipping)));
+      return std::unique_ptr<ShardingStrategy>(std::move(zero3));
     }
     if (plan->stage == 1 || plan->stage == 2) {
       ASSIGN_OR_RETURN(
@@ -38,8 +102,33 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
     }
   }
   if (args.fsdp_size() > 0) {
-    return absl::UnimplementedError(
-        "--fsdp is not implemented in loom yet; train without it (DDP under //tools:launch)");
+    const bool launched = o.process_group != nullptr || std::getenv("LOCAL_RANK") != nullptr;
+    RETURN_IF_ERROR(CheckFsdp(args, launched));
+    if (!Has(args, "no_shard")) {
+      ASSIGN_OR_RETURN(args::FsdpConfig cfg, args::FsdpConfigOf(args), "--fsdp_config");
+      const bool shard_grad_op = Has(args, "shard_grad_op");
+      // "offload": the shards live in host memory between uses; on a CPU build the device is
+      // the host, so the same code runs (a CUDA model is refused until offload lands there).
+      if (Has(args, "offload") && o.model != nullptr) {
+        for (const at::Tensor& p : o.model->parameters()) {
+          if (!p.device().is_cpu()) {
+            return FsdpNotYet("--fsdp offload of a GPU model", "remove offload");
+          }
+        }
+      }
+      ASSIGN_OR_RETURN(std::unique_ptr<ParamShardStrategy> fsdp,
+                       ParamShardStrategy::Create(
+                           ParamShardOptions()
+                               .set_pieces(o)
+                               .set_name(shard_grad_op ? "FSDP shard_grad_op" : "FSDP full_shard")
+                               .set_auto_wrap(Has(args, "auto_wrap"))
+                               .set_wrap_classes(cfg.transformer_layer_cls_to_wrap)
+                               .set_min_num_params(cfg.min_num_params)
+                               .set_sync_module_states(cfg.sync_module_states)
+                               .set_reshard_after_forward(!shard_grad_op)));
+      return std::unique_ptr<ShardingStrategy>(std::move(fsdp));
+    }
+    // no_shard: DDP (FSDP's NO_SHARD keeps every parameter, gradient and state on every rank).
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ReplicatedStrategy> strategy,
                    ReplicatedStrategy::Create(ReplicatedOptions().set_pieces(o).set_ddp(

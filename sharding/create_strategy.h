@@ -6,7 +6,10 @@
 //     loom does not implement, stage 3 included). Stage 0 is DDP through the same config
 //     (spec/deepspeed.md §1.1); stages 1 and 2 are ZeroStrategy (zero.h; fp32 only so far)
 //     with the plan's communication options.
-//   - --fsdp (non-empty): Unimplemented naming --fsdp until FSDP lands.
+//   - --deepspeed stage 3: ParamShardStrategy (param_shard.h) as ZeRO-3.
+//   - --fsdp (non-empty, CheckFsdp's rules first): full_shard / shard_grad_op are
+//     ParamShardStrategy (units: auto_wrap with transformer_layer_cls_to_wrap or the model's
+//     own layer classes, min_num_params); no_shard is DDP.
 //   - Otherwise: ReplicatedStrategy — DDP over the process group (ddp_* arguments), or one
 //     process without a group.
 //   The model, optimizer, precision and process group must outlive the strategy.
@@ -53,6 +56,12 @@ struct StrategyOptions : StrategyPieces<StrategyOptions> {
 };
 
 absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyOptions& options);
+
+// HF's --fsdp rules (spec/trainer.md §8), for a script to check before any work: --fsdp with
+// --deepspeed, --fsdp in a process not started by a launcher (`launched` false), and the
+// options loom does not implement yet (hybrid_shard, prefetching, cpu_ram_efficient_loading,
+// activation_checkpointing in --fsdp_config). OK without --fsdp.
+absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched);
 
 }  // namespace loom::sharding
 

@@ -58,6 +58,9 @@ struct DeepSpeedPlan {
   int64_t train_micro_batch_size_per_gpu = 0;
   int64_t gradient_accumulation_steps = 0;
   int64_t steps_per_print = 10;
+  // Stage 3 (spec/deepspeed.md §1.2).
+  int64_t stage3_param_persistence_threshold = 100000;
+  bool stage3_gather_16bit_weights_on_model_save = false;
   std::vector<std::string> warnings;
 
   // DeepSpeed's engine log of its configuration: "DeepSpeedEngine configuration:" and the

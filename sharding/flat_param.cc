@@ -78,6 +78,20 @@ absl::Status FlatParamUnit::Gather(distributed::ProcessGroup* pg) {
   return absl::OkStatus();
 }
 
+absl::Status FlatParamUnit::WriteBack() {
+  if (!gathered_) {
+    return absl::FailedPreconditionError("FlatParamUnit::WriteBack: the unit is released");
+  }
+  try {
+    at::NoGradGuard no_grad;
+    const int64_t part = padded_numel_ / world_;
+    shard_.copy_(flat_.slice(0, rank_ * part, (rank_ + 1) * part));
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "writing a unit back");
+  }
+  return absl::OkStatus();
+}
+
 int64_t FlatParamUnit::full_bytes() const { return padded_numel_ * flat_.element_size(); }
 
 int64_t FlatParamUnit::shard_bytes() const { return shard_.numel() * shard_.element_size(); }

@@ -15,6 +15,9 @@
 //     re-gather).
 //   - Gather(pg): the storage is allocated again and every rank's shard all-gathered into it
 //     (one process: the own shard copied); `gathered()` says which state the unit is in.
+//   - WriteBack(): while gathered, this rank's slice of the full buffer copied into the shard
+//     (e.g. after weights were loaded into the full parameters); FailedPrecondition when
+//     released.
 //   - full_bytes() / shard_bytes(): what the full buffer and the shard take.
 //
 // Example:
@@ -45,6 +48,7 @@ class FlatParamUnit {
   // `pg` may be null for one process.
   absl::Status Gather(distributed::ProcessGroup* pg);
   bool gathered() const { return gathered_; }
+  absl::Status WriteBack();
 
   const at::Tensor& shard() const { return shard_; }
   at::Tensor& mutable_shard() { return shard_; }

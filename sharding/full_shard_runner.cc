@@ -9,51 +9,82 @@
 namespace loom::sharding {
 
 absl::StatusOr<std::unique_ptr<FullShardRunner>> FullShardRunner::Create(
-    const std::vector<modeling::FoundUnit>& units, distributed::ProcessGroup* pg) {
+    std::vector<ShardUnitSpec> specs, distributed::ProcessGroup* pg,
+    FullShardRunnerOptions options) {
   auto runner = absl::WrapUnique(new FullShardRunner());
   runner->pg_ = pg;
+  runner->options_ = options;
   const int world = pg != nullptr ? pg->world_size() : 1;
   const int rank = pg != nullptr ? pg->rank() : 0;
-  for (const modeling::FoundUnit& found : units) {
+  for (ShardUnitSpec& spec : specs) {
     Unit u;
-    u.module = found.module.get();
-    ASSIGN_OR_RETURN(u.flat, FlatParamUnit::Create(found.module->parameters(), rank, world),
-                     absl::StrCat("wrap unit ", found.name));
-    u.shard_grad = at::zeros_like(u.flat->shard());
-    runner->index_[u.module] = runner->units_.size();
+    u.name = spec.name;
+    u.module = spec.module;
+    for (size_t g = 0; g < spec.params_by_group.size(); ++g) {
+      if (spec.params_by_group[g].empty()) continue;
+      Piece piece;
+      piece.unit = runner->units_.size();
+      piece.group = g;
+      u.params += static_cast<int64_t>(spec.params_by_group[g].size());
+      ASSIGN_OR_RETURN(piece.flat,
+                       FlatParamUnit::Create(std::move(spec.params_by_group[g]), rank, world),
+                       absl::StrCat("wrap unit ", spec.name));
+      at::Tensor& shard = piece.flat->mutable_shard();
+      shard.set_requires_grad(true);
+      shard.mutable_grad() = at::zeros_like(shard);
+      u.pieces.push_back(runner->pieces_.size());
+      runner->pieces_.push_back(std::move(piece));
+    }
+    if (u.pieces.empty()) continue;  // nothing trainable in it
+    if (u.module != nullptr) runner->index_[u.module] = runner->units_.size();
+    u.pending = u.params;
     runner->units_.push_back(std::move(u));
   }
   for (size_t i = 0; i < runner->units_.size(); ++i) {
     Unit& u = runner->units_[i];
+    if (u.module == nullptr) continue;  // persistent: reduced by FinishBackward
     FullShardRunner* self = runner.get();
-    for (const at::Tensor& p : u.flat->params()) {
-      RETURN_IF_ERROR_CTX(runner->hooks_.Add(p, [self, i] { self->OnGradReady(i); }),
-                          "FullShardRunner");
+    for (size_t p : u.pieces) {
+      for (const at::Tensor& param : runner->pieces_[p].flat->params()) {
+        RETURN_IF_ERROR_CTX(runner->hooks_.Add(param, [self, i] { self->OnGradReady(i); }),
+                            "FullShardRunner");
+      }
     }
-    u.pending = static_cast<int64_t>(u.flat->params().size());
-    u.flat->Release();
+    runner->ReleaseUnit(i);
   }
   return runner;
 }
 
 FullShardRunner::~FullShardRunner() = default;
 
+absl::Status FullShardRunner::GatherUnit(size_t u) {
+  for (size_t p : units_[u].pieces) {
+    FlatParamUnit& flat = *pieces_[p].flat;
+    if (!flat.gathered()) RETURN_IF_ERROR(flat.Gather(pg_));
+  }
+  return absl::OkStatus();
+}
+
+void FullShardRunner::ReleaseUnit(size_t u) {
+  if (units_[u].module == nullptr) return;  // persistent
+  for (size_t p : units_[u].pieces) pieces_[p].flat->Release();
+}
+
 at::Tensor FullShardRunner::Run(torch::nn::Module& module,
                                 const std::function<at::Tensor()>& forward) {
   auto it = index_.find(&module);
   if (it == index_.end()) return forward();
   const size_t u = it->second;
-  FlatParamUnit& flat = *units_[u].flat;
-  if (absl::Status s = flat.Gather(pg_); !s.ok()) {
+  if (absl::Status s = GatherUnit(u); !s.ok()) {
     Fail(s);
     throw std::runtime_error(std::string(s.message()));
   }
   at::Tensor out = forward();
-  flat.Release();
+  if (options_.reshard_after_forward || !out.requires_grad()) ReleaseUnit(u);
   if (out.requires_grad()) {
     // Before the unit's backward: its parameters again (FSDP's pre-backward unshard).
     out.register_hook([this, u](const at::Tensor& grad) {
-      if (absl::Status s = units_[u].flat->Gather(pg_); !s.ok()) {
+      if (absl::Status s = GatherUnit(u); !s.ok()) {
         Fail(s);
         throw std::runtime_error(std::string(s.message()));
       }
@@ -63,39 +94,85 @@ at::Tensor FullShardRunner::Run(torch::nn::Module& module,
   return out;
 }
 
+absl::Status FullShardRunner::ReduceUnit(size_t i) {
+  const int world = pg_ != nullptr ? pg_->world_size() : 1;
+  try {
+    at::NoGradGuard no_grad;
+    for (size_t p : units_[i].pieces) {
+      FlatParamUnit& flat = *pieces_[p].flat;
+      at::Tensor& shard_grad = flat.mutable_shard().mutable_grad();
+      at::Tensor full = at::empty({flat.padded_numel()}, shard_grad.options());
+      int64_t offset = 0;
+      for (const at::Tensor& param : flat.params()) {
+        at::Tensor dst = full.slice(0, offset, offset + param.numel());
+        if (param.grad().defined()) {
+          dst.copy_(param.grad().reshape({-1}));
+        } else {
+          dst.zero_();
+        }
+        offset += param.numel();
+      }
+      if (offset < flat.padded_numel()) full.slice(0, offset).zero_();
+      if (world > 1) {
+        at::Tensor reduced = at::empty_like(shard_grad);
+        RETURN_IF_ERROR(distributed::ReduceScatterSum(*pg_, full, reduced));
+        shard_grad.add_(reduced.div_(static_cast<double>(world)));
+      } else {
+        shard_grad.add_(full);
+      }
+      for (at::Tensor param : flat.params()) param.mutable_grad().reset();  // a handle
+    }
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                                    absl::StrCat("reducing the gradients of ", units_[i].name));
+  }
+  return absl::OkStatus();
+}
+
 void FullShardRunner::OnGradReady(size_t i) {
   Unit& u = units_[i];
   if (--u.pending > 0) return;
-  u.pending = static_cast<int64_t>(u.flat->params().size());
-  // FSDP's post-backward: the unit's flat gradient, averaged and reduce-scattered into the
-  // shard's; the full gradients dropped; the parameters released.
-  try {
-    at::NoGradGuard no_grad;
-    at::Tensor flat = at::zeros({u.flat->padded_numel()}, u.shard_grad.options());
-    int64_t offset = 0;
-    for (const at::Tensor& p : u.flat->params()) {
-      if (p.grad().defined()) {
-        flat.slice(0, offset, offset + p.numel()).copy_(p.grad().reshape({-1}));
-      }
-      offset += p.numel();
-    }
-    const int world = pg_ != nullptr ? pg_->world_size() : 1;
-    if (world > 1) {
-      at::Tensor reduced = at::empty_like(u.shard_grad);
-      if (absl::Status s = distributed::ReduceScatterSum(*pg_, flat, reduced); !s.ok()) {
-        Fail(s);
-        return;
-      }
-      u.shard_grad.add_(reduced.div_(static_cast<double>(world)));
-    } else {
-      u.shard_grad.add_(flat);
-    }
-    for (at::Tensor p : u.flat->params()) p.mutable_grad().reset();  // a handle of the same tensor
-  } catch (const std::exception& e) {
-    Fail(base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "reducing a unit's gradients"));
+  u.pending = u.params;
+  // FSDP's post-backward: the unit's gradients reduced into the shards, the unit released.
+  if (absl::Status s = ReduceUnit(i); !s.ok()) {
+    Fail(s);
     return;
   }
-  u.flat->Release();
+  ReleaseUnit(i);
+}
+
+absl::Status FullShardRunner::FinishBackward() {
+  for (size_t i = 0; i < units_.size(); ++i) {
+    Unit& u = units_[i];
+    bool any_grad = false;
+    if (u.module == nullptr) {
+      for (size_t p : u.pieces) {
+        for (const at::Tensor& param : pieces_[p].flat->params()) {
+          any_grad = any_grad || param.grad().defined();
+        }
+      }
+    }
+    if (u.pending != u.params || any_grad) {
+      // Some gradients arrived (every rank runs the same graph, so every rank reduces).
+      u.pending = u.params;
+      if (absl::Status s = ReduceUnit(i); !s.ok()) Fail(s);
+    }
+    ReleaseUnit(i);
+  }
+  return status_;
+}
+
+absl::Status FullShardRunner::GatherAll() {
+  for (size_t u = 0; u < units_.size(); ++u) RETURN_IF_ERROR(GatherUnit(u));
+  return absl::OkStatus();
+}
+
+absl::Status FullShardRunner::ReleaseAll(bool write_back) {
+  if (write_back) {
+    for (Piece& piece : pieces_) RETURN_IF_ERROR(piece.flat->WriteBack());
+  }
+  for (size_t u = 0; u < units_.size(); ++u) ReleaseUnit(u);
+  return absl::OkStatus();
 }
 
 }  // namespace loom::sharding

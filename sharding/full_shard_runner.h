@@ -1,24 +1,40 @@
-// FullShardRunner: FSDP full_shard's (ZeRO-3's) life cycle of a model's wrap units, as a
-// modeling::UnitRunner (issue 14 groundwork; no strategy uses it yet).
+// FullShardRunner: the life cycle of a model's wrap units under parameter sharding (FSDP's
+// full_shard / shard_grad_op, DeepSpeed's ZeRO-3; issue 14), as a modeling::UnitRunner the model
+// runs each repeating layer through.
 //
 // Contract:
-//   - Create(units, pg): every unit's parameters become a FlatParamUnit (flat_param.h) sharded
-//     over the group (null: one process) and are released: between uses each rank holds only
-//     its shards.
-//   - Run(unit, forward) (the model calls it per unit): the unit is gathered, forward() runs,
-//     the unit is released again (reshard after forward); when the result requires grad, a
-//     hook on it gathers the unit again before the unit's backward (FSDP's pre-backward), and
-//     hooks after each parameter's gradient accumulation, once all of the unit's parameters
-//     have theirs, reduce-scatter the unit's flat gradient (averaged over ranks) into
-//     shard_grad(u) (accumulated across backward passes), drop the full gradients and release
-//     the unit (FSDP's post-backward). A unit that is not one of `units` runs as it is.
-//   - The caller owns `units`' modules; the runner must outlive every forward and backward run
-//     through it.
+//   - Create(units, pg, options): each unit's parameters, per optimizer group, become one
+//     FlatParamUnit (flat_param.h) — a "piece" — sharded over the group (null: one process).
+//     A unit with `module` null is persistent (FSDP's root unit, DeepSpeed's persistent
+//     parameters): its pieces stay gathered, their gradients are reduced by FinishBackward.
+//     The others are released: between uses each rank holds only their shards. Each piece's
+//     shard is a leaf whose .grad() is the shard's gradient (zeros until a backward reached
+//     it): the optimizer steps on the shards.
+//   - Run(unit, forward) (the model calls it per unit): the unit's pieces are gathered, forward()
+//     runs, and the unit is released again when options.reshard_after_forward (full_shard) or
+//     when the result needs no gradient (evaluation); otherwise it stays gathered until its
+//     backward is done (shard_grad_op). When the result requires grad, a hook on it gathers the
+//     unit again before the unit's backward (FSDP's pre-backward), and once every parameter of
+//     the unit has its gradient (hooks after gradient accumulation), each piece's flat gradient
+//     is averaged over the ranks and reduce-scattered into its shard's gradient (accumulated
+//     across backward passes), the full gradients dropped and the unit released (FSDP's
+//     post-backward). A module that is not a unit runs as it is.
+//   - FinishBackward() after each backward: units whose parameters got only some gradients are
+//     reduced now (the missing ones count as zero), units left gathered are released, and the
+//     persistent units' gradients are reduced. Returns the first error any hook met.
+//   - GatherAll() / ReleaseAll(write_back): every parameter full (a collective: every rank
+//     calls it), e.g. to save or load the model; ReleaseAll first copies each rank's slice of the
+//     full parameters into its shards when write_back (so weights loaded into the full
+//     parameters reach the shards), then releases the non-persistent units.
+//   - Every collective is issued in the same order on every rank (the same graph runs
+//     everywhere). The caller owns the modules; the runner must outlive every forward and
+//     backward run through it.
 //
 // Example:
-//   ASSIGN_OR_RETURN(auto units, modeling::FindUnits(model, model.UnitClassNames()));
-//   ASSIGN_OR_RETURN(auto runner, FullShardRunner::Create(units, &pg));
+//   ASSIGN_OR_RETURN(auto runner, FullShardRunner::Create(units, &pg, {}));
 //   RETURN_IF_ERROR(model.SetUnitRunner(runner.get()));
+//   loss.backward();
+//   RETURN_IF_ERROR(runner->FinishBackward());
 #ifndef LOOM_SHARDING_FULL_SHARD_RUNNER_H_
 #define LOOM_SHARDING_FULL_SHARD_RUNNER_H_
 
@@ -26,6 +42,7 @@
 
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -37,37 +54,71 @@
 
 namespace loom::sharding {
 
+// One wrap unit: its module (null: persistent) and its trainable parameters per optimizer
+// group (a group may be empty).
+struct ShardUnitSpec {
+  std::string name;
+  torch::nn::Module* module = nullptr;
+  std::vector<std::vector<at::Tensor>> params_by_group;
+};
+
+struct FullShardRunnerOptions {
+  bool reshard_after_forward = true;  // false: FSDP's SHARD_GRAD_OP
+};
+
 class FullShardRunner : public modeling::UnitRunner {
  public:
-  static absl::StatusOr<std::unique_ptr<FullShardRunner>> Create(
-      const std::vector<modeling::FoundUnit>& units, distributed::ProcessGroup* pg);
+  // One piece: a unit's parameters of one optimizer group.
+  struct Piece {
+    size_t unit = 0;
+    size_t group = 0;
+    std::unique_ptr<FlatParamUnit> flat;
+  };
+
+  static absl::StatusOr<std::unique_ptr<FullShardRunner>> Create(std::vector<ShardUnitSpec> units,
+                                                                 distributed::ProcessGroup* pg,
+                                                                 FullShardRunnerOptions options);
   ~FullShardRunner() override;
 
   at::Tensor Run(torch::nn::Module& unit, const std::function<at::Tensor()>& forward) override;
+  absl::Status FinishBackward();
+  absl::Status GatherAll();
+  absl::Status ReleaseAll(bool write_back);
 
   size_t unit_count() const { return units_.size(); }
-  FlatParamUnit& unit(size_t u) { return *units_[u].flat; }
-  // Unit u's averaged gradient shard (zeros until a backward reached it).
-  at::Tensor& shard_grad(size_t u) { return units_[u].shard_grad; }
+  const std::string& unit_name(size_t u) const { return units_[u].name; }
+  bool persistent(size_t u) const { return units_[u].module == nullptr; }
+  std::vector<Piece>& pieces() { return pieces_; }
+  const std::vector<Piece>& pieces() const { return pieces_; }
+  // The pieces of unit u, in group order.
+  const std::vector<size_t>& unit_pieces(size_t u) const { return units_[u].pieces; }
   // The first error a hook met (hooks cannot return one); OK otherwise.
   const absl::Status& status() const { return status_; }
 
  private:
   struct Unit {
-    torch::nn::Module* module = nullptr;
-    std::unique_ptr<FlatParamUnit> flat;
-    at::Tensor shard_grad;
-    int64_t pending = 0;  // parameters whose gradient has not arrived in this backward
+    std::string name;
+    torch::nn::Module* module = nullptr;  // null: persistent
+    std::vector<size_t> pieces;
+    int64_t params = 0;   // trainable parameters in the unit
+    int64_t pending = 0;  // of them, those whose gradient has not arrived in this backward
   };
 
   FullShardRunner() = default;
   void OnGradReady(size_t u);
+  absl::Status GatherUnit(size_t u);
+  void ReleaseUnit(size_t u);
+  // Each piece's flat gradient averaged and reduce-scattered into its shard's gradient; the
+  // parameters' gradients dropped.
+  absl::Status ReduceUnit(size_t u);
   void Fail(const absl::Status& s) {
     if (status_.ok()) status_ = s;
   }
 
   distributed::ProcessGroup* pg_ = nullptr;
+  FullShardRunnerOptions options_;
   std::vector<Unit> units_;
+  std::vector<Piece> pieces_;
   std::map<const torch::nn::Module*, size_t> index_;
   absl::Status status_;
   distributed::GradReadyHooks hooks_;  // declared last: its hooks go first

@@ -69,10 +69,17 @@ int Child(int rank, int world, int port) {
   auto model = Tiny();
   auto units = modeling::FindUnits(*model, model->UnitClassNames());
   CHILD_CHECK_OK(units.status());
-  auto runner = FullShardRunner::Create(*units, pg ? &*pg : nullptr);
+  std::vector<ShardUnitSpec> specs;
+  for (const modeling::FoundUnit& f : *units) {
+    specs.push_back({f.name, f.module.get(), {f.module->parameters()}});
+  }
+  auto runner = FullShardRunner::Create(std::move(specs), pg ? &*pg : nullptr, {});
   CHILD_CHECK_OK(runner.status());
   CHILD_CHECK((*runner)->unit_count() == 3);
-  for (size_t u = 0; u < 3; ++u) CHILD_CHECK(!(*runner)->unit(u).gathered());
+  auto unit = [&](size_t u) -> FlatParamUnit& {
+    return *(*runner)->pieces()[(*runner)->unit_pieces(u)[0]].flat;
+  };
+  for (size_t u = 0; u < 3; ++u) CHILD_CHECK(!unit(u).gathered());
   CHILD_CHECK_OK(model->SetUnitRunner(runner->get()));
   // World 1 trains on both halves (averaged), world 2 rank r on half r.
   const std::vector<int> halves = world == 1 ? std::vector<int>{0, 1} : std::vector<int>{rank};
@@ -85,17 +92,17 @@ int Child(int rank, int world, int port) {
     CHILD_CHECK(at::equal(out->loss, plain->loss));
     (out->loss / static_cast<double>(halves.size())).backward();
   }
-  CHILD_CHECK_OK((*runner)->status());
+  CHILD_CHECK_OK((*runner)->FinishBackward());
   const std::vector<at::Tensor> want = PlainUnitGrads({0, 1});
   for (size_t u = 0; u < 3; ++u) {
-    FlatParamUnit& unit = (*runner)->unit(u);
-    CHILD_CHECK(!unit.gathered());
-    const int64_t part = unit.padded_numel() / world;
-    at::Tensor padded = at::zeros({unit.padded_numel()});
-    padded.slice(0, 0, unit.numel()).copy_(want[u]);
-    CHILD_CHECK(at::allclose((*runner)->shard_grad(u),
-                             padded.slice(0, rank * part, (rank + 1) * part), 1e-6, 1e-7));
-    for (const at::Tensor& p : unit.params()) CHILD_CHECK(!p.grad().defined());
+    FlatParamUnit& flat = unit(u);
+    CHILD_CHECK(!flat.gathered());
+    const int64_t part = flat.padded_numel() / world;
+    at::Tensor padded = at::zeros({flat.padded_numel()});
+    padded.slice(0, 0, flat.numel()).copy_(want[u]);
+    CHILD_CHECK(at::allclose(flat.shard().grad(), padded.slice(0, rank * part, (rank + 1) * part),
+                             1e-6, 1e-7));
+    for (const at::Tensor& p : flat.params()) CHILD_CHECK(!p.grad().defined());
   }
   CHILD_CHECK_OK(model->SetUnitRunner(nullptr));
   return 0;

@@ -32,6 +32,11 @@
 //     optimizer state writes nothing. LoadState(folder) puts the state back at resume (model
 //     weights already loaded; a strategy that does not own the optimizer state does nothing).
 //     ZeRO's files are read whatever world size wrote them (repartitioned for this one).
+//   - BeginFullParameters() / EndFullParameters(write_back): between them every parameter of
+//     the model is whole on this rank (to save or load the model's weights). Collectives:
+//     every rank calls both, in the same order. With write_back, weights put into the
+//     parameters meanwhile become the strategy's own (its shards). Strategies that keep the
+//     parameters whole do nothing.
 //   - Errors (a peer gone, a timeout, parameters without gradients) are Statuses that name the
 //     cause; after an error the strategy may only be destroyed.
 //
@@ -97,6 +102,8 @@ class ShardingStrategy {
     return absl::OkStatus();
   }
   virtual absl::Status LoadState(const std::string& folder) { return absl::OkStatus(); }
+  virtual absl::Status BeginFullParameters() { return absl::OkStatus(); }
+  virtual absl::Status EndFullParameters(bool write_back) { return absl::OkStatus(); }
 };
 
 }  // namespace loom::sharding

@@ -26,6 +26,8 @@
 #include "distributed/multiprocess_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "modeling/model.h"
+#include "modeling/unit_runner.h"
 #include "optim/clip_grad.h"
 #include "precision/training_precision.h"
 #include "sharding/create_strategy.h"
@@ -46,18 +48,31 @@ constexpr int kOut = 3;
 constexpr double kLr = 0.05;
 constexpr double kWeightDecay = 0.01;
 
-// A small MLP with one frozen parameter (requires_grad = false), initialised from a fixed seed.
-struct Mlp : torch::nn::Module {
+// A small MLP with one frozen parameter (requires_grad = false) and one trainable parameter of
+// its own (outside its layers), initialised from a fixed seed. Its two Linear layers are wrap
+// units (a parameter-sharding strategy runs them through its UnitRunner).
+struct Mlp : modeling::Model {
   Mlp() {
     torch::manual_seed(11);
+    frozen = register_parameter("frozen", torch::full({kOut}, 0.25), /*requires_grad=*/false);
+    shift = register_parameter("shift", torch::full({kOut}, 0.1));
     a = register_module("a", torch::nn::Linear(kIn, kHidden));
     b = register_module("b", torch::nn::Linear(kHidden, kOut));
-    frozen = register_parameter("frozen", torch::full({kOut}, 0.25), /*requires_grad=*/false);
   }
-  at::Tensor forward(const at::Tensor& x) { return b(torch::tanh(a(x))) + frozen; }
+  at::Tensor forward(const at::Tensor& x) {
+    at::Tensor h = modeling::RunUnit(runner, *a, [&] { return a(x); });
+    return modeling::RunUnit(runner, *b, [&] { return b(torch::tanh(h)); }) + frozen + shift;
+  }
+  modeling::ModelOutput Forward(const data::Batch&) override { return {}; }
+  std::vector<std::string> UnitClassNames() const override { return {"Linear"}; }
+  absl::Status SetUnitRunner(modeling::UnitRunner* r) override {
+    runner = r;
+    return absl::OkStatus();
+  }
 
   torch::nn::Linear a{nullptr}, b{nullptr};
-  at::Tensor frozen;
+  at::Tensor frozen, shift;
+  modeling::UnitRunner* runner = nullptr;
 };
 
 // The whole run's data: micro-batch k is rows [k * kGlobalRows, (k + 1) * kGlobalRows).
@@ -228,7 +243,9 @@ int RunSteps(const ConformanceCase& c, Rank& setup, int rank, int ga, double max
     CHILD_CHECK(*stepped);
     strategy.ZeroGrad();
   }
+  CHILD_CHECK_OK(strategy.BeginFullParameters());
   r.params = FlatParams(model);
+  CHILD_CHECK_OK(strategy.EndFullParameters(/*write_back=*/false));
   return 0;
 }
 
@@ -254,18 +271,22 @@ int ResumeChild(const ConformanceCase& c, int rank, int port, const std::string&
   RunResult r;
   if (int rc = RunSteps(c, setup, rank, kGa, kMaxNorm, 0, kSteps / 2, r); rc != 0) return rc;
   const bool owns = setup.strategy->OwnsOptimizerState();
+  CHILD_CHECK_OK(setup.strategy->BeginFullParameters());
   if (rank == 0) {
     CHILD_CHECK_OK(checkpoint::SaveTorchStateDict(folder + "/weights.bin",
                                                   checkpoint::ModuleStateDict(*setup.model)));
     if (!owns) CHILD_CHECK_OK(checkpoint::SaveOptimizerState(folder + "/optimizer.pt", *setup.opt));
   }
+  CHILD_CHECK_OK(setup.strategy->EndFullParameters(/*write_back=*/false));
   CHILD_CHECK_OK(setup.strategy->SaveState(folder, StrategySaveInfo{.global_step = kSteps / 2}));
   if (setup.pg) CHILD_CHECK_OK(distributed::Barrier(*setup.pg));
   // From scratch: the initial weights again, a fresh optimizer and strategy.
   CHILD_CHECK_OK(setup.SetUp(c, rank, port));
   auto weights = checkpoint::LoadTorchStateDict(folder + "/weights.bin");
   CHILD_CHECK_OK(weights.status());
+  CHILD_CHECK_OK(setup.strategy->BeginFullParameters());
   CHILD_CHECK_OK(checkpoint::LoadStateDict(*setup.model, *weights).status());
+  CHILD_CHECK_OK(setup.strategy->EndFullParameters(/*write_back=*/true));
   if (owns) {
     CHILD_CHECK_OK(setup.strategy->LoadState(folder));
   } else {
@@ -341,7 +362,7 @@ void RunMatchesUnsharded(const ConformanceCase& c, int ga, double max_norm) {
     std::optional<RunResult> got = ReadResult(absl::StrCat(out, ".rank", rank));
     ASSERT_TRUE(got.has_value()) << "rank " << rank;
     ExpectNear(*got, *want, rank);
-    // The frozen parameter (the module's own, so first: 3 elements of 0.25) never moved.
+    // The frozen parameter (the module's own first one: 3 elements of 0.25) never moved.
     for (size_t i = 0; i < kOut; ++i) {
       EXPECT_EQ(got->params[i], 0.25f);
     }
@@ -373,9 +394,12 @@ int StateBytesChild(const ConformanceCase& c, int rank, int port, const std::str
 void RunStateBytes(const ConformanceCase& c) {
   ASSERT_TRUE(c.expected_bytes) << "the case must declare expected_bytes";
   SuiteModel m;
-  m.all_numel = kIn * kHidden + kHidden + kHidden * kOut + kOut + kOut;
-  m.trainable_numel = m.all_numel - kOut;
-  m.trainable_tensors = 4;
+  m.unit_numels = {kIn * kHidden + kHidden, kHidden * kOut + kOut};
+  m.root_trainable_numel = kOut;
+  m.frozen_numel = kOut;
+  m.trainable_numel = m.unit_numels[0] + m.unit_numels[1] + m.root_trainable_numel;
+  m.all_numel = m.trainable_numel + m.frozen_numel;
+  m.trainable_tensors = 5;
   m.world_size = c.world_size;
   const std::string out = TempPath(absl::StrCat(c.name, "_bytes"));
   const int port = PickFreePort();

@@ -32,6 +32,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "args/training_args.pb.h"
 #include "sharding/strategy.h"
@@ -39,11 +40,17 @@
 namespace loom::sharding::testing {
 
 // The suite's model as StateBytes formulas see it: fp32, one optimizer group (AdamW) holding
-// every trainable parameter.
+// every trainable parameter; two Linear layers (its wrap units), a trainable and a frozen
+// parameter of its own.
 struct SuiteModel {
   int64_t all_numel = 0;        // every parameter, the frozen one too
   int64_t trainable_numel = 0;  // those the optimizer steps
   int64_t trainable_tensors = 0;
+  // For parameter sharding: the trainable elements of each wrap unit (the model's two Linear
+  // layers, in order), of the model's own trainable parameter, and of the frozen one.
+  std::vector<int64_t> unit_numels;
+  int64_t root_trainable_numel = 0;
+  int64_t frozen_numel = 0;
   int world_size = 1;
   int rank = 0;
 };

@@ -156,6 +156,11 @@ std::string ZeroOptimStatesFile(int dp_rank, bool bf16) {
   return absl::StrCat(bf16 ? "bf16_" : "", "zero_pp_rank_", dp_rank, "_mp_rank_00_optim_states.pt");
 }
 
+std::string ZeroModelStatesFile(int stage, int dp_rank) {
+  if (stage < 3) return kZeroModelStatesFile;
+  return absl::StrCat("zero_pp_rank_", dp_rank, "_mp_rank_00_model_states.pt");
+}
+
 absl::Status WriteZeroModelStates(const std::string& path, const checkpoint::NamedTensors& module,
                                   const std::vector<std::string>& buffer_names,
                                   const std::vector<ZeroGroupLayout>& groups,
@@ -178,12 +183,24 @@ absl::Status WriteZeroModelStates(const std::string& path, const checkpoint::Nam
       param_shapes.push_back(shapes);
     }
     d.insert("param_shapes", param_shapes);
-    if (info.stage == 2) {
+    if (info.stage >= 2) {
       c10::impl::GenericDict frozen_shapes = StrDict();
       c10::impl::GenericDict fragments = StrDict();
       for (const auto& [name, t] : frozen) {
         frozen_shapes.insert(name, ShapeTuple(t.sizes().vec()));
-        fragments.insert(name, t.detach().cpu());
+        at::Tensor whole = t.detach().cpu();
+        if (info.stage == 3) {
+          // DeepSpeed's ds_tensor: this rank's ceil(numel / world) elements, zero-padded.
+          const int64_t part = (whole.numel() + info.world_size - 1) / info.world_size;
+          at::Tensor mine = at::zeros({part}, whole.options());
+          const int64_t valid = ValidInPartition(whole.numel(), part, info.rank);
+          if (valid > 0) {
+            mine.slice(0, 0, valid)
+                .copy_(whole.reshape({-1}).slice(0, info.rank * part, info.rank * part + valid));
+          }
+          whole = mine;
+        }
+        fragments.insert(name, whole);
       }
       d.insert("frozen_param_shapes", frozen_shapes);
       d.insert("shared_params", StrDict());
@@ -217,6 +234,26 @@ absl::Status WriteZeroOptimStates(const std::string& path,
                                   const ZeroFilesInfo& info) {
   if (partitions.size() != groups.size()) {
     return absl::InternalError("WriteZeroOptimStates: one partition per group expected");
+  }
+  if (info.stage == 3) {
+    try {
+      c10::impl::GenericList fp32 = AnyList();
+      for (const at::Tensor& t : partitions) fp32.push_back(t.detach().cpu().contiguous());
+      c10::impl::GenericDict osd = StrDict();
+      osd.insert("zero_stage", int64_t{3});
+      osd.insert("dynamic_loss_scale", false);
+      osd.insert("overflow", false);
+      osd.insert("partition_count", int64_t{info.world_size});
+      osd.insert("optimizer_state_dict", base_optimizer_state);
+      osd.insert("fp32_flat_groups", fp32);
+      c10::impl::GenericDict d = StrDict();
+      d.insert("optimizer_state_dict", osd);
+      d.insert("ds_config", base::JsonToIValue(info.ds_config));
+      d.insert("ds_version", std::string(kZeroLayoutVersion));
+      return checkpoint::SavePickle(path, d);
+    } catch (const std::exception& e) {
+      return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, path);
+    }
   }
   try {
     c10::impl::GenericList fp32 = AnyList();
@@ -373,6 +410,102 @@ absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
     sd.insert("state", new_state);
     sd.insert("param_groups", first_base.toGenericDict().at("param_groups"));
     out.optimizer_state = sd;
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, tag_dir);
+  }
+  return out;
+}
+
+absl::StatusOr<Zero3Read> ReadZero3Partitions(const std::string& folder,
+                                              const std::vector<ZeroGroupLayout>& groups,
+                                              const Zero3Sink& sink) {
+  Zero3Read out;
+  const std::string latest = folder + "/latest";
+  absl::StatusOr<std::string> tag = base::ReadFile(latest);
+  if (!tag.ok()) {
+    return absl::NotFoundError(absl::StrCat(
+        "Unable to find 'latest' file at ", latest,
+        ": the folder holds no DeepSpeed ZeRO checkpoint (saved without parameter sharding?); "
+        "resume it with the strategy that wrote it or start a new run"));
+  }
+  out.tag = std::string(absl::StripAsciiWhitespace(*tag));
+  const std::string tag_dir = folder + "/" + out.tag;
+  if (!fs::is_directory(tag_dir)) {
+    return absl::NotFoundError(absl::StrCat("Directory '", tag_dir, "' doesn't exist"));
+  }
+  const std::string model_path = tag_dir + "/" + ZeroModelStatesFile(3, 0);
+  if (!fs::exists(model_path)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        tag_dir, " holds no ", ZeroModelStatesFile(3, 0),
+        ": not a ZeRO stage 3 checkpoint (a stage 1 or 2 one resumes with that stage)"));
+  }
+  ASSIGN_OR_RETURN(IValue model_states, checkpoint::LoadPickle(model_path));
+  RETURN_IF_ERROR(CheckLayout(model_path, model_states, groups));
+  ASSIGN_OR_RETURN(std::vector<std::string> files, OptimFiles(tag_dir));
+  const int saved = static_cast<int>(files.size());
+  out.saved_world_size = saved;
+  try {
+    for (int r = 0; r < saved; ++r) {
+      const std::string& path = files[r];
+      ASSIGN_OR_RETURN(IValue file, checkpoint::LoadPickle(path));
+      ASSIGN_OR_RETURN(IValue osd, Get(file, "optimizer_state_dict", path));
+      ASSIGN_OR_RETURN(IValue stage_v, Get(osd, "zero_stage", path));
+      if (!stage_v.isInt() || stage_v.toInt() != 3) {
+        return Invalid(path, "not a ZeRO stage 3 optimizer file");
+      }
+      ASSIGN_OR_RETURN(IValue count_v, Get(osd, "partition_count", path));
+      ASSIGN_OR_RETURN(const int64_t count, IntOrFirst(count_v, "partition_count", path));
+      if (count != saved) {
+        return Invalid(path, absl::StrCat("Expected ", count, " of '*_optim_states.pt' under '",
+                                          tag_dir, "' but found ", saved, " files"));
+      }
+      ASSIGN_OR_RETURN(IValue flats, Get(osd, "fp32_flat_groups", path));
+      if (!flats.isList() || flats.toListRef().size() != groups.size()) {
+        return Invalid(path, "fp32_flat_groups does not hold one tensor per group");
+      }
+      ASSIGN_OR_RETURN(IValue base, Get(osd, "optimizer_state_dict", path));
+      if (r == 0) out.base_optimizer_state = base;
+      ASSIGN_OR_RETURN(IValue state, Get(base, "state", path));
+      if (!state.isGenericDict()) return Invalid(path, "optimizer_state_dict.state is not a dict");
+      for (size_t g = 0; g < groups.size(); ++g) {
+        int64_t part_total = 0;
+        for (const auto& shape : groups[g].shapes) {
+          int64_t n = 1;
+          for (int64_t d : shape) n *= d;
+          part_total += (n + saved - 1) / saved;
+        }
+        std::vector<std::pair<std::string, at::Tensor>> tensors;
+        const IValue& flat_v = flats.toListRef()[g];
+        if (!flat_v.isTensor() || flat_v.toTensor().numel() < part_total) {
+          return Invalid(path, absl::StrCat("fp32_flat_groups[", g, "] holds fewer than the ",
+                                            part_total, " elements its parameters need"));
+        }
+        tensors.push_back({kZero3Fp32, flat_v.toTensor().to(at::kFloat).reshape({-1})});
+        auto it = state.toGenericDict().find(static_cast<int64_t>(g));
+        if (it != state.toGenericDict().end() && it->value().isGenericDict()) {
+          for (const auto& entry : it->value().toGenericDict()) {
+            if (entry.value().isTensor() && entry.value().toTensor().dim() == 1 &&
+                entry.value().toTensor().numel() >= part_total) {
+              tensors.push_back({entry.key().toStringRef(),
+                                 entry.value().toTensor().to(at::kFloat).reshape({-1})});
+            }
+          }
+        }
+        for (const auto& [what, flat] : tensors) {
+          int64_t offset = 0;
+          for (size_t i = 0; i < groups[g].shapes.size(); ++i) {
+            int64_t n = 1;
+            for (int64_t d : groups[g].shapes[i]) n *= d;
+            const int64_t part = (n + saved - 1) / saved;
+            const int64_t valid = ValidInPartition(n, part, r);
+            if (valid > 0) {
+              RETURN_IF_ERROR(sink(g, i, what, r * part, flat.slice(0, offset, offset + valid)));
+            }
+            offset += part;
+          }
+        }
+      }
+    }
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, tag_dir);
   }

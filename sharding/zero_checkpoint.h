@@ -40,6 +40,7 @@
 #include <ATen/core/ivalue.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -79,16 +80,24 @@ struct ZeroFilesInfo {
 std::string ZeroTagName(int64_t global_step);  // "global_step<N>"
 inline constexpr char kZeroModelStatesFile[] = "mp_rank_00_model_states.pt";
 std::string ZeroOptimStatesFile(int dp_rank, bool bf16);
+// The model-states file: mp_rank_00_model_states.pt for stages 1-2 (rank 0 writes it);
+// zero_pp_rank_R_mp_rank_00_model_states.pt for stage 3 (every rank).
+std::string ZeroModelStatesFile(int stage, int dp_rank);
 
-// `module`: the full state dict (parameters and persistent buffers, state_dict order);
-// `frozen`: the parameters that do not require grad.
+// `module`: the full state dict (parameters and persistent buffers, state_dict order; stage 3:
+// the partitioned parameters as empty placeholders, as DeepSpeed's);
+// `frozen`: the parameters that do not require grad (stage 3: whole; the file gets this
+// rank's partition of each, ceil(numel / world) elements).
 absl::Status WriteZeroModelStates(const std::string& path, const checkpoint::NamedTensors& module,
                                   const std::vector<std::string>& buffer_names,
                                   const std::vector<ZeroGroupLayout>& groups,
                                   const checkpoint::NamedTensors& frozen,
                                   const ZeroFilesInfo& info);
 // `partitions`: this rank's padded fp32 master partition per group; `base_optimizer_state`:
-// checkpoint::OptimizerStateDict of the optimizer that steps on them.
+// checkpoint::OptimizerStateDict of the optimizer that steps on them. Stage 3 (DeepSpeed's
+// stage3 optimizer): `partitions` are the fp32_flat_groups (per group, this rank's partition of
+// every parameter, ceil(numel / world) elements each, in order) and `base_optimizer_state` the
+// optimizer state over them (one entry per group), stored as "optimizer_state_dict".
 absl::Status WriteZeroOptimStates(const std::string& path,
                                   const std::vector<at::Tensor>& partitions,
                                   const std::vector<ZeroGroupLayout>& groups,
@@ -104,6 +113,24 @@ struct ZeroRankRestore {
 absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& checkpoint_folder,
                                                   const std::vector<ZeroGroupLayout>& groups,
                                                   int rank, int world_size);
+
+// ZeRO-3 checkpoints (DeepSpeed's layout, spec/deepspeed.md §6.3 step 7), read one saved rank's
+// file at a time: for every parameter i of group g, the piece of it that saved rank holds —
+// elements [begin, begin + values.numel()) of the flattened parameter — of the fp32 weights
+// (what == kZero3Fp32) and of each partitioned optimizer state tensor (what == its key) is
+// handed to `sink`. Returns rank 0's base optimizer state (its non-partitioned entries, e.g.
+// "step", and param_groups), the saved world size and the tag. Errors as ReadZeroRankState's.
+inline constexpr char kZero3Fp32[] = "fp32";
+using Zero3Sink = std::function<absl::Status(size_t group, size_t param, const std::string& what,
+                                             int64_t begin, const at::Tensor& values)>;
+struct Zero3Read {
+  c10::IValue base_optimizer_state;
+  int saved_world_size = 0;
+  std::string tag;
+};
+absl::StatusOr<Zero3Read> ReadZero3Partitions(const std::string& checkpoint_folder,
+                                              const std::vector<ZeroGroupLayout>& groups,
+                                              const Zero3Sink& sink);
 
 }  // namespace loom::sharding
 

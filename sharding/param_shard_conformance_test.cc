@@ -1,0 +1,78 @@
+// ParamShardStrategy in the conformance suite: FSDP full_shard and shard_grad_op (--fsdp with
+// auto_wrap over the suite's Linear layers) at 2 and 4 ranks, FSDP without auto_wrap (the whole
+// model one root unit), and ZeRO-3 through a --deepspeed config at 1, 2 and 4 ranks.
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "sharding/strategy_conformance.h"
+
+namespace loom::sharding::testing {
+namespace {
+
+// Each unit's shard (ceil(n / W) elements of its flat buffer padded to a multiple of W) and its
+// gradient and AdamW moments, one AdamW step per shard; the root (the model's own trainable
+// parameter) whole as well, since it stays gathered; the frozen parameter whole.
+ModelStateBytes ParamShardBytes(const SuiteModel& m, bool units) {
+  const auto part = [&](int64_t n) { return (n + m.world_size - 1) / m.world_size; };
+  int64_t shards = 0;
+  int64_t tensors = 0;
+  int64_t root = m.root_trainable_numel;
+  if (units) {
+    for (int64_t n : m.unit_numels) {
+      shards += part(n);
+      ++tensors;
+    }
+  } else {
+    for (int64_t n : m.unit_numels) root += n;
+  }
+  shards += part(root);
+  ++tensors;
+  return ModelStateBytes{
+      .parameters = 4 * shards + 4 * part(root) * m.world_size + 4 * m.frozen_numel,
+      .gradients = 4 * shards,
+      .optimizer_states = 8 * shards + 4 * tensors,
+      .master_weights = 0};
+}
+
+void RegisterFsdp(const std::string& mode, int world, bool auto_wrap) {
+  const std::string label = mode == "full_shard" ? "FullShard" : "ShardGradOp";
+  RegisterStrategyConformanceTests(
+      {.name = absl::StrCat("Fsdp", label, auto_wrap ? "" : "NoWrap", "World", world),
+       .world_size = world,
+       .strategy_name = absl::StrCat("FSDP ", mode),
+       .configure =
+           [=](args::TrainingArguments& a) {
+             a.add_fsdp(mode);
+             if (auto_wrap) a.add_fsdp("auto_wrap");
+             a.set_fsdp_config(R"({"transformer_layer_cls_to_wrap": ["Linear"]})");
+           },
+       .expected_bytes = [=](const SuiteModel& m) { return ParamShardBytes(m, auto_wrap); }});
+}
+
+void RegisterZero3(int world) {
+  RegisterStrategyConformanceTests(
+      {.name = absl::StrCat("Zero3World", world),
+       .world_size = world,
+       .strategy_name = "ZeRO-3",
+       .configure =
+           [](args::TrainingArguments& a) {
+             // No persistence threshold, so both layers are partitioned.
+             a.set_deepspeed(
+                 R"({"zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0}})");
+           },
+       .expected_bytes = [](const SuiteModel& m) { return ParamShardBytes(m, true); }});
+}
+
+[[maybe_unused]] const bool kRegistered = [] {
+  RegisterFsdp("full_shard", 2, true);
+  RegisterFsdp("full_shard", 4, true);
+  RegisterFsdp("shard_grad_op", 2, true);
+  RegisterFsdp("shard_grad_op", 4, true);
+  RegisterFsdp("full_shard", 2, false);
+  RegisterZero3(1);
+  RegisterZero3(2);
+  RegisterZero3(4);
+  return true;
+}();
+
+}  // namespace
+}  // namespace loom::sharding::testing
