@@ -18,11 +18,13 @@
 
 namespace loom::trainer {
 absl::Status WriteModelFiles(const std::string& dir, const Model& model,
-                             const args::TrainingArguments& args) {
-  checkpoint::SaveModelWeightsOptions options;
-  options.safe_serialization = args.save_safetensors();
-  RETURN_IF_ERROR(
-      checkpoint::SaveModelWeights(dir, checkpoint::ModuleStateDict(model), options).status());
+                             const args::TrainingArguments& args, bool weights) {
+  if (weights) {
+    checkpoint::SaveModelWeightsOptions options;
+    options.safe_serialization = args.save_safetensors();
+    RETURN_IF_ERROR(
+        checkpoint::SaveModelWeights(dir, checkpoint::ModuleStateDict(model), options).status());
+  }
   if (const std::string config = model.ConfigJson(); !config.empty()) {
     RETURN_IF_ERROR(base::WriteFileAtomically(dir + "/" + kConfigFile, config));
   }
@@ -46,7 +48,7 @@ absl::Status WriteCheckpointFiles(const std::string& dir, const CheckpointConten
     RETURN_IF_ERROR(checkpoint::SaveSafetensors(dir + "/" + files.pending_grads, c.pending_grads));
   }
   if (!c.write_shared) return absl::OkStatus();
-  RETURN_IF_ERROR(WriteModelFiles(dir, *c.model, *c.args));
+  RETURN_IF_ERROR(WriteModelFiles(dir, *c.model, *c.args, c.model_weights));
   if (c.optimizer != nullptr) {
     RETURN_IF_ERROR(checkpoint::SaveOptimizerState(dir + "/" + kOptimizerFile, *c.optimizer));
   }

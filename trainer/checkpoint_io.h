@@ -66,6 +66,9 @@ struct CheckpointContents {
   int rank = 0;
   int world_size = 1;
   const Model* model = nullptr;
+  // false: config.json and training_args.bin without the weights file (ZeRO-3 without
+  // stage3_gather_16bit_weights_on_model_save).
+  bool model_weights = true;
   const torch::optim::Optimizer* optimizer = nullptr;
   const optim::LrScheduler* scheduler = nullptr;
   const precision::GradScaler* grad_scaler = nullptr;  // scaler.pt when set
@@ -81,7 +84,7 @@ struct CheckpointContents {
 // HF save_model: weights (checkpoint/model_weights.h: model.safetensors or pytorch_model.bin,
 // sharded past 5GB as save_pretrained does), config.json and training_args.bin into `dir`.
 absl::Status WriteModelFiles(const std::string& dir, const Model& model,
-                             const args::TrainingArguments& args);
+                             const args::TrainingArguments& args, bool weights = true);
 // Everything of a checkpoint into `dir` (a staged folder).
 absl::Status WriteCheckpointFiles(const std::string& dir, const CheckpointContents& contents);
 

@@ -22,6 +22,7 @@
 #include "glue/data_files.h"
 #include "glue/tasks.h"
 #include "models/bert/pretrained.h"
+#include "sharding/create_strategy.h"
 #include "sharding/deepspeed_plan.h"
 #include "trainer/glue_script/preprocess.h"
 #include "trainer/glue_script/synthetic_task.h"
@@ -272,6 +273,8 @@ absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::Tra
   // A --deepspeed config loom cannot train with stops here too (the Trainer plans it again
   // with the model's hidden size and the step count).
   RETURN_IF_ERROR(sharding::PreCheckDeepSpeed(t, EnvInt("WORLD_SIZE", 1)));
+  // --fsdp: HF's rules (with --deepspeed, outside a launcher) and what loom lacks, likewise.
+  RETURN_IF_ERROR(sharding::CheckFsdp(t, std::getenv("LOCAL_RANK") != nullptr));
   // The thread counts hold from here on (tokenizing too); the Trainer logs them.
   RETURN_IF_ERROR(threads::ApplyThreadPlan(setup.threads));
   LOG(WARNING) << "Process rank: " << EnvInt("LOCAL_RANK", -1) << ", device: " << setup.device.str()

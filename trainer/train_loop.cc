@@ -94,6 +94,7 @@ absl::StatusOr<TrainOutput> Trainer::TrainWithBatchSizeSearch(
     // HF resets the dataloader, scheduler and state for the next attempt (the model keeps its
     // weights); loom also drops an optimizer it built, which HF keeps with the old attempt's
     // moments.
+    if (strategy_ != nullptr) RETURN_IF_ERROR(strategy_->BeginFullParameters());
     strategy_.reset();
     if (!user_optimizer_) optimizer_.reset();
     model_->zero_grad();
@@ -193,6 +194,12 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
     // The data-parallel strategy, chosen once per run (sharding/create_strategy.h): one
     // process, DDP (rank 0's weights are broadcast), ...
     {
+      if (strategy_ != nullptr) {
+        // A strategy of an earlier run (or attempt) may hold the parameters as shards: whole
+        // again before it goes.
+        RETURN_IF_ERROR_CTX(strategy_->BeginFullParameters(), "setting up data parallelism");
+        strategy_.reset();
+      }
       const std::optional<distributed::ProcessGroup>& pg = parallel_.process_group();
       ASSIGN_OR_RETURN(
           strategy_,

@@ -259,6 +259,16 @@ class Trainer {
   // After training (HF order): load_best_model_at_end before the final metrics, and the
   // save_total_limit=1 clean-up (only the best kept) after they are logged.
   absl::Status LoadBestModelAtEnd();
+  // fn() with every parameter whole (the strategy's BeginFullParameters / EndFullParameters
+  // around it; a collective under parameter sharding: every rank calls it). write_back: weights
+  // fn() put into the model become the strategy's.
+  absl::Status WithFullParameters(const std::function<absl::Status()>& fn, bool write_back);
+  // ZeRO-3 without stage3_gather_16bit_weights_on_model_save: no weights file is written
+  // (spec/deepspeed.md §6.1); the ZeRO files hold them.
+  bool SavesNoWeights() const;
+  // The model's weights from `dir` (whole parameters, written back into the strategy's shards);
+  // a folder without weights whose strategy files hold them (SavesNoWeights) loads those.
+  absl::Status LoadWeights(const std::string& dir, bool strategy_files_hold_them);
   absl::Status CleanUpCheckpointsAtEnd();
   // Moves the batch's tensors to the training device.
   data::Batch PrepareInputs(const data::Batch& inputs) const;

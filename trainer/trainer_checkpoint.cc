@@ -35,11 +35,63 @@ absl::Status Rotate(const args::TrainingArguments& args, const TrainerState& sta
 
 }  // namespace
 
+absl::Status Trainer::WithFullParameters(const std::function<absl::Status()>& fn,
+                                         bool write_back) {
+  if (strategy_ == nullptr) return fn();
+  RETURN_IF_ERROR_CTX(strategy_->BeginFullParameters(), "gathering the sharded parameters");
+  absl::Status s = fn();
+  absl::Status released = strategy_->EndFullParameters(write_back && s.ok());
+  RETURN_IF_ERROR(s);
+  return released;
+}
+
+bool Trainer::SavesNoWeights() const {
+  return strategy_ != nullptr && deepspeed_.has_value() && deepspeed_->stage == 3 &&
+         !deepspeed_->stage3_gather_16bit_weights_on_model_save;
+}
+
+absl::Status Trainer::LoadWeights(const std::string& dir, bool strategy_files_hold_them) {
+  absl::Status loaded = absl::OkStatus();
+  RETURN_IF_ERROR(WithFullParameters(
+      [&] {
+        loaded = LoadModelFiles(dir, model_.get());
+        return loaded.code() == absl::StatusCode::kNotFound && strategy_files_hold_them
+                   ? absl::OkStatus()
+                   : loaded;
+      },
+      /*write_back=*/true));
+  if (loaded.ok() || !strategy_files_hold_them) return absl::OkStatus();
+  // ZeRO-3 without 16-bit weights on save: the weights are in the ZeRO files.
+  LOG(INFO) << dir << " holds no weights file: loading the weights from its ZeRO-3 files";
+  return strategy_->LoadState(dir);
+}
+
 absl::Status Trainer::SaveModel(std::optional<std::string> output_dir) {
-  if (!parallel_.ShouldSave(args_)) return absl::OkStatus();  // HF: args.should_save
   const std::string dir = output_dir.value_or(args_.output_dir());
-  RETURN_IF_ERROR(base::MakeDirs(dir));
-  return WriteModelFiles(dir, *model_, args_);
+  if (SavesNoWeights()) {
+    // HF's save_model under ZeRO-3 when the 16-bit weights are not gathered: the DeepSpeed
+    // checkpoint instead of a weights file (spec/deepspeed.md §6.1).
+    LOG(WARNING) << " stage3_gather_16bit_weights_on_model_save=false. Saving the full "
+                    "checkpoint instead, use zero_to_fp32.py to recover weights";
+    absl::Status written = base::MakeDirs(dir);
+    if (written.ok() && parallel_.ShouldSave(args_)) {
+      written = WriteModelFiles(dir, *model_, args_, /*weights=*/false);
+    }
+    RETURN_IF_ERROR(parallel_.AgreeOnStatus(written, "saving the model"));
+    sharding::StrategySaveInfo info;
+    info.global_step = state_.global_step;
+    info.global_samples = state_.global_step * args_.gradient_accumulation_steps() *
+                          TrainBatchSize() * parallel_.world_size();
+    if (lr_scheduler_ != nullptr) info.lr_scheduler = lr_scheduler_->StateDict();
+    return strategy_->SaveState(dir, info);
+  }
+  return WithFullParameters(
+      [&]() -> absl::Status {
+        if (!parallel_.ShouldSave(args_)) return absl::OkStatus();  // HF: args.should_save
+        RETURN_IF_ERROR(base::MakeDirs(dir));
+        return WriteModelFiles(dir, *model_, args_);
+      },
+      /*write_back=*/false);
 }
 
 absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
@@ -99,10 +151,18 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
   contents.rank = parallel_.rank();
   contents.world_size = parallel_.world_size();
   contents.model = model_.get();
+  contents.model_weights = !SavesNoWeights();
+  if (!contents.model_weights && saver) {
+    LOG(WARNING) << " stage3_gather_16bit_weights_on_model_save=false. Saving the full "
+                    "checkpoint instead, use zero_to_fp32.py to recover weights";
+  }
   contents.state = &state_;
   contents.args = &args_;
   contents.position = &position;
-  const bool strategy_state = !args_.save_only_model() && strategy_->OwnsOptimizerState();
+  // ZeRO-3 without gathered 16-bit weights keeps the weights only in its own files, so they
+  // are written even with --save_only_model.
+  const bool strategy_state =
+      (!args_.save_only_model() || SavesNoWeights()) && strategy_->OwnsOptimizerState();
   if (!args_.save_only_model()) {
     // A strategy that shards the optimizer state writes it itself (ZeRO: global_stepN/).
     contents.optimizer = strategy_state ? nullptr : optimizer_.get();
@@ -120,7 +180,11 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
     }
   }
   // The folder is committed only if every rank wrote its files.
-  absl::Status written = WriteCheckpointFiles(staging_dir, contents);
+  absl::Status written =
+      contents.model_weights
+          ? WithFullParameters([&] { return WriteCheckpointFiles(staging_dir, contents); },
+                               /*write_back=*/false)
+          : WriteCheckpointFiles(staging_dir, contents);
   if (written.ok() && strategy_state) {
     sharding::StrategySaveInfo info;
     info.global_step = state_.global_step;
@@ -186,7 +250,15 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
   out.folder = folder;
   const std::string& dir = out.folder;
   LOG(INFO) << "Loading model from " << dir << ".";
-  RETURN_IF_ERROR(LoadModelFiles(dir, model_.get()));
+  // Weights first (a ZeRO-3 folder without a weights file gets them from its ZeRO files
+  // below, which every rank loads anyway).
+  RETURN_IF_ERROR(WithFullParameters(
+      [&]() -> absl::Status {
+        absl::Status s = LoadModelFiles(dir, model_.get());
+        if (s.code() == absl::StatusCode::kNotFound && SavesNoWeights()) return absl::OkStatus();
+        return s;
+      },
+      /*write_back=*/true));
   ASSIGN_OR_RETURN(TrainerState loaded, TrainerState::LoadFromJson(dir + "/" + kTrainerStateFile));
   const int64_t ga = args_.gradient_accumulation_steps();
   absl::StatusOr<std::string> position_text = base::ReadFile(dir + "/" + kResumePositionFile);
@@ -218,8 +290,9 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
               "--save_only_model); resume it without --deepspeed ZeRO (stage 0 or none), or "
               "start a new run initialised from its weights"
         : std::filesystem::exists(dir + "/latest")
-            ? " but DeepSpeed ZeRO files: resume it with a --deepspeed config of "
-              "zero_optimization stage 1 or 2"
+            ? " but DeepSpeed ZeRO files: resume it with the sharding that wrote them (a "
+              "--deepspeed config of zero_optimization stage 1, 2 or 3, or --fsdp full_shard / "
+              "shard_grad_op)"
             : " (saved with --save_only_model): start a new run initialised from its "
               "weights instead",
         "."));
@@ -324,7 +397,7 @@ absl::Status Trainer::LoadBestModelAtEnd() {
   if (!args_.load_best_model_at_end() || !state_.best_model_checkpoint) return absl::OkStatus();
   LOG(INFO) << "Loading best model from " << *state_.best_model_checkpoint
             << " (score: " << state_.best_metric.value_or(0) << ").";
-  RETURN_IF_ERROR_CTX(LoadModelFiles(*state_.best_model_checkpoint, model_.get()),
+  RETURN_IF_ERROR_CTX(LoadWeights(*state_.best_model_checkpoint, SavesNoWeights()),
                       "--load_best_model_at_end");
   return absl::OkStatus();
 }
