@@ -54,7 +54,9 @@ expect_refusal "--deepspeed: DeepSpeed config: cannot open '/nonexistent.json'" 
 expect_refusal "--deepspeed: DeepSpeed config <inline JSON>: not valid JSON" --deepspeed '{bad'
 expect_refusal "- ds fp16.enabled=True vs hf fp16|fp16_full_eval+fp16_backend(amp)=False" --deepspeed '{"fp16": {"enabled": true}}'
 # --deepspeed configs loom cannot train with (sharding/deepspeed_plan.h), each naming the key.
-expect_refusal "zero_optimization.stage: ZeRO stage 3" --deepspeed '{"zero_optimization": {"stage": 3}}'
+expect_refusal "bf16.enabled: bf16 weights with ZeRO stage 3" --bf16 --deepspeed '{"bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 3}}'
+expect_refusal "zero_optimization.offload_param.device" --deepspeed '{"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}}'
+expect_refusal "zero_optimization.stage3_max_live_parameters" --deepspeed '{"zero_optimization": {"stage": 3, "stage3_max_live_parameters": "many"}}'
 expect_refusal "zero_optimization.stage" --deepspeed '{"zero_optimization": {"stage": 5}}'
 expect_refusal "bf16.enabled" --bf16 --deepspeed '{"bf16": {"enabled": "auto"}}'
 expect_refusal "zero_optimization.offload_optimizer.device" --deepspeed '{"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}'
@@ -75,7 +77,9 @@ expect_refusal "ds gradient_clipping=2.0 vs hf max_grad_norm=1.0" --deepspeed '{
 expect_refusal "\"bf16\": {\"enabled\": \"auto\"}" --bf16 --deepspeed '{"zero_optimization": {"stage": 2}}'
 expect_refusal "At most one of --fp16 and --bf16" --bf16 --fp16
 expect_refusal "--fp16 with --half_precision_backend apex" --fp16 --half_precision_backend apex
-expect_refusal "--fsdp is not implemented in loom yet" --fsdp full_shard
+# --fsdp: HF's rules (spec/trainer.md §8), before any work.
+expect_refusal "Using fsdp only works in distributed training." --fsdp full_shard
+expect_refusal "Using --fsdp xxx together with --deepspeed is not possible, deactivate one of those flags." --fsdp full_shard --deepspeed '{"zero_optimization": {"stage": 2}}'
 expect_refusal "--push_to_hub is not implemented in loom yet" --push_to_hub
 expect_refusal "--gradient_checkpointing_kwargs: unknown key \"debug\"" --gradient_checkpointing --gradient_checkpointing_kwargs '{"debug": true}'
 if [[ $("$show_args" --support_table | grep -c $'^use_cpu\timplemented') -ne 1 ]]; then fail "use_cpu row"; fi

@@ -114,4 +114,23 @@ for world in 2 1 4; do
     exit 1
   echo "ok: FSDP full_shard checkpoint of 2 ranks resumed on $world ranks == uninterrupted ($tol)"
 done
+# 4. Bad input under the launcher: a clear error before the first step, nothing trained.
+refused() {  # WANT [flags...]
+  local want=$1; shift
+  set +e
+  timeout 120 "$launch" --standalone --nproc_per_node 2 "$bin" --output_dir "$T/bad" \
+    --per_device_train_batch_size 4 "${COMMON[@]}" --max_steps 2 "$@" > "$T/bad.log" 2>&1
+  local rc=$?
+  set -e
+  [[ $rc -ne 0 ]] || fail "$*: not refused"
+  grep -qF -- "$want" "$T/bad.log" || { cat "$T/bad.log"; fail "$*: no '$want'"; }
+  ! grep -q "'loss'" "$T/bad.log" || fail "$*: trained before the refusal"
+  rm -rf "$T/bad"
+}
+refused "Could not find the transformer layer class to wrap in the model: none of [T5Block] is a module of BertForSequenceClassification, whose module classes are [" \
+  --fsdp "full_shard auto_wrap" --fsdp_config '{"transformer_layer_cls_to_wrap": ["T5Block"]}'
+refused "--fsdp hybrid_shard / hybrid_shard_zero2 is not implemented in loom yet" --fsdp "hybrid_shard auto_wrap"
+refused "--fsdp_config backward_prefetch" --fsdp "full_shard auto_wrap" \
+  --fsdp_config '{"transformer_layer_cls_to_wrap": ["BertLayer"], "backward_prefetch": "backward_pre"}'
+echo "ok: bad --fsdp input refused before training"
 echo "run_glue_param_shard_test: PASS"
