@@ -241,6 +241,53 @@ absl::Status AllGatherInto(ProcessGroup& pg, const at::Tensor& input, at::Tensor
   return absl::OkStatus();
 }
 
+PendingCollective& PendingCollective::operator=(PendingCollective&& other) {
+  if (this != &other) {
+    Wait().IgnoreError();
+    pg_ = other.pg_;
+    work_ = std::move(other.work_);
+    what_ = std::move(other.what_);
+  }
+  return *this;
+}
+
+PendingCollective::~PendingCollective() { Wait().IgnoreError(); }
+
+absl::Status PendingCollective::Wait() {
+  if (!work_.defined()) return absl::OkStatus();
+  WorkPtr work = std::move(work_);
+  work_.reset();
+  try {
+    work->wait();
+  } catch (const std::exception& e) {
+    return CollectiveFailure(e, what_, *pg_);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PendingCollective> StartAllGatherInto(ProcessGroup& pg, const at::Tensor& input,
+                                                     at::Tensor& flat) {
+  const int64_t n = input.numel();
+  if (flat.dim() != 1 || !flat.is_contiguous() || flat.numel() != n * pg.world_size() ||
+      flat.scalar_type() != input.scalar_type() || !input.is_contiguous() ||
+      input.device() != flat.device() || flat.device() != pg.comm_device()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "StartAllGatherInto: needs a contiguous input on the group's device and a contiguous 1-D ",
+        c10::toString(input.scalar_type()), " output of ", n * pg.world_size(),
+        " elements there, got ", flat.toString(), " of ", flat.numel()));
+  }
+  try {
+    std::vector<at::Tensor> slices;
+    for (int r = 0; r < pg.world_size(); ++r)
+      slices.push_back(Wire(pg, flat.slice(0, r * n, (r + 1) * n)));
+    std::vector<std::vector<at::Tensor>> outputs = {slices};
+    std::vector<at::Tensor> inputs = {Wire(pg, input.view({-1}))};
+    return PendingCollective(&pg, pg.backend().allgather(outputs, inputs), "StartAllGatherInto");
+  } catch (const std::exception& e) {
+    return CollectiveFailure(e, "StartAllGatherInto", pg);
+  }
+}
+
 absl::Status ReduceScatterSum(ProcessGroup& pg, at::Tensor& flat, at::Tensor& out) {
   const int world = pg.world_size();
   const int rank = pg.rank();

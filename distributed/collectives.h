@@ -24,6 +24,10 @@
 //     over ranks of chunk `rank`. `flat` is used as scratch (its contents afterwards are
 //     unspecified). Gloo has no reduce-scatter: a ring of send/recv (N - 1 steps, each rank
 //     sends (N - 1) / N of `flat`); other backends use theirs.
+//   - StartAllGatherInto(input, flat): AllGatherInto started without waiting (the backend's own
+//     all-gather on its worker threads); PendingCollective::Wait() finishes it. Until then
+//     neither tensor may be touched. Other collectives may be issued meanwhile (every rank in
+//     the same order). FSDP's prefetch.
 //   - BroadcastString(s, src): every rank ends with rank `src`'s string (any bytes).
 //   - CollectiveFailure(e, what, pg): the Status above for a c10d exception `e` thrown by
 //     collective `what` (for code that drives the backend directly, e.g. DDP's reducer).
@@ -45,6 +49,7 @@
 
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -67,6 +72,27 @@ absl::Status BroadcastString(ProcessGroup& pg, std::string& value, int src_rank 
 absl::Status AllGatherInto(ProcessGroup& pg, const at::Tensor& input, at::Tensor& flat);
 
 absl::Status ReduceScatterSum(ProcessGroup& pg, at::Tensor& flat, at::Tensor& out);
+
+// A collective in flight (StartAllGatherInto). Wait() once; destroying one unwaited waits.
+class PendingCollective {
+ public:
+  using WorkPtr = decltype(std::declval<C10dBackend&>().barrier());
+  PendingCollective() = default;
+  PendingCollective(ProcessGroup* pg, WorkPtr work, std::string what)
+      : pg_(pg), work_(std::move(work)), what_(std::move(what)) {}
+  PendingCollective(PendingCollective&&) = default;
+  PendingCollective& operator=(PendingCollective&& other);
+  ~PendingCollective();
+  bool pending() const { return work_.defined(); }
+  absl::Status Wait();
+
+ private:
+  ProcessGroup* pg_ = nullptr;
+  WorkPtr work_;
+  std::string what_;
+};
+absl::StatusOr<PendingCollective> StartAllGatherInto(ProcessGroup& pg, const at::Tensor& input,
+                                                     at::Tensor& flat);
 
 absl::Status CollectiveFailure(const std::exception& e, absl::string_view what,
                                const ProcessGroup& pg);

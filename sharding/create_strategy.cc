@@ -44,14 +44,6 @@ absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched) {
                       "use full_shard or shard_grad_op");
   }
   ASSIGN_OR_RETURN(args::FsdpConfig cfg, args::FsdpConfigOf(args), "--fsdp_config");
-  if (cfg.backward_prefetch.has_value() &&
-      *cfg.backward_prefetch != args::FsdpBackwardPrefetchPolicy::kNoPrefetch) {
-    return FsdpNotYet("--fsdp_config backward_prefetch (prefetching the next unit's gather)",
-                      "remove the key (no prefetch)");
-  }
-  if (cfg.forward_prefetch) {
-    return FsdpNotYet("--fsdp_config forward_prefetch", "remove the key or set it to false");
-  }
   if (cfg.cpu_ram_efficient_loading) {
     return FsdpNotYet("--fsdp_config cpu_ram_efficient_loading",
                       "remove the key or set it to false");
@@ -76,13 +68,20 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
       plan = &*own_plan;
     }
     if (plan->stage == 3) {
-      ASSIGN_OR_RETURN(std::unique_ptr<ParamShardStrategy> zero3,
-                       ParamShardStrategy::Create(
-                           ParamShardOptions()
-                               .set_pieces(o)
-                               .set_name("ZeRO-3")
-                               .set_persistence_threshold(plan->stage3_param_persistence_threshold)
-                               .set_deepspeed(plan->config.raw, plan->gradient_clipping)));
+      ASSIGN_OR_RETURN(
+          std::unique_ptr<ParamShardStrategy> zero3,
+          ParamShardStrategy::Create(
+              ParamShardOptions()
+                  .set_pieces(o)
+                  .set_name("ZeRO-3")
+                  .set_persistence_threshold(plan->stage3_param_persistence_threshold)
+                  // DeepSpeed prefetches up to stage3_prefetch_bucket_size elements ahead, in
+                  // forward and backward; 0 turns it off.
+                  .set_prefetch(plan->stage3_prefetch_bucket_size > 0,
+                                plan->stage3_prefetch_bucket_size > 0 ? BackwardPrefetch::kPre
+                                                                      : BackwardPrefetch::kNone,
+                                plan->stage3_prefetch_bucket_size)
+                  .set_deepspeed(plan->config.raw, plan->gradient_clipping)));
       return std::unique_ptr<ShardingStrategy>(std::move(zero3));
     }
     if (plan->stage == 1 || plan->stage == 2) {
@@ -107,6 +106,12 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
     if (!Has(args, "no_shard")) {
       ASSIGN_OR_RETURN(args::FsdpConfig cfg, args::FsdpConfigOf(args), "--fsdp_config");
       const bool shard_grad_op = Has(args, "shard_grad_op");
+      BackwardPrefetch backward = BackwardPrefetch::kNone;
+      if (cfg.backward_prefetch == args::FsdpBackwardPrefetchPolicy::kBackwardPre) {
+        backward = BackwardPrefetch::kPre;
+      } else if (cfg.backward_prefetch == args::FsdpBackwardPrefetchPolicy::kBackwardPost) {
+        backward = BackwardPrefetch::kPost;
+      }
       // "offload": the shards live in host memory between uses; on a CPU build the device is
       // the host, so the same code runs (a CUDA model is refused until offload lands there).
       if (Has(args, "offload") && o.model != nullptr) {

@@ -236,12 +236,13 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
   if (plan.stage == 3) {
     // ZeRO-3 (sharding/param_shard.h): parameters below the persistence threshold stay whole,
     // the 16-bit weights are written at save only when asked (spec/deepspeed.md §6.1).
-    plan.stage3_param_persistence_threshold =
-        zero.stage3_param_persistence_threshold.is_auto()
-            ? 100000
-            : zero.stage3_param_persistence_threshold.value();
-    plan.stage3_gather_16bit_weights_on_model_save =
-        zero.stage3_gather_16bit_weights_on_model_save;
+    plan.stage3_param_persistence_threshold = zero.stage3_param_persistence_threshold.is_auto()
+                                                  ? 100000
+                                                  : zero.stage3_param_persistence_threshold.value();
+    plan.stage3_prefetch_bucket_size = zero.stage3_prefetch_bucket_size.is_auto()
+                                           ? 50000000
+                                           : zero.stage3_prefetch_bucket_size.value();
+    plan.stage3_gather_16bit_weights_on_model_save = zero.stage3_gather_16bit_weights_on_model_save;
   }
   if (zero.offload_optimizer && zero.offload_optimizer->device != args::OffloadDevice::kNone) {
     return NotYet("zero_optimization.offload_optimizer.device",

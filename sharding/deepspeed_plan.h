@@ -60,6 +60,7 @@ struct DeepSpeedPlan {
   int64_t steps_per_print = 10;
   // Stage 3 (spec/deepspeed.md §1.2).
   int64_t stage3_param_persistence_threshold = 100000;
+  int64_t stage3_prefetch_bucket_size = 50000000;
   bool stage3_gather_16bit_weights_on_model_save = false;
   std::vector<std::string> warnings;
 

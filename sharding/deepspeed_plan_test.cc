@@ -87,6 +87,30 @@ TEST(DeepSpeedPlanTest, OverlapComm) {
   EXPECT_FALSE(plan.comm.overlap_comm);  // DeepSpeed's default: stage == 3
 }
 
+// Stage 3's keys (spec/deepspeed.md §1.2): DeepSpeed's defaults, "auto" from the hidden size
+// (16 here: 10 * 16 and 0.9 * 16 * 16), explicit values.
+TEST(DeepSpeedPlanTest, Stage3Keys) {
+  ASSERT_OK_AND_ASSIGN(DeepSpeedPlan plan, Plan(R"({"zero_optimization": {"stage": 3}})"));
+  EXPECT_EQ(plan.stage, 3);
+  EXPECT_EQ(plan.stage3_param_persistence_threshold, 100000);
+  EXPECT_EQ(plan.stage3_prefetch_bucket_size, 50000000);
+  EXPECT_FALSE(plan.stage3_gather_16bit_weights_on_model_save);
+  ASSERT_OK_AND_ASSIGN(plan, Plan(R"({"zero_optimization": {"stage": 3,
+                                       "stage3_param_persistence_threshold": "auto",
+                                       "stage3_prefetch_bucket_size": "auto",
+                                       "stage3_gather_16bit_weights_on_model_save": true}})"));
+  EXPECT_EQ(plan.stage3_param_persistence_threshold, 160);
+  EXPECT_EQ(plan.stage3_prefetch_bucket_size, 230);
+  EXPECT_TRUE(plan.stage3_gather_16bit_weights_on_model_save);
+  ASSERT_OK_AND_ASSIGN(plan, Plan(R"({"zero_optimization": {"stage": 3,
+                                       "stage3_param_persistence_threshold": 0,
+                                       "stage3_prefetch_bucket_size": 0,
+                                       "stage3_gather_fp16_weights_on_model_save": true}})"));
+  EXPECT_EQ(plan.stage3_param_persistence_threshold, 0);
+  EXPECT_EQ(plan.stage3_prefetch_bucket_size, 0);
+  EXPECT_TRUE(plan.stage3_gather_16bit_weights_on_model_save);
+}
+
 TEST(DeepSpeedPlanTest, DeepSpeedDerivesTheMissingBatchKey) {
   // Keys left out take the Trainer's values (accelerate fills them).
   ASSERT_OK_AND_ASSIGN(DeepSpeedPlan plan,
@@ -129,11 +153,16 @@ INSTANTIATE_TEST_SUITE_P(
                   {},
                   kInvalid,
                   {"zero_optimization.stage"}},
-        BadConfig{"Stage3",
-                  R"({"zero_optimization": {"stage": 3}})",
+        BadConfig{"Stage3Bf16",
+                  R"({"bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 3}})",
+                  {"--bf16"},
+                  kNotYet,
+                  {"bf16.enabled", "ZeRO stage 3"}},
+        BadConfig{"Stage3ParameterOffload",
+                  R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})",
                   {},
                   kNotYet,
-                  {"zero_optimization.stage", "stage 3"}},
+                  {"zero_optimization.offload_param.device"}},
         BadConfig{"TrainBatchInconsistent",
                   R"({"train_batch_size": 10, "train_micro_batch_size_per_gpu": 2,
                       "gradient_accumulation_steps": 1})",

@@ -48,6 +48,9 @@ absl::StatusOr<std::unique_ptr<FlatParamUnit>> FlatParamUnit::Create(std::vector
 
 void FlatParamUnit::Release() {
   if (!gathered_) return;
+  // A prefetch still writing into the storage finishes first (its error, if any, surfaces at
+  // the next collective).
+  pending_.Wait().IgnoreError();
   // FSDP's _free_storage: the views stay, their storage holds no bytes.
   c10::StorageImpl* storage = flat_.storage().unsafeGetStorageImpl();
   storage->set_data_ptr_noswap(at::DataPtr(nullptr, flat_.device()));
@@ -55,18 +58,34 @@ void FlatParamUnit::Release() {
   gathered_ = false;
 }
 
-absl::Status FlatParamUnit::Gather(distributed::ProcessGroup* pg) {
+absl::Status FlatParamUnit::StartGather(distributed::ProcessGroup* pg) {
+  if (gathered_) return absl::OkStatus();
+  if (pg == nullptr || world_ == 1) return Gather(pg);
   try {
     at::NoGradGuard no_grad;
-    if (!gathered_) {
-      // FSDP's _alloc_storage: the same storage object gets its bytes back, so every view of it
-      // (the parameters, autograd's saved references) sees them.
-      c10::StorageImpl* storage = flat_.storage().unsafeGetStorageImpl();
-      const size_t nbytes = static_cast<size_t>(padded_numel_) * flat_.element_size();
-      storage->set_data_ptr_noswap(storage->allocator()->allocate(nbytes));
-      storage->set_nbytes(nbytes);
-      gathered_ = true;
-    }
+    AllocateStorage();
+    ASSIGN_OR_RETURN(pending_, distributed::StartAllGatherInto(*pg, shard_.detach(), flat_));
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "prefetching a unit");
+  }
+  return absl::OkStatus();
+}
+
+void FlatParamUnit::AllocateStorage() {
+  // FSDP's _alloc_storage: the same storage object gets its bytes back, so every view of it
+  // (the parameters, autograd's saved references) sees them.
+  c10::StorageImpl* storage = flat_.storage().unsafeGetStorageImpl();
+  const size_t nbytes = static_cast<size_t>(padded_numel_) * flat_.element_size();
+  storage->set_data_ptr_noswap(storage->allocator()->allocate(nbytes));
+  storage->set_nbytes(nbytes);
+  gathered_ = true;
+}
+
+absl::Status FlatParamUnit::Gather(distributed::ProcessGroup* pg) {
+  if (pending_.pending()) return pending_.Wait();  // a prefetch: the same gather
+  try {
+    at::NoGradGuard no_grad;
+    if (!gathered_) AllocateStorage();
     if (pg != nullptr && world_ > 1) {
       RETURN_IF_ERROR(distributed::AllGatherInto(*pg, shard_, flat_));
     } else {
@@ -79,6 +98,7 @@ absl::Status FlatParamUnit::Gather(distributed::ProcessGroup* pg) {
 }
 
 absl::Status FlatParamUnit::WriteBack() {
+  RETURN_IF_ERROR(pending_.Wait());
   if (!gathered_) {
     return absl::FailedPreconditionError("FlatParamUnit::WriteBack: the unit is released");
   }

@@ -15,6 +15,9 @@
 //     re-gather).
 //   - Gather(pg): the storage is allocated again and every rank's shard all-gathered into it
 //     (one process: the own shard copied); `gathered()` says which state the unit is in.
+//   - StartGather(pg): Gather without waiting (the storage allocated, the all-gather in flight:
+//     FSDP's prefetch); gathered() is true from then on, and the next Gather() (or Release())
+//     waits for it instead of gathering again. With one process it completes at once.
 //   - WriteBack(): while gathered, this rank's slice of the full buffer copied into the shard
 //     (e.g. after weights were loaded into the full parameters); FailedPrecondition when
 //     released.
@@ -35,6 +38,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "distributed/collectives.h"
 #include "distributed/process_group.h"
 
 namespace loom::sharding {
@@ -47,7 +51,9 @@ class FlatParamUnit {
   void Release();
   // `pg` may be null for one process.
   absl::Status Gather(distributed::ProcessGroup* pg);
+  absl::Status StartGather(distributed::ProcessGroup* pg);
   bool gathered() const { return gathered_; }
+  bool prefetching() const { return pending_.pending(); }
   absl::Status WriteBack();
 
   const at::Tensor& shard() const { return shard_; }
@@ -60,6 +66,7 @@ class FlatParamUnit {
 
  private:
   FlatParamUnit() = default;
+  void AllocateStorage();
 
   std::vector<at::Tensor> params_;
   at::Tensor flat_;   // the full buffer; its storage is freed while released
@@ -69,6 +76,7 @@ class FlatParamUnit {
   int rank_ = 0;
   int world_ = 1;
   bool gathered_ = true;
+  distributed::PendingCollective pending_;  // a StartGather not yet waited for
 };
 
 }  // namespace loom::sharding

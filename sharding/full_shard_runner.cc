@@ -1,5 +1,7 @@
 #include "sharding/full_shard_runner.h"
 
+#include <algorithm>
+
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -26,6 +28,7 @@ absl::StatusOr<std::unique_ptr<FullShardRunner>> FullShardRunner::Create(
       piece.unit = runner->units_.size();
       piece.group = g;
       u.params += static_cast<int64_t>(spec.params_by_group[g].size());
+      for (const at::Tensor& p : spec.params_by_group[g]) u.numel += p.numel();
       ASSIGN_OR_RETURN(piece.flat,
                        FlatParamUnit::Create(std::move(spec.params_by_group[g]), rank, world),
                        absl::StrCat("wrap unit ", spec.name));
@@ -52,6 +55,7 @@ absl::StatusOr<std::unique_ptr<FullShardRunner>> FullShardRunner::Create(
     }
     runner->ReleaseUnit(i);
   }
+  runner->ResetPeak();
   return runner;
 }
 
@@ -60,9 +64,35 @@ FullShardRunner::~FullShardRunner() = default;
 absl::Status FullShardRunner::GatherUnit(size_t u) {
   for (size_t p : units_[u].pieces) {
     FlatParamUnit& flat = *pieces_[p].flat;
-    if (!flat.gathered()) RETURN_IF_ERROR(flat.Gather(pg_));
+    // Gather() also finishes a prefetch in flight.
+    if (!flat.gathered() || flat.prefetching()) RETURN_IF_ERROR(flat.Gather(pg_));
   }
+  NotePeak();
   return absl::OkStatus();
+}
+
+void FullShardRunner::Prefetch(int64_t u) {
+  if (u < 0 || u >= static_cast<int64_t>(units_.size())) return;
+  const Unit& unit = units_[u];
+  if (unit.module == nullptr || unit.numel > options_.prefetch_limit) return;
+  for (size_t p : unit.pieces) {
+    FlatParamUnit& flat = *pieces_[p].flat;
+    if (flat.gathered()) continue;
+    if (absl::Status s = flat.StartGather(pg_); !s.ok()) Fail(s);
+  }
+  NotePeak();
+}
+
+int64_t FullShardRunner::GatheredBytes() const {
+  int64_t bytes = 0;
+  for (const Piece& piece : pieces_) {
+    if (piece.flat->gathered()) bytes += piece.flat->full_bytes();
+  }
+  return bytes;
+}
+
+void FullShardRunner::NotePeak() {
+  peak_gathered_bytes_ = std::max(peak_gathered_bytes_, GatheredBytes());
 }
 
 void FullShardRunner::ReleaseUnit(size_t u) {
@@ -79,6 +109,7 @@ at::Tensor FullShardRunner::Run(torch::nn::Module& module,
     Fail(s);
     throw std::runtime_error(std::string(s.message()));
   }
+  if (options_.forward_prefetch) Prefetch(static_cast<int64_t>(u) + 1);
   at::Tensor out = forward();
   if (options_.reshard_after_forward || !out.requires_grad()) ReleaseUnit(u);
   if (out.requires_grad()) {
@@ -87,6 +118,9 @@ at::Tensor FullShardRunner::Run(torch::nn::Module& module,
       if (absl::Status s = GatherUnit(u); !s.ok()) {
         Fail(s);
         throw std::runtime_error(std::string(s.message()));
+      }
+      if (options_.backward_prefetch == BackwardPrefetch::kPre) {
+        Prefetch(static_cast<int64_t>(u) - 1);
       }
       return grad;
     });
@@ -139,6 +173,9 @@ void FullShardRunner::OnGradReady(size_t i) {
     return;
   }
   ReleaseUnit(i);
+  if (options_.backward_prefetch == BackwardPrefetch::kPost) {
+    Prefetch(static_cast<int64_t>(i) - 1);
+  }
 }
 
 absl::Status FullShardRunner::FinishBackward() {

@@ -19,6 +19,11 @@
 //     is averaged over the ranks and reduce-scattered into its shard's gradient (accumulated
 //     across backward passes), the full gradients dropped and the unit released (FSDP's
 //     post-backward). A module that is not a unit runs as it is.
+//   - Prefetch (options): the next unit's all-gather runs while this unit computes (forward:
+//     units in model order; backward: in reverse), into the next unit's storage; the unit waits
+//     for it when its turn comes. The results are the same as without prefetch.
+//   - peak_gathered_bytes(): the most bytes of full parameters held at once since the last
+//     ResetPeak() (the root and the units gathered or being prefetched).
 //   - FinishBackward() after each backward: units whose parameters got only some gradients are
 //     reduced now (the missing ones count as zero), units left gathered are released, and the
 //     persistent units' gradients are reduced. Returns the first error any hook met.
@@ -40,6 +45,7 @@
 
 #include <ATen/ATen.h>
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -62,8 +68,18 @@ struct ShardUnitSpec {
   std::vector<std::vector<at::Tensor>> params_by_group;
 };
 
+enum class BackwardPrefetch { kNone, kPre, kPost };
+
 struct FullShardRunnerOptions {
   bool reshard_after_forward = true;  // false: FSDP's SHARD_GRAD_OP
+  // FSDP's forward_prefetch: when a unit's forward starts, the next unit's all-gather starts.
+  bool forward_prefetch = false;
+  // FSDP's backward_prefetch: the all-gather of the unit whose backward comes next starts when
+  // this unit's backward starts (kPre) or once its gradients are reduced (kPost).
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::kNone;
+  // Only units of at most this many elements are prefetched (DeepSpeed's
+  // stage3_prefetch_bucket_size); at most one prefetch is in flight (FSDP's limit_all_gathers).
+  int64_t prefetch_limit = std::numeric_limits<int64_t>::max();
 };
 
 class FullShardRunner : public modeling::UnitRunner {
@@ -94,6 +110,8 @@ class FullShardRunner : public modeling::UnitRunner {
   const std::vector<size_t>& unit_pieces(size_t u) const { return units_[u].pieces; }
   // The first error a hook met (hooks cannot return one); OK otherwise.
   const absl::Status& status() const { return status_; }
+  int64_t peak_gathered_bytes() const { return peak_gathered_bytes_; }
+  void ResetPeak() { peak_gathered_bytes_ = GatheredBytes(); }
 
  private:
   struct Unit {
@@ -101,12 +119,18 @@ class FullShardRunner : public modeling::UnitRunner {
     torch::nn::Module* module = nullptr;  // null: persistent
     std::vector<size_t> pieces;
     int64_t params = 0;   // trainable parameters in the unit
+    int64_t numel = 0;    // their elements
     int64_t pending = 0;  // of them, those whose gradient has not arrived in this backward
   };
 
   FullShardRunner() = default;
   void OnGradReady(size_t u);
   absl::Status GatherUnit(size_t u);
+  // Starts unit u's all-gather without waiting (no-op for a gathered or persistent unit, one
+  // over the prefetch limit, or u out of range).
+  void Prefetch(int64_t u);
+  int64_t GatheredBytes() const;
+  void NotePeak();
   void ReleaseUnit(size_t u);
   // Each piece's flat gradient averaged and reduce-scattered into its shard's gradient; the
   // parameters' gradients dropped.
@@ -121,6 +145,7 @@ class FullShardRunner : public modeling::UnitRunner {
   std::vector<Piece> pieces_;
   std::map<const torch::nn::Module*, size_t> index_;
   absl::Status status_;
+  int64_t peak_gathered_bytes_ = 0;
   distributed::GradReadyHooks hooks_;  // declared last: its hooks go first
 };
 

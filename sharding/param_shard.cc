@@ -117,8 +117,12 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
   }
   specs.insert(specs.begin(), ShardUnitSpec{"(root)", nullptr, take(model->parameters(), 0)});
   ASSIGN_OR_RETURN(strategy->runner_,
-                   FullShardRunner::Create(std::move(specs), strategy->pg(),
-                                           FullShardRunnerOptions{o.reshard_after_forward}),
+                   FullShardRunner::Create(
+                       std::move(specs), strategy->pg(),
+                       FullShardRunnerOptions{.reshard_after_forward = o.reshard_after_forward,
+                                              .forward_prefetch = o.forward_prefetch,
+                                              .backward_prefetch = o.backward_prefetch,
+                                              .prefetch_limit = o.prefetch_limit}),
                    o.name);
   RETURN_IF_ERROR_CTX(model->SetUnitRunner(strategy->runner_.get()), o.name);
   for (const at::Tensor& p : model->parameters()) {

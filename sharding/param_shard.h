@@ -47,6 +47,7 @@
 #ifndef LOOM_SHARDING_PARAM_SHARD_H_
 #define LOOM_SHARDING_PARAM_SHARD_H_
 
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,8 +71,12 @@ struct ParamShardOptions : StrategyPieces<ParamShardOptions> {
   // stage3_param_persistence_threshold; 0: none).
   int64_t persistence_threshold = 0;
   bool reshard_after_forward = true;  // false: shard_grad_op
-  bool sync_module_states = true;     // rank 0's weights broadcast first
-  bool deepspeed_clipping = false;    // DeepSpeed's clip formula instead of torch's
+  // Prefetching the next unit's all-gather (full_shard_runner.h).
+  bool forward_prefetch = false;
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::kNone;
+  int64_t prefetch_limit = std::numeric_limits<int64_t>::max();
+  bool sync_module_states = true;   // rank 0's weights broadcast first
+  bool deepspeed_clipping = false;  // DeepSpeed's clip formula instead of torch's
   // Recorded in the checkpoint files (DeepSpeed's ds_config and clip_grad).
   nlohmann::ordered_json ds_config = nlohmann::ordered_json::object();
   double gradient_clipping = 0;
@@ -98,6 +103,13 @@ struct ParamShardOptions : StrategyPieces<ParamShardOptions> {
   }
   ParamShardOptions& set_reshard_after_forward(bool v) {
     reshard_after_forward = v;
+    return *this;
+  }
+  ParamShardOptions& set_prefetch(bool forward, BackwardPrefetch backward,
+                                  int64_t limit = std::numeric_limits<int64_t>::max()) {
+    forward_prefetch = forward;
+    backward_prefetch = backward;
+    prefetch_limit = limit;
     return *this;
   }
   ParamShardOptions& set_sync_module_states(bool v) {

@@ -1,6 +1,7 @@
 // ParamShardStrategy in the conformance suite: FSDP full_shard and shard_grad_op (--fsdp with
-// auto_wrap over the suite's Linear layers) at 2 and 4 ranks, FSDP without auto_wrap (the whole
-// model one root unit), and ZeRO-3 through a --deepspeed config at 1, 2 and 4 ranks.
+// auto_wrap over the suite's Linear layers) at 2 and 4 ranks, with and without prefetching,
+// FSDP without auto_wrap (the whole model one root unit), and ZeRO-3 through a --deepspeed
+// config (which prefetches by default) at 1, 2 and 4 ranks.
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "sharding/strategy_conformance.h"
@@ -33,17 +34,24 @@ ModelStateBytes ParamShardBytes(const SuiteModel& m, bool units) {
       .master_weights = 0};
 }
 
-void RegisterFsdp(const std::string& mode, int world, bool auto_wrap) {
+void RegisterFsdp(const std::string& mode, int world, bool auto_wrap,
+                  const std::string& prefetch = "") {
   const std::string label = mode == "full_shard" ? "FullShard" : "ShardGradOp";
   RegisterStrategyConformanceTests(
-      {.name = absl::StrCat("Fsdp", label, auto_wrap ? "" : "NoWrap", "World", world),
+      {.name = absl::StrCat("Fsdp", label, auto_wrap ? "" : "NoWrap",
+                            prefetch.empty() ? "" : "Prefetch", prefetch, "World", world),
        .world_size = world,
        .strategy_name = absl::StrCat("FSDP ", mode),
        .configure =
            [=](args::TrainingArguments& a) {
              a.add_fsdp(mode);
              if (auto_wrap) a.add_fsdp("auto_wrap");
-             a.set_fsdp_config(R"({"transformer_layer_cls_to_wrap": ["Linear"]})");
+             a.set_fsdp_config(prefetch.empty()
+                                   ? R"({"transformer_layer_cls_to_wrap": ["Linear"]})"
+                                   : absl::StrCat(R"({"transformer_layer_cls_to_wrap": ["Linear"],
+                                                     "forward_prefetch": true,
+                                                     "backward_prefetch": "backward_)",
+                                                  prefetch == "Pre" ? "pre" : "post", R"("})"));
            },
        .expected_bytes = [=](const SuiteModel& m) { return ParamShardBytes(m, auto_wrap); }});
 }
@@ -68,6 +76,10 @@ void RegisterZero3(int world) {
   RegisterFsdp("shard_grad_op", 2, true);
   RegisterFsdp("shard_grad_op", 4, true);
   RegisterFsdp("full_shard", 2, false);
+  // Prefetching the next unit's all-gather (forward, and backward_pre / backward_post).
+  RegisterFsdp("full_shard", 2, true, "Pre");
+  RegisterFsdp("full_shard", 4, true, "Post");
+  RegisterFsdp("shard_grad_op", 4, true, "Pre");
   RegisterZero3(1);
   RegisterZero3(2);
   RegisterZero3(4);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Parameter sharding through run_glue under //tools:launch (issue 14):
 #   1. --fsdp "full_shard auto_wrap" (transformer_layer_cls_to_wrap BertLayer) at 2 ranks with
-#      gradient accumulation 1 and 2 and at 4 ranks with 2, shard_grad_op and no_shard at 2
+#      gradient accumulation 1 and 2 and at 4 ranks with 2, with prefetching (forward_prefetch,
+#      backward_pre, limit_all_gathers) at 2 ranks, shard_grad_op and no_shard at 2
 #      ranks, and --deepspeed stage 3 at 2 and 4 ranks, clipping on at every step: the weights
 #      end within 1e-6 of one process training the same global batch, and the logged loss and
 #      lr are equal, grad_norm within 1e-6 relative.
@@ -69,6 +70,8 @@ check_run() {  # NAME WORLD GA STRATEGY_NAME [flags...]
 check_run full_shard 2 1 "FSDP full_shard" "${FSDP[@]}"
 check_run full_shard 2 2 "FSDP full_shard" "${FSDP[@]}"
 check_run full_shard 4 2 "FSDP full_shard" "${FSDP[@]}"
+check_run full_shard_prefetch 2 2 "FSDP full_shard" --fsdp "full_shard auto_wrap" \
+  --fsdp_config '{"transformer_layer_cls_to_wrap": ["BertLayer"], "forward_prefetch": true, "backward_prefetch": "backward_pre", "limit_all_gathers": true}'
 check_run shard_grad_op 2 2 "FSDP shard_grad_op" --fsdp "shard_grad_op auto_wrap"
 check_run no_shard 2 2 "DDP" --fsdp no_shard
 check_run zero3 2 1 "ZeRO-3" --deepspeed "$(z3 true)"
@@ -130,7 +133,7 @@ refused() {  # WANT [flags...]
 refused "Could not find the transformer layer class to wrap in the model: none of [T5Block] is a module of BertForSequenceClassification, whose module classes are [" \
   --fsdp "full_shard auto_wrap" --fsdp_config '{"transformer_layer_cls_to_wrap": ["T5Block"]}'
 refused "--fsdp hybrid_shard / hybrid_shard_zero2 is not implemented in loom yet" --fsdp "hybrid_shard auto_wrap"
-refused "--fsdp_config backward_prefetch" --fsdp "full_shard auto_wrap" \
-  --fsdp_config '{"transformer_layer_cls_to_wrap": ["BertLayer"], "backward_prefetch": "backward_pre"}'
+refused "--fsdp_config cpu_ram_efficient_loading" --fsdp "full_shard auto_wrap" \
+  --fsdp_config '{"transformer_layer_cls_to_wrap": ["BertLayer"], "cpu_ram_efficient_loading": true}'
 echo "ok: bad --fsdp input refused before training"
 echo "run_glue_param_shard_test: PASS"
