@@ -20,6 +20,14 @@
 //   - the same for bf16 ZeRO-1 and ZeRO-2 (DeepSpeed's bf16 section), against §7.2's formula
 //     itself: ZeRO-2 2P + 18P/N (bf16 weights; per partition bf16 and fp32 gradients, fp32
 //     master weights, AdamW's moments), ZeRO-1 4P + 18P/N (its bf16 gradients unpartitioned).
+// Parameter sharding (issue 14), on BERT-base for sequence classification (109.5M parameters,
+// its 12 BertLayers the wrap units; fp32, AdamW, a batch of 2 x 64 tokens per rank): DDP,
+// ZeRO-2, ZeRO-3 (DeepSpeed's defaults, prefetching on) and FSDP full_shard without and with
+// prefetching (forward_prefetch, backward_pre) — step time and its ratio to DDP (goal:
+// ZeRO-3 / full_shard <= 1.3x), model-state bytes reported and measured against the fp32
+// form of §7.2's ZeRO-3 row, 16P/N + 4L (L: the largest layer, the word embeddings, which
+// loom's root unit keeps whole like FSDP's root), and the peak of full parameters held during
+// forward and backward against the root plus the largest unit (plus one prefetched unit).
 #include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
 
@@ -37,8 +45,10 @@
 #include "benchmarks/counting_allocator.h"
 #include "distributed/multiprocess_testing.h"
 #include "logging/process_logging.h"
+#include "models/bert/bert_for_sequence_classification.h"
 #include "precision/training_precision.h"
 #include "sharding/create_strategy.h"
+#include "sharding/param_shard.h"
 
 namespace loom::benchmarks {
 namespace {
@@ -138,6 +148,158 @@ constexpr Row kRows[] = {{0, false, false, "DDP (stage 0)"}, {1, false, false, "
                          {2, true, false, "ZeRO-2 bf16"}};
 constexpr int kNumRows = sizeof(kRows) / sizeof(kRows[0]);
 
+// --- Parameter sharding on BERT-base (issue 14). ---
+
+struct BertRow {
+  const char* name;
+  const char* deepspeed;    // --deepspeed config, or null
+  const char* fsdp_config;  // with --fsdp "full_shard auto_wrap", or null
+};
+constexpr BertRow kBertRows[] = {
+    {"DDP", nullptr, nullptr},
+    {"ZeRO-2", R"({"zero_optimization": {"stage": 2, "reduce_bucket_size": 589824}})", nullptr},
+    {"ZeRO-3", R"({"zero_optimization": {"stage": 3}})", nullptr},
+    {"FSDP full_shard", nullptr, R"({"transformer_layer_cls_to_wrap": ["BertLayer"]})"},
+    {"FSDP + prefetch", nullptr,
+     R"({"transformer_layer_cls_to_wrap": ["BertLayer"], "forward_prefetch": true,
+         "backward_prefetch": "backward_pre"})"},
+};
+constexpr int kNumBertRows = sizeof(kBertRows) / sizeof(kBertRows[0]);
+constexpr int kBertBatch = 2;
+constexpr int kBertSeq = 64;
+
+struct BertResult {
+  Result base;
+  int64_t peak_gathered = -1;  // parameter sharding only
+  int64_t root_bytes = 0;
+  int64_t largest_unit_bytes = 0;
+  int64_t params = 0;  // the model's parameter count
+};
+
+int RunBert(const BertRow& row, int rank, distributed::ProcessGroup& pg, int steps,
+            CountingAllocator& counter, BertResult* out) {
+  const int64_t baseline = counter.live();
+  BertResult r;
+  {
+    models::bert::BertConfig config;
+    auto model = models::bert::BertForSequenceClassification::Create(config, /*seed=*/1);
+    CHILD_CHECK_OK(model.status());
+    for (const at::Tensor& t : (*model)->parameters()) r.params += t.numel();
+    torch::optim::AdamW opt((*model)->parameters(),
+                            torch::optim::AdamWOptions(1e-5).weight_decay(0.01));
+    auto precision = precision::TrainingPrecision::Create(precision::PrecisionPolicy{});
+    CHILD_CHECK_OK(precision.status());
+    args::TrainingArguments args;
+    if (row.deepspeed != nullptr) args.set_deepspeed(row.deepspeed);
+    if (row.fsdp_config != nullptr) {
+      args.add_fsdp("full_shard");
+      args.add_fsdp("auto_wrap");
+      args.set_fsdp_config(row.fsdp_config);
+    }
+    auto strategy = sharding::CreateStrategy(sharding::StrategyOptions()
+                                                 .set_args(&args)
+                                                 .set_model(model->get())
+                                                 .set_optimizer(&opt)
+                                                 .set_precision(precision->get())
+                                                 .set_process_group(&pg));
+    CHILD_CHECK_OK(strategy.status());
+    auto* sharded = dynamic_cast<sharding::ParamShardStrategy*>(strategy->get());
+    if (sharded != nullptr) {
+      const sharding::FullShardRunner& runner = sharded->runner();
+      for (size_t u = 0; u < runner.unit_count(); ++u) {
+        int64_t bytes = 0;
+        for (size_t p : runner.unit_pieces(u)) bytes += runner.pieces()[p].flat->full_bytes();
+        if (runner.persistent(u)) {
+          r.root_bytes += bytes;
+        } else {
+          r.largest_unit_bytes = std::max(r.largest_unit_bytes, bytes);
+        }
+      }
+    }
+    at::Generator gen = at::detail::createCPUGenerator(100 + rank);
+    r.base.step_seconds = std::numeric_limits<double>::infinity();
+    for (int s = 0; s < steps; ++s) {
+      data::Batch batch = {
+          {"input_ids", at::randint(1, config.vocab_size, {kBertBatch, kBertSeq}, gen, at::kLong)},
+          {"labels", at::randint(0, 2, {kBertBatch}, gen, at::kLong)}};
+      if (sharded != nullptr) const_cast<sharding::FullShardRunner&>(sharded->runner()).ResetPeak();
+      const auto start = std::chrono::steady_clock::now();
+      CHILD_CHECK_OK((*strategy)->BeforeForward(true));
+      auto output = (*model)->TryForward(batch);
+      CHILD_CHECK_OK(output.status());
+      output->loss.backward();
+      CHILD_CHECK_OK((*strategy)->AfterBackward());
+      if (sharded != nullptr) r.peak_gathered = sharded->runner().peak_gathered_bytes();
+      CHILD_CHECK_OK((*strategy)->ClipGradients(1.0).status());
+      CHILD_CHECK_OK((*strategy)->OptimizerStep().status());
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (s == steps - 1) {
+        r.base.reported = (*strategy)->StateBytes();
+        r.base.measured_live = counter.live() - baseline;
+      }
+      (*strategy)->ZeroGrad();
+      if (s > 0) r.base.step_seconds = std::min(r.base.step_seconds, seconds);
+    }
+  }
+  *out = r;
+  return 0;
+}
+
+int MeasureBert(int rank, distributed::ProcessGroup& pg, int steps, CountingAllocator& counter,
+                std::vector<BertResult>* out) {
+  std::vector<BertResult>& results = *out;
+  results.assign(kNumBertRows, BertResult());
+  for (int round = 0; round < kRounds; ++round) {
+    for (int i = 0; i < kNumBertRows; ++i) {
+      BertResult r;
+      if (int rc = RunBert(kBertRows[i], rank, pg, steps, counter, &r); rc != 0) return rc;
+      if (round > 0) {
+        r.base.step_seconds = std::min(r.base.step_seconds, results[i].base.step_seconds);
+      }
+      results[i] = r;
+    }
+  }
+  return 0;
+}
+
+int PrintBert(const std::vector<BertResult>& results, int world, std::ofstream& out) {
+  models::bert::BertConfig config;
+  const double p = static_cast<double>(results[0].params);
+  const double largest_layer = static_cast<double>(config.vocab_size * config.hidden_size);
+  const double mib = 1024.0 * 1024.0;
+  char line[640];
+  std::snprintf(line, sizeof(line),
+                "\nmodel: BERT-base for sequence classification = %.1fM parameters (largest layer "
+                "%.1fM), fp32, AdamW; batch %d x %d tokens per rank; %d ranks\n",
+                p / 1e6, largest_layer / 1e6, kBertBatch, kBertSeq, world);
+  out << line;
+  for (int i = 0; i < kNumBertRows; ++i) {
+    const BertResult& r = results[i];
+    const bool sharded = r.peak_gathered >= 0;
+    const double formula = i == 0   ? 16 * p
+                           : i == 1 ? 4 * p + 16 * p / world
+                                    : 16 * p / world + 4 * largest_layer;
+    std::snprintf(line, sizeof(line),
+                  "  %-16s step %8.1f ms (%.2fx DDP)   model state on rank 0: reported %7.1f MiB "
+                  "(%s), measured live %7.1f MiB, formula %7.1f MiB (reported/formula %.3f)\n",
+                  kBertRows[i].name, r.base.step_seconds * 1e3,
+                  r.base.step_seconds / results[0].base.step_seconds, r.base.reported.Total() / mib,
+                  r.base.reported.Describe().c_str(), r.base.measured_live / mib, formula / mib,
+                  r.base.reported.Total() / formula);
+    out << line;
+    if (sharded) {
+      std::snprintf(line, sizeof(line),
+                    "  %-16s peak full parameters held during forward+backward %.1f MiB (root "
+                    "%.1f MiB + largest unit %.1f MiB = %.1f MiB)\n",
+                    "", r.peak_gathered / mib, r.root_bytes / mib, r.largest_unit_bytes / mib,
+                    (r.root_bytes + r.largest_unit_bytes) / mib);
+      out << line;
+    }
+  }
+  return out ? 0 : 1;
+}
+
 int Child(int rank, int world, int port, int steps, const std::string& out_path) {
   static CountingAllocator counter(c10::GetCPUAllocator());
   c10::SetCPUAllocator(&counter, /*priority=*/100);
@@ -159,6 +321,8 @@ int Child(int rank, int world, int port, int steps, const std::string& out_path)
       results[i] = r;
     }
   }
+  std::vector<BertResult> bert;
+  if (int rc = MeasureBert(rank, *pg, steps, counter, &bert); rc != 0) return rc;
   if (rank != 0) return 0;
   const double p = static_cast<double>(kLayers) * (int64_t{kWidth} * kWidth + kWidth);
   std::ofstream out(out_path);
@@ -189,6 +353,7 @@ int Child(int rank, int world, int port, int steps, const std::string& out_path)
                 (results[0].reported.Total() - results[2].reported.Total()) / 1048576.0,
                 (Formula(0, false, p, world) - Formula(2, false, p, world)) / 1048576.0);
   out << line;
+  if (int rc = PrintBert(bert, world, out); rc != 0) return rc;
   return out ? 0 : 1;
 }
 

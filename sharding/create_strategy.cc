@@ -130,6 +130,7 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
                                .set_wrap_classes(cfg.transformer_layer_cls_to_wrap)
                                .set_min_num_params(cfg.min_num_params)
                                .set_sync_module_states(cfg.sync_module_states)
+                               .set_prefetch(cfg.forward_prefetch, backward)
                                .set_reshard_after_forward(!shard_grad_op)));
       return std::unique_ptr<ShardingStrategy>(std::move(fsdp));
     }

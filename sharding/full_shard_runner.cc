@@ -75,11 +75,14 @@ void FullShardRunner::Prefetch(int64_t u) {
   if (u < 0 || u >= static_cast<int64_t>(units_.size())) return;
   const Unit& unit = units_[u];
   if (unit.module == nullptr || unit.numel > options_.prefetch_limit) return;
+  bool started = false;
   for (size_t p : unit.pieces) {
     FlatParamUnit& flat = *pieces_[p].flat;
     if (flat.gathered()) continue;
     if (absl::Status s = flat.StartGather(pg_); !s.ok()) Fail(s);
+    started = true;
   }
+  if (started) ++prefetches_;
   NotePeak();
 }
 
@@ -168,14 +171,13 @@ void FullShardRunner::OnGradReady(size_t i) {
   if (--u.pending > 0) return;
   u.pending = u.params;
   // FSDP's post-backward: the unit's gradients reduced into the shards, the unit released.
-  if (absl::Status s = ReduceUnit(i); !s.ok()) {
-    Fail(s);
-    return;
-  }
+  // As FSDP's post-backward hook: reshard, prefetch (BACKWARD_POST), then reduce — the next
+  // unit's all-gather runs during this unit's reduce-scatter.
   ReleaseUnit(i);
   if (options_.backward_prefetch == BackwardPrefetch::kPost) {
     Prefetch(static_cast<int64_t>(i) - 1);
   }
+  if (absl::Status s = ReduceUnit(i); !s.ok()) Fail(s);
 }
 
 absl::Status FullShardRunner::FinishBackward() {

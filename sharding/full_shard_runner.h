@@ -111,6 +111,8 @@ class FullShardRunner : public modeling::UnitRunner {
   // The first error a hook met (hooks cannot return one); OK otherwise.
   const absl::Status& status() const { return status_; }
   int64_t peak_gathered_bytes() const { return peak_gathered_bytes_; }
+  // Units whose all-gather a prefetch started, since Create.
+  int64_t prefetches() const { return prefetches_; }
   void ResetPeak() { peak_gathered_bytes_ = GatheredBytes(); }
 
  private:
@@ -146,6 +148,7 @@ class FullShardRunner : public modeling::UnitRunner {
   std::map<const torch::nn::Module*, size_t> index_;
   absl::Status status_;
   int64_t peak_gathered_bytes_ = 0;
+  int64_t prefetches_ = 0;
   distributed::GradReadyHooks hooks_;  // declared last: its hooks go first
 };
 
