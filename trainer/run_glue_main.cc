@@ -15,11 +15,17 @@
 #include "absl/status/status.h"
 #include "args/parser.h"
 #include "args/training_args.h"
+#include "base/cpu_memory_limit.h"
 #include "logging/process_logging.h"
 #include "trainer/run_glue.h"
 #include "trainer/run_glue_args.pb.h"
 
 int main(int argc, char** argv) {
+  // LOOM_CPU_MEMORY_LIMIT: this process's CPU tensor memory capped, as a device's would be.
+  if (absl::StatusOr<int64_t> limit = loom::base::InstallCpuMemoryLimitFromEnv(); !limit.ok()) {
+    std::cerr << "run_glue: error: " << limit.status().message() << "\n";
+    return 2;
+  }
   loom::logging::InitProcessLogging(argv[0]);
   // `bazel run` starts us in the runfiles tree; relative paths are the user's.
   if (const char* wd = std::getenv("BUILD_WORKING_DIRECTORY")) {

@@ -384,8 +384,17 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
     output.metrics = std::move(metrics);
     return output;
   } catch (const std::exception& e) {
-    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
-                                    absl::StrCat("training at step ", state_.global_step));
+    absl::Status s = base::TorchErrorToStatus(
+        e, absl::StatusCode::kInternal, absl::StrCat("training at step ", state_.global_step));
+    if (IsOutOfMemory(s) && strategy_ != nullptr) {
+      // What the model state takes on this rank, and how to hold less of it.
+      s = absl::ResourceExhaustedError(absl::StrCat(
+          s.message(), " (data parallelism: ", strategy_->Name(), "; model state on this rank: ",
+          strategy_->StateBytes().Describe(),
+          ". Sharding it over the ranks holds less per rank: --fsdp \"full_shard auto_wrap\", "
+          "or --deepspeed with zero_optimization stage 2 or 3)"));
+    }
+    return s;
   }
 }
 

@@ -1,0 +1,38 @@
+// CpuMemoryLimit: a cap on the bytes of CPU tensor memory one process may hold — what a
+// device's memory size is to a GPU run, for CPU runs and tests (issue 14: a model whose full
+// training state does not fit one rank's budget trains sharded and fails clearly replicated).
+//
+// Contract:
+//   - ParseMemorySize("350MB") / ("1.5GiB") / ("1000000"): bytes; the suffixes B, KB, MB, GB,
+//     TB (powers of 1000) and KiB, MiB, GiB, TiB (powers of 1024), any case; InvalidArgument
+//     otherwise.
+//   - InstallCpuMemoryLimitFromEnv(): when LOOM_CPU_MEMORY_LIMIT is set (and not empty), wraps
+//     LibTorch's CPU allocator so that an allocation that would take this process's live CPU
+//     tensor bytes (counted from installation on) past the limit throws c10::OutOfMemoryError
+//     with the allocator's own wording ("DefaultCPUAllocator: can't allocate memory: you tried
+//     to allocate N bytes", which accelerate's find_executable_batch_size recognises), adding
+//     how much is held and the limit. Returns the limit (0 when unset); InvalidArgument naming
+//     the variable for a bad value. Call it once, first thing in main(): the allocator is a
+//     process-wide LibTorch setting, and memory allocated before is not counted.
+//
+// Example (a main()):
+//   absl::StatusOr<int64_t> limit = loom::base::InstallCpuMemoryLimitFromEnv();
+//   if (!limit.ok()) { std::cerr << limit.status().message() << "\n"; return 2; }
+#ifndef LOOM_BASE_CPU_MEMORY_LIMIT_H_
+#define LOOM_BASE_CPU_MEMORY_LIMIT_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace loom::base {
+
+inline constexpr char kCpuMemoryLimitEnv[] = "LOOM_CPU_MEMORY_LIMIT";
+
+absl::StatusOr<int64_t> ParseMemorySize(absl::string_view text);
+absl::StatusOr<int64_t> InstallCpuMemoryLimitFromEnv();
+
+}  // namespace loom::base
+
+#endif  // LOOM_BASE_CPU_MEMORY_LIMIT_H_
