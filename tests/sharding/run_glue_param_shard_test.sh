@@ -72,6 +72,38 @@ check_run full_shard 2 2 "FSDP full_shard" "${FSDP[@]}"
 check_run full_shard 4 2 "FSDP full_shard" "${FSDP[@]}"
 check_run full_shard_prefetch 2 2 "FSDP full_shard" --fsdp "full_shard auto_wrap" \
   --fsdp_config '{"transformer_layer_cls_to_wrap": ["BertLayer"], "forward_prefetch": true, "backward_prefetch": "backward_pre", "limit_all_gathers": true}'
+# The FSDP section of an accelerate YAML (spec/trainer.md §9 b, without mixed precision)
+# selects the same through //tools:launch --config_file.
+cat > "$T/fsdp.yaml" <<'YAML'
+compute_environment: LOCAL_MACHINE
+distributed_type: FSDP
+downcast_bf16: 'no'
+fsdp_config:
+  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
+  fsdp_backward_prefetch_policy: BACKWARD_PRE
+  fsdp_forward_prefetch: true
+  fsdp_offload_params: false
+  fsdp_sharding_strategy: 1
+  fsdp_state_dict_type: FULL_STATE_DICT
+  fsdp_sync_module_states: true
+  fsdp_transformer_layer_cls_to_wrap: BertLayer
+  fsdp_use_orig_params: true
+machine_rank: 0
+main_training_function: main
+mixed_precision: 'no'
+num_machines: 1
+num_processes: 2
+rdzv_backend: static
+same_network: true
+use_cpu: true
+YAML
+timeout 240 "$launch" --config_file "$T/fsdp.yaml" "$bin" --output_dir "$T/yaml" \
+  --per_device_train_batch_size 4 --max_steps 4 --save_strategy no --gradient_accumulation_steps 2 \
+  "${COMMON[@]}" > "$T/yaml.log" 2>&1 || { cat "$T/yaml.log"; fail "accelerate YAML with FSDP"; }
+grep -q "data parallelism: FSDP full_shard" "$T/yaml.log" || fail "YAML: not FSDP full_shard"
+"$PY" "$compare" "$T/ref2/model.safetensors" "$T/yaml/model.safetensors" 1e-6 ||
+  fail "accelerate YAML FSDP: weights differ from one process"
+echo "ok: accelerate YAML's FSDP section (full_shard, BertLayer, prefetch) == one process"
 check_run shard_grad_op 2 2 "FSDP shard_grad_op" --fsdp "shard_grad_op auto_wrap"
 check_run no_shard 2 2 "DDP" --fsdp no_shard
 check_run zero3 2 1 "ZeRO-3" --deepspeed "$(z3 true)"
