@@ -48,10 +48,6 @@ absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched) {
     return FsdpNotYet("--fsdp_config cpu_ram_efficient_loading",
                       "remove the key or set it to false");
   }
-  if (cfg.activation_checkpointing) {
-    return FsdpNotYet("--fsdp_config activation_checkpointing",
-                      "use --gradient_checkpointing instead (the same recomputation per layer)");
-  }
   return absl::OkStatus();
 }
 

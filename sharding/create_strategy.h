@@ -59,8 +59,8 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
 
 // HF's --fsdp rules (spec/trainer.md §8), for a script to check before any work: --fsdp with
 // --deepspeed, --fsdp in a process not started by a launcher (`launched` false), and the
-// options loom does not implement yet (hybrid_shard, cpu_ram_efficient_loading,
-// activation_checkpointing in --fsdp_config). OK without --fsdp.
+// options loom does not implement yet (hybrid_shard, cpu_ram_efficient_loading in
+// --fsdp_config). OK without --fsdp.
 absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched);
 
 }  // namespace loom::sharding

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "args/deepspeed_config.h"
+#include "args/fsdp_config.h"
 #include "base/status_macros.h"
 
 namespace loom::trainer {
@@ -56,6 +57,23 @@ absl::StatusOr<RunSetup> ResolveRunSetup(const args::TrainingArguments& args, in
                                                        args.has_gradient_checkpointing_kwargs()
                                                            ? args.gradient_checkpointing_kwargs()
                                                            : std::string()));
+  }
+  if (args.fsdp_size() > 0) {
+    // --fsdp_config activation_checkpointing: each wrapped layer's activations recomputed in
+    // backward (accelerate's non-reentrant checkpoint wrapper); HF refuses it next to
+    // --gradient_checkpointing.
+    ASSIGN_OR_RETURN(args::FsdpConfig fsdp, args::FsdpConfigOf(args), "--fsdp_config");
+    if (fsdp.activation_checkpointing) {
+      if (args.gradient_checkpointing()) {
+        return absl::InvalidArgumentError(
+            "The activation_checkpointing in FSDP config and the gradient_checkpointing in "
+            "training arg can't be set to True simultaneously. Please use FSDP's "
+            "activation_checkpointing logic when using FSDP.");
+      }
+      modeling::CheckpointingOptions options;
+      options.use_reentrant = false;
+      setup.gradient_checkpointing = options;
+    }
   }
   return setup;
 }

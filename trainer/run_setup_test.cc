@@ -44,17 +44,37 @@ TEST(RunSetupTest, GradientCheckpointingKwargs) {
   ASSERT_OK_AND_ASSIGN(args::TrainingArguments off, ResolveForTest({}));
   ASSERT_OK_AND_ASSIGN(RunSetup none, ResolveRunSetup(off, 0, 1));
   EXPECT_FALSE(none.gradient_checkpointing.has_value());
-  ASSERT_OK_AND_ASSIGN(args::TrainingArguments on,
-                       ResolveForTest({"--gradient_checkpointing", "--gradient_checkpointing_kwargs",
-                                       R"({"use_reentrant": false})"}));
+  ASSERT_OK_AND_ASSIGN(
+      args::TrainingArguments on,
+      ResolveForTest({"--gradient_checkpointing", "--gradient_checkpointing_kwargs",
+                      R"({"use_reentrant": false})"}));
   ASSERT_OK_AND_ASSIGN(RunSetup s, ResolveRunSetup(on, 0, 1));
   ASSERT_TRUE(s.gradient_checkpointing.has_value());
   EXPECT_FALSE(s.gradient_checkpointing->use_reentrant);
   ASSERT_OK_AND_ASSIGN(args::TrainingArguments bad,
-                       ResolveForTest({"--gradient_checkpointing", "--gradient_checkpointing_kwargs",
-                                       R"({"debug": true})"}));
+                       ResolveForTest({"--gradient_checkpointing",
+                                       "--gradient_checkpointing_kwargs", R"({"debug": true})"}));
   EXPECT_THAT(ResolveRunSetup(bad, 0, 1),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown key \"debug\"")));
+}
+
+// --fsdp_config activation_checkpointing turns checkpointing on (non-reentrant, accelerate's
+// wrapper); with --gradient_checkpointing too it is HF's error.
+TEST(RunSetupTest, FsdpActivationCheckpointing) {
+  ASSERT_OK_AND_ASSIGN(args::TrainingArguments fsdp,
+                       ResolveForTest({"--fsdp", "full_shard auto_wrap", "--fsdp_config",
+                                       R"({"activation_checkpointing": true})"}));
+  ASSERT_OK_AND_ASSIGN(RunSetup s, ResolveRunSetup(fsdp, 0, 2));
+  ASSERT_TRUE(s.gradient_checkpointing.has_value());
+  EXPECT_FALSE(s.gradient_checkpointing->use_reentrant);
+  ASSERT_OK_AND_ASSIGN(
+      args::TrainingArguments both,
+      ResolveForTest({"--fsdp", "full_shard auto_wrap", "--fsdp_config",
+                      R"({"activation_checkpointing": true})", "--gradient_checkpointing"}));
+  EXPECT_THAT(ResolveRunSetup(both, 0, 2),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("can't be set to True simultaneously. Please use FSDP's "
+                                 "activation_checkpointing logic when using FSDP.")));
 }
 
 TEST(RunSetupTest, AutoFindBatchSizeNeedsOneProcess) {

@@ -161,6 +161,8 @@ absl::Status Trainer::PrepareModelFeatures() {
   if (gradient_checkpointing_) {
     RETURN_IF_ERROR_CTX(model_->EnableGradientCheckpointing(*gradient_checkpointing_),
                         "--gradient_checkpointing");
+    LOG(INFO) << "Activation checkpointing: each layer's activations recomputed in backward"
+              << (gradient_checkpointing_->use_reentrant ? "" : " (non-reentrant)");
   }
   return args_.has_neftune_noise_alpha() ? CheckNeftuneSupported(*model_) : absl::OkStatus();
 }

@@ -2,7 +2,8 @@
 # Parameter sharding through run_glue under //tools:launch (issue 14):
 #   1. --fsdp "full_shard auto_wrap" (transformer_layer_cls_to_wrap BertLayer) at 2 ranks with
 #      gradient accumulation 1 and 2 and at 4 ranks with 2, with prefetching (forward_prefetch,
-#      backward_pre, limit_all_gathers) at 2 ranks, shard_grad_op and no_shard at 2
+#      backward_pre, limit_all_gathers) and with activation_checkpointing at 2 ranks, the
+#      accelerate YAML's FSDP section, shard_grad_op and no_shard at 2
 #      ranks, and --deepspeed stage 3 at 2 and 4 ranks, clipping on at every step: the weights
 #      end within 1e-6 of one process training the same global batch, and the logged loss and
 #      lr are equal, grad_norm within 1e-6 relative.
@@ -104,6 +105,10 @@ grep -q "data parallelism: FSDP full_shard" "$T/yaml.log" || fail "YAML: not FSD
 "$PY" "$compare" "$T/ref2/model.safetensors" "$T/yaml/model.safetensors" 1e-6 ||
   fail "accelerate YAML FSDP: weights differ from one process"
 echo "ok: accelerate YAML's FSDP section (full_shard, BertLayer, prefetch) == one process"
+check_run full_shard_ckpt 2 2 "FSDP full_shard" --fsdp "full_shard auto_wrap" \
+  --fsdp_config '{"transformer_layer_cls_to_wrap": ["BertLayer"], "activation_checkpointing": true}'
+grep -q "Activation checkpointing: each layer's activations recomputed in backward (non-reentrant)" \
+  "$T/full_shard_ckpt2_2.log" || fail "activation_checkpointing not on"
 check_run shard_grad_op 2 2 "FSDP shard_grad_op" --fsdp "shard_grad_op auto_wrap"
 check_run no_shard 2 2 "DDP" --fsdp no_shard
 check_run zero3 2 1 "ZeRO-3" --deepspeed "$(z3 true)"
