@@ -4,6 +4,7 @@
 #include <chrono>
 #include <exception>
 #include <string>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <utility>
@@ -152,6 +153,7 @@ absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
   }
 
   c10::intrusive_ptr<C10dBackend> pg;
+  ProcessGroup::BackendFactory factory;
   try {
     if (backend == "gloo") {
       auto gloo_options = ::c10d::ProcessGroupGloo::Options::create(timeout);
@@ -174,6 +176,10 @@ absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
       }
       pg = c10::make_intrusive<::c10d::ProcessGroupGloo>(store, env.rank, env.world_size,
                                                          gloo_options);
+      factory = [gloo_options](c10::intrusive_ptr<::c10d::Store> s, int rank, int size) {
+        return c10::intrusive_ptr<C10dBackend>(
+            c10::make_intrusive<::c10d::ProcessGroupGloo>(std::move(s), rank, size, gloo_options));
+      };
     }
 #ifdef LOOM_DISTRIBUTED_HAS_NCCL
     if (backend == "nccl") {
@@ -181,6 +187,10 @@ absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
       nccl_options->timeout = timeout;
       pg = c10::make_intrusive<::c10d::ProcessGroupNCCL>(store, env.rank, env.world_size,
                                                          nccl_options);
+      factory = [nccl_options](c10::intrusive_ptr<::c10d::Store> s, int rank, int size) {
+        return c10::intrusive_ptr<C10dBackend>(
+            c10::make_intrusive<::c10d::ProcessGroupNCCL>(std::move(s), rank, size, nccl_options));
+      };
     }
 #endif
   } catch (const std::exception& e) {
@@ -190,8 +200,51 @@ absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
   const at::Device comm_device =
       backend == "nccl" ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank))
                         : at::Device(at::kCPU);
-  return ProcessGroup(std::move(store), std::move(pg), env.rank, env.world_size, backend,
-                      options.timeout, comm_device);
+  ProcessGroup group(std::move(store), std::move(pg), env.rank, env.world_size, backend,
+                     options.timeout, comm_device);
+  group.set_backend_factory(std::move(factory));
+  return group;
+}
+
+absl::StatusOr<ProcessGroup> NewSubgroup(const ProcessGroup& parent, const std::vector<int>& ranks,
+                                         const std::string& name) {
+  if (!parent.backend_factory()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "NewSubgroup(", name, "): the parent group was not made by CreateProcessGroup"));
+  }
+  int index = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= parent.world_size() || (i > 0 && ranks[i] <= ranks[i - 1])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("NewSubgroup(", name, "): ranks must be ascending, distinct and below ",
+                       parent.world_size()));
+    }
+    if (ranks[i] == parent.rank()) index = static_cast<int>(i);
+  }
+  if (index < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("NewSubgroup(", name, "): rank ", parent.rank(),
+                                                   " is not one of its members"));
+  }
+  std::string key = absl::StrCat("loom/subgroup/", name, "/");
+  for (int r : ranks) absl::StrAppend(&key, r, ",");
+  try {
+    // A group of the same name and ranks made again (a new strategy in the same run) gets keys
+    // of its own: each member draws a ticket, and a creation's members hold consecutive ones (a
+    // member makes the next only after every member connected to the last).
+    const int64_t ticket = parent.store().add(key + "tickets", 1);
+    absl::StrAppend(&key, "generation", (ticket - 1) / static_cast<int64_t>(ranks.size()), "/");
+    auto store = c10::make_intrusive<::c10d::PrefixStore>(key, parent.store_ptr());
+    c10::intrusive_ptr<C10dBackend> backend =
+        parent.backend_factory()(store, index, static_cast<int>(ranks.size()));
+    ProcessGroup group(store, std::move(backend), index, static_cast<int>(ranks.size()),
+                       parent.backend_name(), parent.timeout(), parent.comm_device());
+    group.set_backend_factory(parent.backend_factory());
+    return group;
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(
+        e, absl::StatusCode::kUnavailable,
+        absl::StrCat("connecting subgroup ", name, " of rank ", parent.rank()));
+  }
 }
 
 }  // namespace loom::distributed

@@ -32,8 +32,10 @@
 #include <c10/core/Device.h>
 #include <torch/version.h>
 
+#include <functional>
 #include <string>
 #include <torch/csrc/distributed/c10d/Store.hpp>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -90,6 +92,14 @@ class ProcessGroup {
   const c10::intrusive_ptr<C10dBackend>& backend_ptr() const { return backend_; }
   ::c10d::Store& store() const { return *store_; }
 
+  // How this group's backend connects a set of ranks (CreateProcessGroup sets it; NewSubgroup
+  // uses it): the store (already prefixed for the subgroup), the member's rank and the size.
+  using BackendFactory = std::function<c10::intrusive_ptr<C10dBackend>(
+      c10::intrusive_ptr<::c10d::Store>, int rank, int size)>;
+  void set_backend_factory(BackendFactory f) { backend_factory_ = std::move(f); }
+  const BackendFactory& backend_factory() const { return backend_factory_; }
+  const c10::intrusive_ptr<::c10d::Store>& store_ptr() const { return store_; }
+
  private:
   c10::intrusive_ptr<::c10d::Store> store_;
   c10::intrusive_ptr<C10dBackend> backend_;
@@ -98,10 +108,21 @@ class ProcessGroup {
   std::string backend_name_;
   absl::Duration timeout_;
   at::Device comm_device_;
+  BackendFactory backend_factory_;
 };
 
 absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
                                                 const ProcessGroupOptions& options);
+
+// A group of some of `parent`'s ranks (torch.distributed.new_group), e.g. the ranks of one
+// node for FSDP's hybrid sharding. Only the members call it, each with the same `ranks`
+// (ascending, distinct, each in [0, world)) and `name`, and it returns once every member has
+// connected (the parent's timeout bounds it). The subgroup's rank is the index of this rank in
+// `ranks`. The same members may make a group of the same name again (it is a new group).
+// InvalidArgument when this rank is not a member or `ranks` is malformed;
+// FailedPrecondition for a group not made by CreateProcessGroup.
+absl::StatusOr<ProcessGroup> NewSubgroup(const ProcessGroup& parent, const std::vector<int>& ranks,
+                                         const std::string& name);
 
 }  // namespace loom::distributed
 

@@ -199,5 +199,45 @@ TEST(ProcessGroupTest, RankMayStartLongBeforeRank0) {
   EXPECT_THAT(codes, ElementsAre(0, 0));
 }
 
+// Subgroups of 4 ranks as FSDP's hybrid sharding makes them: the two "nodes" {0, 1} and
+// {2, 3}, and the replicas {0, 2} and {1, 3}; collectives in each reach only its members, and
+// both kinds work side by side. A non-member is refused.
+TEST(ProcessGroupTest, Subgroups) {
+  const int port = PickFreePort();
+  auto codes = RunRanks(4, absl::Seconds(60), [&](int rank) {
+    auto pg = testing::JoinGroup(rank, 4, port);
+    CHILD_CHECK_OK(pg.status());
+    const int node = rank / 2;
+    const int local = rank % 2;
+    auto shard = NewSubgroup(*pg, {2 * node, 2 * node + 1}, absl::StrCat("node", node));
+    CHILD_CHECK_OK(shard.status());
+    auto replica = NewSubgroup(*pg, {local, local + 2}, absl::StrCat("replica", local));
+    CHILD_CHECK_OK(replica.status());
+    CHILD_CHECK(shard->rank() == local && shard->world_size() == 2);
+    CHILD_CHECK(replica->rank() == node && replica->world_size() == 2);
+    at::Tensor a = at::full({3}, static_cast<float>(rank + 1));
+    CHILD_CHECK_OK(AllReduce(*shard, a));
+    CHILD_CHECK(at::equal(a, at::full({3}, static_cast<float>(4 * node + 3))));
+    at::Tensor b = at::full({2}, static_cast<float>(rank + 1));
+    CHILD_CHECK_OK(AllReduce(*replica, b));
+    CHILD_CHECK(at::equal(b, at::full({2}, static_cast<float>(2 * local + 4))));
+    at::Tensor gathered = at::empty({4});
+    CHILD_CHECK_OK(AllGatherInto(*shard, at::full({2}, static_cast<float>(rank)), gathered));
+    CHILD_CHECK(at::equal(gathered, at::tensor({1.0f * 2 * node, 1.0f * 2 * node,
+                                                1.0f * 2 * node + 1, 1.0f * 2 * node + 1})));
+    // The same group made again is a new group that works.
+    auto again = NewSubgroup(*pg, {2 * node, 2 * node + 1}, absl::StrCat("node", node));
+    CHILD_CHECK_OK(again.status());
+    at::Tensor c = at::full({1}, 1.0f);
+    CHILD_CHECK_OK(AllReduce(*again, c));
+    CHILD_CHECK(c.item<float>() == 2.0f);
+    auto outsider = NewSubgroup(*pg, {(rank + 1) % 4}, "outsider");
+    CHILD_CHECK(outsider.status().code() == absl::StatusCode::kInvalidArgument);
+    CHILD_CHECK_OK(Barrier(*pg));
+    return 0;
+  });
+  EXPECT_THAT(codes, ElementsAre(0, 0, 0, 0));
+}
+
 }  // namespace
 }  // namespace loom::distributed

@@ -39,10 +39,6 @@ absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched) {
         "Using fsdp only works in distributed training. (--fsdp: launch the script with "
         "//tools:launch, e.g. --nproc_per_node 2)");
   }
-  if (Has(args, "hybrid_shard") || Has(args, "hybrid_shard_zero2")) {
-    return FsdpNotYet("--fsdp hybrid_shard / hybrid_shard_zero2",
-                      "use full_shard or shard_grad_op");
-  }
   ASSIGN_OR_RETURN(args::FsdpConfig cfg, args::FsdpConfigOf(args), "--fsdp_config");
   if (cfg.cpu_ram_efficient_loading) {
     return FsdpNotYet("--fsdp_config cpu_ram_efficient_loading",
@@ -101,7 +97,18 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
     RETURN_IF_ERROR(CheckFsdp(args, launched));
     if (!Has(args, "no_shard")) {
       ASSIGN_OR_RETURN(args::FsdpConfig cfg, args::FsdpConfigOf(args), "--fsdp_config");
-      const bool shard_grad_op = Has(args, "shard_grad_op");
+      const bool hybrid = Has(args, "hybrid_shard") || Has(args, "hybrid_shard_zero2");
+      const bool shard_grad_op = Has(args, "shard_grad_op") || Has(args, "hybrid_shard_zero2");
+      // Hybrid: shard within a node (LOCAL_WORLD_SIZE ranks, numbered consecutively by the
+      // launcher), replicate across nodes.
+      int node_size = 0;
+      if (hybrid) {
+        const char* local = std::getenv("LOCAL_WORLD_SIZE");
+        node_size = local != nullptr ? std::atoi(local) : 0;
+        if (node_size <= 0 && o.process_group != nullptr) {
+          node_size = o.process_group->world_size();
+        }
+      }
       BackwardPrefetch backward = BackwardPrefetch::kNone;
       if (cfg.backward_prefetch == args::FsdpBackwardPrefetchPolicy::kBackwardPre) {
         backward = BackwardPrefetch::kPre;
@@ -121,7 +128,11 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
                        ParamShardStrategy::Create(
                            ParamShardOptions()
                                .set_pieces(o)
-                               .set_name(shard_grad_op ? "FSDP shard_grad_op" : "FSDP full_shard")
+                               .set_name(hybrid ? (shard_grad_op ? "FSDP hybrid_shard_zero2"
+                                                                 : "FSDP hybrid_shard")
+                                         : shard_grad_op ? "FSDP shard_grad_op"
+                                                         : "FSDP full_shard")
+                               .set_hybrid_group_size(node_size)
                                .set_auto_wrap(Has(args, "auto_wrap"))
                                .set_wrap_classes(cfg.transformer_layer_cls_to_wrap)
                                .set_min_num_params(cfg.min_num_params)

@@ -7,7 +7,8 @@
 //     (spec/deepspeed.md §1.1); stages 1 and 2 are ZeroStrategy (zero.h; fp32 only so far)
 //     with the plan's communication options.
 //   - --deepspeed stage 3: ParamShardStrategy (param_shard.h) as ZeRO-3.
-//   - --fsdp (non-empty, CheckFsdp's rules first): full_shard / shard_grad_op are
+//   - --fsdp (non-empty, CheckFsdp's rules first): full_shard / shard_grad_op, and
+//     hybrid_shard / hybrid_shard_zero2 within each node (LOCAL_WORLD_SIZE ranks) are
 //     ParamShardStrategy (units: auto_wrap with transformer_layer_cls_to_wrap or the model's
 //     own layer classes, min_num_params); no_shard is DDP.
 //   - Otherwise: ReplicatedStrategy — DDP over the process group (ddp_* arguments), or one
@@ -59,8 +60,8 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
 
 // HF's --fsdp rules (spec/trainer.md §8), for a script to check before any work: --fsdp with
 // --deepspeed, --fsdp in a process not started by a launcher (`launched` false), and the
-// options loom does not implement yet (hybrid_shard, cpu_ram_efficient_loading in
-// --fsdp_config). OK without --fsdp.
+// options loom does not implement yet (cpu_ram_efficient_loading in --fsdp_config). OK
+// without --fsdp.
 absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched);
 
 }  // namespace loom::sharding

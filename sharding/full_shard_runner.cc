@@ -11,10 +11,11 @@
 namespace loom::sharding {
 
 absl::StatusOr<std::unique_ptr<FullShardRunner>> FullShardRunner::Create(
-    std::vector<ShardUnitSpec> specs, distributed::ProcessGroup* pg,
-    FullShardRunnerOptions options) {
+    std::vector<ShardUnitSpec> specs, distributed::ProcessGroup* pg, FullShardRunnerOptions options,
+    distributed::ProcessGroup* replicas) {
   auto runner = absl::WrapUnique(new FullShardRunner());
   runner->pg_ = pg;
+  runner->replicas_ = replicas != nullptr && replicas->world_size() > 1 ? replicas : nullptr;
   runner->options_ = options;
   const int world = pg != nullptr ? pg->world_size() : 1;
   const int rank = pg != nullptr ? pg->rank() : 0;
@@ -150,13 +151,15 @@ absl::Status FullShardRunner::ReduceUnit(size_t i) {
         offset += param.numel();
       }
       if (offset < flat.padded_numel()) full.slice(0, offset).zero_();
+      at::Tensor reduced = full;
       if (world > 1) {
-        at::Tensor reduced = at::empty_like(shard_grad);
+        reduced = at::empty_like(shard_grad);
         RETURN_IF_ERROR(distributed::ReduceScatterSum(*pg_, full, reduced));
-        shard_grad.add_(reduced.div_(static_cast<double>(world)));
-      } else {
-        shard_grad.add_(full);
       }
+      if (replicas_ != nullptr) RETURN_IF_ERROR(distributed::AllReduce(*replicas_, reduced));
+      const int total = world * (replicas_ != nullptr ? replicas_->world_size() : 1);
+      if (total > 1) reduced.div_(static_cast<double>(total));
+      shard_grad.add_(reduced);
       for (at::Tensor param : flat.params()) param.mutable_grad().reset();  // a handle
     }
   } catch (const std::exception& e) {

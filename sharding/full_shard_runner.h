@@ -91,9 +91,12 @@ class FullShardRunner : public modeling::UnitRunner {
     std::unique_ptr<FlatParamUnit> flat;
   };
 
-  static absl::StatusOr<std::unique_ptr<FullShardRunner>> Create(std::vector<ShardUnitSpec> units,
-                                                                 distributed::ProcessGroup* pg,
-                                                                 FullShardRunnerOptions options);
+  // `replicas` (may be null): FSDP's hybrid sharding — the group of ranks holding the same
+  // shards (one per node); each shard's gradient is also summed over it, and averaged over
+  // every rank of both groups.
+  static absl::StatusOr<std::unique_ptr<FullShardRunner>> Create(
+      std::vector<ShardUnitSpec> units, distributed::ProcessGroup* pg,
+      FullShardRunnerOptions options, distributed::ProcessGroup* replicas = nullptr);
   ~FullShardRunner() override;
 
   at::Tensor Run(torch::nn::Module& unit, const std::function<at::Tensor()>& forward) override;
@@ -142,6 +145,7 @@ class FullShardRunner : public modeling::UnitRunner {
   }
 
   distributed::ProcessGroup* pg_ = nullptr;
+  distributed::ProcessGroup* replicas_ = nullptr;
   FullShardRunnerOptions options_;
   std::vector<Unit> units_;
   std::vector<Piece> pieces_;

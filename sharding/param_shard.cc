@@ -78,7 +78,29 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
     }
   }
   auto strategy = absl::WrapUnique(new ParamShardStrategy(o));
-  if (o.sync_module_states && strategy->world() > 1) {
+  const int full_world = strategy->pg_ ? strategy->pg_->world_size() : 1;
+  if (o.hybrid_group_size > 0 && strategy->pg_ && o.hybrid_group_size < full_world) {
+    // FSDP's hybrid sharding: shard within each node's ranks, replicate across nodes.
+    const int size = o.hybrid_group_size;
+    if (full_world % size != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(o.name, ": hybrid sharding needs the world size (", full_world,
+                       ") to be a multiple of the ranks per node (", size, ")"));
+    }
+    const int me = strategy->pg_->rank();
+    std::vector<int> node_ranks, replica_ranks;
+    for (int r = 0; r < size; ++r) node_ranks.push_back(me / size * size + r);
+    for (int n = 0; n < full_world / size; ++n) replica_ranks.push_back(n * size + me % size);
+    ASSIGN_OR_RETURN(strategy->shard_pg_,
+                     distributed::NewSubgroup(*strategy->pg_, node_ranks,
+                                              absl::StrCat("hybrid_shard/node", me / size)),
+                     o.name);
+    ASSIGN_OR_RETURN(strategy->replica_pg_,
+                     distributed::NewSubgroup(*strategy->pg_, replica_ranks,
+                                              absl::StrCat("hybrid_shard/local", me % size)),
+                     o.name);
+  }
+  if (o.sync_module_states && full_world > 1) {
     // Every rank starts from rank 0's weights (FSDP's sync_module_states).
     try {
       at::NoGradGuard no_grad;
@@ -122,7 +144,8 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
                        FullShardRunnerOptions{.reshard_after_forward = o.reshard_after_forward,
                                               .forward_prefetch = o.forward_prefetch,
                                               .backward_prefetch = o.backward_prefetch,
-                                              .prefetch_limit = o.prefetch_limit}),
+                                              .prefetch_limit = o.prefetch_limit},
+                       strategy->replica_pg_ ? &*strategy->replica_pg_ : nullptr),
                    o.name);
   RETURN_IF_ERROR_CTX(model->SetUnitRunner(strategy->runner_.get()), o.name);
   for (const at::Tensor& p : model->parameters()) {
@@ -173,7 +196,7 @@ absl::StatusOr<std::optional<double>> ParamShardStrategy::ClipGradients(double m
       local += n * n;
     }
     at::Tensor sq = at::full({}, local, at::TensorOptions().dtype(at::kDouble));
-    if (world() > 1) RETURN_IF_ERROR(distributed::AllReduce(*pg_, sq));
+    if (world() > 1) RETURN_IF_ERROR(distributed::AllReduce(*pg(), sq));
     const double norm = std::sqrt(sq.item<double>());
     double factor = 1.0;
     if (options_.deepspeed_clipping) {
@@ -236,6 +259,8 @@ absl::Status ParamShardStrategy::EndFullParameters(bool write_back) {
 
 absl::Status ParamShardStrategy::SaveState(const std::string& folder,
                                            const StrategySaveInfo& info) {
+  // Under hybrid sharding the other nodes hold copies of the first node's shards.
+  if (replica() != 0) return absl::OkStatus();
   ZeroFilesInfo files;
   files.stage = 3;
   files.rank = rank();
@@ -265,7 +290,7 @@ absl::Status ParamShardStrategy::SaveState(const std::string& folder,
       at::Tensor full = at::empty({piece.flat->padded_numel()}, shard.options());
       if (w > 1) {
         at::Tensor input = shard.detach().contiguous();
-        RETURN_IF_ERROR(distributed::AllGatherInto(*pg_, input, full));
+        RETURN_IF_ERROR(distributed::AllGatherInto(*pg(), input, full));
       } else {
         full.copy_(shard.detach());
       }
@@ -466,7 +491,7 @@ absl::Status ParamShardStrategy::LoadOwnState(const std::string& folder) {
 
 absl::Status ParamShardStrategy::LoadState(const std::string& folder) {
   absl::Status loaded = LoadOwnState(folder);
-  if (world() > 1) {
+  if (pg_ && pg_->world_size() > 1) {
     at::Tensor failed = at::full({}, loaded.ok() ? 0 : 1, at::kInt);
     RETURN_IF_ERROR_CTX(distributed::AllReduce(*pg_, failed), "resuming ZeRO-3 state");
     if (loaded.ok() && failed.item<int>() > 0) {

@@ -36,6 +36,10 @@
 //     zero_pp_rank_R_mp_rank_00_optim_states.pt (fp32_flat_groups: per group the rank's
 //     partition of each parameter, ceil(numel / W) elements, in order; the optimizer state in
 //     the same layout); LoadState reads a checkpoint of any world size, one file at a time.
+//   - Hybrid sharding (hybrid_group_size, FSDP's HYBRID_SHARD / HYBRID_SHARD_ZERO2): the above
+//     within each group of ranks (a node), the groups replicas of each other: every shard's
+//     gradient is also summed across them, and only the first group writes checkpoint files
+//     (as a checkpoint of the group's size, which any world size resumes).
 //   - BeginFullParameters / EndFullParameters: every parameter gathered (to save or load the
 //     model's weights), then written back into the shards and released.
 // Precision: fp32 and autocast (parameters stay fp32); 16-bit weights and the fp16 GradScaler
@@ -76,6 +80,9 @@ struct ParamShardOptions : StrategyPieces<ParamShardOptions> {
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kNone;
   int64_t prefetch_limit = std::numeric_limits<int64_t>::max();
   bool sync_module_states = true;   // rank 0's weights broadcast first
+  // FSDP's hybrid sharding: > 0 shards within consecutive groups of this many ranks (a node:
+  // torchrun numbers a node's ranks consecutively) and replicates across them; 0: over all.
+  int hybrid_group_size = 0;
   bool deepspeed_clipping = false;  // DeepSpeed's clip formula instead of torch's
   // Recorded in the checkpoint files (DeepSpeed's ds_config and clip_grad).
   nlohmann::ordered_json ds_config = nlohmann::ordered_json::object();
@@ -110,6 +117,10 @@ struct ParamShardOptions : StrategyPieces<ParamShardOptions> {
     forward_prefetch = forward;
     backward_prefetch = backward;
     prefetch_limit = limit;
+    return *this;
+  }
+  ParamShardOptions& set_hybrid_group_size(int v) {
+    hybrid_group_size = v;
     return *this;
   }
   ParamShardOptions& set_sync_module_states(bool v) {
@@ -156,14 +167,23 @@ class ParamShardStrategy : public ShardingStrategy {
   explicit ParamShardStrategy(const ParamShardOptions& o) : options_(o) {
     if (o.process_group != nullptr) pg_ = *o.process_group;
   }
-  int world() const { return pg_ ? pg_->world_size() : 1; }
-  int rank() const { return pg_ ? pg_->rank() : 0; }
-  distributed::ProcessGroup* pg() { return pg_ ? &*pg_ : nullptr; }
+  // The sharding group (every rank, or the node's under hybrid sharding): shards, gathers,
+  // the gradient norm and the checkpoint files are over it.
+  distributed::ProcessGroup* pg() { return shard_pg_ ? &*shard_pg_ : pg_ ? &*pg_ : nullptr; }
+  const distributed::ProcessGroup* pg() const {
+    return shard_pg_ ? &*shard_pg_ : pg_ ? &*pg_ : nullptr;
+  }
+  int world() const { return pg() ? pg()->world_size() : 1; }
+  int rank() const { return pg() ? pg()->rank() : 0; }
+  // Under hybrid sharding, which replica (node) this rank belongs to; 0 otherwise.
+  int replica() const { return replica_pg_ ? replica_pg_->rank() : 0; }
   std::vector<at::Tensor> Shards() const;
   absl::Status LoadOwnState(const std::string& folder);
 
   ParamShardOptions options_;
-  std::optional<distributed::ProcessGroup> pg_;  // a handle on the caller's group
+  std::optional<distributed::ProcessGroup> pg_;  // a handle on the caller's group (every rank)
+  std::optional<distributed::ProcessGroup> shard_pg_;    // hybrid: this node's ranks
+  std::optional<distributed::ProcessGroup> replica_pg_;  // hybrid: this local rank on every node
   std::unique_ptr<FullShardRunner> runner_;
   std::vector<ZeroGroupLayout> layout_;
   std::vector<at::Tensor> unsharded_;  // model parameters outside every piece (frozen ones)

@@ -1,7 +1,10 @@
 // ParamShardStrategy in the conformance suite: FSDP full_shard and shard_grad_op (--fsdp with
 // auto_wrap over the suite's Linear layers) at 2 and 4 ranks, with and without prefetching,
+// hybrid_shard and hybrid_shard_zero2 at 4 ranks as 2 nodes x 2,
 // FSDP without auto_wrap (the whole model one root unit), and ZeRO-3 through a --deepspeed
 // config (which prefetches by default) at 1, 2 and 4 ranks.
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "sharding/strategy_conformance.h"
@@ -56,6 +59,29 @@ void RegisterFsdp(const std::string& mode, int world, bool auto_wrap,
        .expected_bytes = [=](const SuiteModel& m) { return ParamShardBytes(m, auto_wrap); }});
 }
 
+// FSDP's hybrid_shard at 4 ranks as 2 nodes of 2 (LOCAL_WORLD_SIZE=2): sharded within each
+// node, so each rank holds what full_shard at 2 ranks would.
+void RegisterHybrid(const std::string& mode) {
+  RegisterStrategyConformanceTests(
+      {.name = mode == "hybrid_shard" ? "FsdpHybridShard2x2" : "FsdpHybridShardZero2x2",
+       .world_size = 4,
+       .strategy_name = absl::StrCat("FSDP ", mode),
+       .configure =
+           [=](args::TrainingArguments& a) {
+             ::setenv("LOCAL_WORLD_SIZE", "2", 1);
+             a.add_fsdp(mode);
+             a.add_fsdp("auto_wrap");
+             a.set_fsdp_config(R"({"transformer_layer_cls_to_wrap": ["Linear"]})");
+           },
+       .expected_bytes =
+           [](const SuiteModel& m) {
+             SuiteModel node = m;
+             node.world_size = 2;
+             node.rank = m.rank % 2;
+             return ParamShardBytes(node, true);
+           }});
+}
+
 void RegisterZero3(int world) {
   RegisterStrategyConformanceTests(
       {.name = absl::StrCat("Zero3World", world),
@@ -80,6 +106,8 @@ void RegisterZero3(int world) {
   RegisterFsdp("full_shard", 2, true, "Pre");
   RegisterFsdp("full_shard", 4, true, "Post");
   RegisterFsdp("shard_grad_op", 4, true, "Pre");
+  RegisterHybrid("hybrid_shard");
+  RegisterHybrid("hybrid_shard_zero2");
   RegisterZero3(1);
   RegisterZero3(2);
   RegisterZero3(4);

@@ -3,7 +3,8 @@
 #   1. --fsdp "full_shard auto_wrap" (transformer_layer_cls_to_wrap BertLayer) at 2 ranks with
 #      gradient accumulation 1 and 2 and at 4 ranks with 2, with prefetching (forward_prefetch,
 #      backward_pre, limit_all_gathers) and with activation_checkpointing at 2 ranks, the
-#      accelerate YAML's FSDP section, shard_grad_op and no_shard at 2
+#      accelerate YAML's FSDP section, hybrid_shard (GA 1 and 2) and hybrid_shard_zero2 over 2
+#      nodes x 2 ranks (two launch --nnodes 2 invocations), shard_grad_op and no_shard at 2
 #      ranks, and --deepspeed stage 3 at 2 and 4 ranks, clipping on at every step: the weights
 #      end within 1e-6 of one process training the same global batch, and the logged loss and
 #      lr are equal, grad_norm within 1e-6 relative.
@@ -109,6 +110,29 @@ check_run full_shard_ckpt 2 2 "FSDP full_shard" --fsdp "full_shard auto_wrap" \
   --fsdp_config '{"transformer_layer_cls_to_wrap": ["BertLayer"], "activation_checkpointing": true}'
 grep -q "Activation checkpointing: each layer's activations recomputed in backward (non-reentrant)" \
   "$T/full_shard_ckpt2_2.log" || fail "activation_checkpointing not on"
+# hybrid_shard (and _zero2) over 2 nodes x 2 ranks: two launch invocations on this machine.
+hybrid() {  # MODE GA
+  local mode=$1 ga=$2 out="$T/$1_$2" port
+  port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  for node in 0 1; do
+    timeout 240 "$launch" --nnodes 2 --node_rank "$node" --nproc_per_node 2 \
+      --master_addr 127.0.0.1 --master_port "$port" "$bin" --output_dir "$out" \
+      --per_device_train_batch_size 2 --max_steps 4 --save_strategy no \
+      --gradient_accumulation_steps "$ga" "${COMMON[@]}" --fsdp "$mode auto_wrap" \
+      > "$out.node$node.log" 2>&1 &
+    eval "pid_$node=$!"
+  done
+  wait "$pid_0" || { cat "$out.node0.log"; fail "$mode: node 0"; }
+  wait "$pid_1" || { cat "$out.node1.log"; fail "$mode: node 1"; }
+  grep -q "data parallelism: FSDP $mode" "$out.node0.log" || fail "$mode: wrong strategy"
+  "$PY" "$compare" "$T/ref$ga/model.safetensors" "$out/model.safetensors" 1e-6 ||
+    fail "$mode over 2 nodes x 2 ranks, GA $ga: weights differ from one process"
+  same_logs "$T/ref$ga/trainer_state.json" "$out/trainer_state.json" "$mode GA $ga" 0 || exit 1
+  echo "ok: $mode over 2 nodes x 2 ranks, GA $ga == one process"
+}
+hybrid hybrid_shard 2
+hybrid hybrid_shard 1
+hybrid hybrid_shard_zero2 2
 check_run shard_grad_op 2 2 "FSDP shard_grad_op" --fsdp "shard_grad_op auto_wrap"
 check_run no_shard 2 2 "DDP" --fsdp no_shard
 check_run zero3 2 1 "ZeRO-3" --deepspeed "$(z3 true)"
@@ -169,7 +193,6 @@ refused() {  # WANT [flags...]
 }
 refused "Could not find the transformer layer class to wrap in the model: none of [T5Block] is a module of BertForSequenceClassification, whose module classes are [" \
   --fsdp "full_shard auto_wrap" --fsdp_config '{"transformer_layer_cls_to_wrap": ["T5Block"]}'
-refused "--fsdp hybrid_shard / hybrid_shard_zero2 is not implemented in loom yet" --fsdp "hybrid_shard auto_wrap"
 refused "--fsdp_config cpu_ram_efficient_loading" --fsdp "full_shard auto_wrap" \
   --fsdp_config '{"transformer_layer_cls_to_wrap": ["BertLayer"], "cpu_ram_efficient_loading": true}'
 echo "ok: bad --fsdp input refused before training"
