@@ -39,11 +39,7 @@ absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched) {
         "Using fsdp only works in distributed training. (--fsdp: launch the script with "
         "//tools:launch, e.g. --nproc_per_node 2)");
   }
-  ASSIGN_OR_RETURN(args::FsdpConfig cfg, args::FsdpConfigOf(args), "--fsdp_config");
-  if (cfg.cpu_ram_efficient_loading) {
-    return FsdpNotYet("--fsdp_config cpu_ram_efficient_loading",
-                      "remove the key or set it to false");
-  }
+  RETURN_IF_ERROR_CTX(args::FsdpConfigOf(args).status(), "--fsdp_config");
   return absl::OkStatus();
 }
 

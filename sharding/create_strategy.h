@@ -59,9 +59,8 @@ struct StrategyOptions : StrategyPieces<StrategyOptions> {
 absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyOptions& options);
 
 // HF's --fsdp rules (spec/trainer.md §8), for a script to check before any work: --fsdp with
-// --deepspeed, --fsdp in a process not started by a launcher (`launched` false), and the
-// options loom does not implement yet (cpu_ram_efficient_loading in --fsdp_config). OK
-// without --fsdp.
+// --deepspeed, --fsdp in a process not started by a launcher (`launched` false), a bad
+// --fsdp_config. OK without --fsdp.
 absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched);
 
 }  // namespace loom::sharding

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "args/fsdp_config.h"
 #include "args/serialize.h"
 #include "args/training_args.h"
 #include "base/file_util.h"
@@ -127,9 +128,11 @@ absl::StatusOr<BertConfig> ReadConfig(const std::string& name) {
 
 // AutoConfig / AutoTokenizer / AutoModelForSequenceClassification.from_pretrained, or the
 // built-in tiny BERT when no model is given.
+// `skip_weights`: the checkpoint's weights are not read (a rank that receives rank 0's when
+// FSDP starts, with cpu_ram_efficient_loading).
 absl::StatusOr<Loaded> LoadModelAndTokenizer(const ModelArguments& m,
                                              const DataTrainingArguments& d, int num_labels,
-                                             uint64_t seed) {
+                                             uint64_t seed, bool skip_weights) {
   const bool builtin = !m.has_model_name_or_path();
   std::optional<text::BertTokenizer> tokenizer;
   if (m.has_tokenizer_name() || !builtin) {
@@ -150,7 +153,11 @@ absl::StatusOr<Loaded> LoadModelAndTokenizer(const ModelArguments& m,
       d.has_task_name() ? std::optional<std::string>(d.task_name()) : std::nullopt;
   ASSIGN_OR_RETURN(std::shared_ptr<BertForSequenceClassification> model,
                    BertForSequenceClassification::Create(config, seed));
-  if (!builtin) {
+  if (!builtin && skip_weights) {
+    LOG(INFO) << "--fsdp_config cpu_ram_efficient_loading: this process does not read "
+              << m.model_name_or_path()
+              << "'s weights; it receives rank 0's when training starts (sync_module_states)";
+  } else if (!builtin) {
     ASSIGN_OR_RETURN(checkpoint::LoadedWeights weights,
                      checkpoint::LoadModelWeights(m.model_name_or_path()));
     ASSIGN_OR_RETURN(models::bert::BertLoadReport report,
@@ -317,8 +324,16 @@ absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::Tra
   const std::optional<std::string> task_name =
       d.has_task_name() ? std::optional<std::string>(d.task_name()) : std::nullopt;
 
-  ASSIGN_OR_RETURN(Loaded loaded,
-                   LoadModelAndTokenizer(m, d, num_labels, static_cast<uint64_t>(t.seed())));
+  // --fsdp_config cpu_ram_efficient_loading (HF/accelerate): only the first process reads the
+  // checkpoint when training will broadcast its weights to the others.
+  bool skip_weights = false;
+  if (t.fsdp_size() > 0 && t.do_train() && parallel.rank() != 0) {
+    ASSIGN_OR_RETURN(args::FsdpConfig fsdp, args::FsdpConfigOf(t), "--fsdp_config");
+    skip_weights = fsdp.cpu_ram_efficient_loading && fsdp.sync_module_states;
+  }
+  ASSIGN_OR_RETURN(
+      Loaded loaded,
+      LoadModelAndTokenizer(m, d, num_labels, static_cast<uint64_t>(t.seed()), skip_weights));
   BertConfig& config = loaded.model->mutable_config();
 
   // Some models have set the order of the labels to use; run_glue uses it.

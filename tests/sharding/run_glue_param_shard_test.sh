@@ -4,8 +4,10 @@
 #      gradient accumulation 1 and 2 and at 4 ranks with 2, with prefetching (forward_prefetch,
 #      backward_pre, limit_all_gathers) and with activation_checkpointing at 2 ranks, the
 #      accelerate YAML's FSDP section, hybrid_shard (GA 1 and 2) and hybrid_shard_zero2 over 2
-#      nodes x 2 ranks (two launch --nnodes 2 invocations), shard_grad_op and no_shard at 2
-#      ranks, and --deepspeed stage 3 at 2 and 4 ranks, clipping on at every step: the weights
+#      nodes x 2 ranks (two launch --nnodes 2 invocations), cpu_ram_efficient_loading (only
+#      rank 0 reads the checkpoint), offload (host = device on a CPU build), shard_grad_op and
+#      no_shard at 2 and 4 ranks, and --deepspeed stage 3 at 2 and 4 ranks, clipping on at
+#      every step: the weights
 #      end within 1e-6 of one process training the same global batch, and the logged loss and
 #      lr are equal, grad_norm within 1e-6 relative.
 #   2. ZeRO-3 checkpoints: Python's torch.load reads every file without DeepSpeed and an
@@ -133,11 +135,21 @@ hybrid() {  # MODE GA
 hybrid hybrid_shard 2
 hybrid hybrid_shard 1
 hybrid hybrid_shard_zero2 2
+check_run full_shard_cpu_ram 2 1 "FSDP full_shard" --fsdp "full_shard auto_wrap" \
+  --fsdp_config '{"transformer_layer_cls_to_wrap": ["BertLayer"], "cpu_ram_efficient_loading": true}'
+[[ $(grep -c "cpu_ram_efficient_loading: this process does not read" "$T/full_shard_cpu_ram2_1.log") == 1 ]] ||
+  fail "cpu_ram_efficient_loading: not exactly one rank skipped the checkpoint"
+check_run full_shard_offload 2 1 "FSDP full_shard" --fsdp "full_shard offload auto_wrap"
+check_run shard_grad_op 2 1 "FSDP shard_grad_op" --fsdp "shard_grad_op auto_wrap"
+check_run shard_grad_op 4 2 "FSDP shard_grad_op" --fsdp "shard_grad_op auto_wrap"
+check_run no_shard 2 1 "DDP" --fsdp no_shard
+check_run no_shard 4 2 "DDP" --fsdp no_shard
 check_run shard_grad_op 2 2 "FSDP shard_grad_op" --fsdp "shard_grad_op auto_wrap"
 check_run no_shard 2 2 "DDP" --fsdp no_shard
 check_run zero3 2 1 "ZeRO-3" --deepspeed "$(z3 true)"
 check_run zero3 2 2 "ZeRO-3" --deepspeed "$(z3 true)"
 check_run zero3 4 2 "ZeRO-3" --deepspeed "$(z3 true)"
+check_run zero3 4 1 "ZeRO-3" --deepspeed "$(z3 true)"
 
 # 2. ZeRO-3 checkpoints.
 launched "$T/z3" 2 --max_steps 6 --save_steps 2 --deepspeed "$(z3 true)"
@@ -178,7 +190,41 @@ for world in 2 1 4; do
     exit 1
   echo "ok: FSDP full_shard checkpoint of 2 ranks resumed on $world ranks == uninterrupted ($tol)"
 done
-# 4. Bad input under the launcher: a clear error before the first step, nothing trained.
+# 4. --load_best_model_at_end and --save_only_model under parameter sharding.
+BEST=(--max_steps 6 --save_steps 2 --do_eval --eval_strategy steps --eval_steps 2
+      --load_best_model_at_end --metric_for_best_model loss --greater_is_better false)
+best_of() {  # RUN_DIR: the best checkpoint trainer_state.json names
+  "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["best_model_checkpoint"])' \
+    "$1/trainer_state.json"
+}
+launched "$T/best" 2 "${BEST[@]}" "${FSDP[@]}"
+b=$(best_of "$T/best")
+[[ $b != "$T/best/checkpoint-6" ]] || fail "load_best_model_at_end: the best is the last (the test needs another)"
+cmp "$b/model.safetensors" "$T/best/model.safetensors" ||
+  fail "FSDP load_best_model_at_end: the final model is not $b's"
+launched "$T/bestz" 2 "${BEST[@]}" --deepspeed "$(z3 true)"
+launched "$T/bestzn" 2 "${BEST[@]}" --deepspeed "$(z3 false)"
+bz=$(best_of "$T/bestz")
+[[ $(basename "$bz") == $(basename "$(best_of "$T/bestzn")") ]] || fail "ZeRO-3 runs chose different bests"
+cmp "$bz/model.safetensors" "$T/bestz/model.safetensors" ||
+  fail "ZeRO-3 load_best_model_at_end: the final model is not $bz's"
+"$PY" "$check" "$T/bestzn" 2 "$bz/model.safetensors" ||
+  fail "ZeRO-3 without 16-bit weights: load_best_model_at_end did not load the best ZeRO files"
+echo "ok: load_best_model_at_end under FSDP and ZeRO-3 (with and without the 16-bit weights)"
+launched "$T/only" 2 --max_steps 4 --save_steps 2 --save_only_model "${FSDP[@]}"
+[[ -s $T/only/checkpoint-2/model.safetensors && ! -e $T/only/checkpoint-2/latest ]] ||
+  fail "--save_only_model under FSDP: $(ls "$T/only/checkpoint-2")"
+set +e
+timeout 240 "$launch" --standalone --nproc_per_node 2 "$bin" --output_dir "$T/only" \
+  --per_device_train_batch_size 4 "${COMMON[@]}" --max_steps 4 --save_steps 2 "${FSDP[@]}" \
+  --resume_from_checkpoint "$T/only/checkpoint-2" > "$T/only_resume.log" 2>&1
+rc=$?
+set -e
+[[ $rc -ne 0 ]] && grep -q "start a new run initialised from its weights" "$T/only_resume.log" ||
+  { tail -5 "$T/only_resume.log"; fail "resuming a --save_only_model checkpoint was not refused clearly"; }
+echo "ok: --save_only_model under FSDP writes the weights only; resuming it is refused clearly"
+
+# 5. Bad input under the launcher: a clear error before the first step, nothing trained.
 refused() {  # WANT [flags...]
   local want=$1; shift
   set +e
@@ -193,7 +239,5 @@ refused() {  # WANT [flags...]
 }
 refused "Could not find the transformer layer class to wrap in the model: none of [T5Block] is a module of BertForSequenceClassification, whose module classes are [" \
   --fsdp "full_shard auto_wrap" --fsdp_config '{"transformer_layer_cls_to_wrap": ["T5Block"]}'
-refused "--fsdp_config cpu_ram_efficient_loading" --fsdp "full_shard auto_wrap" \
-  --fsdp_config '{"transformer_layer_cls_to_wrap": ["BertLayer"], "cpu_ram_efficient_loading": true}'
 echo "ok: bad --fsdp input refused before training"
 echo "run_glue_param_shard_test: PASS"
