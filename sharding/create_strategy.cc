@@ -69,6 +69,7 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
                                 plan->stage3_prefetch_bucket_size > 0 ? BackwardPrefetch::kPre
                                                                       : BackwardPrefetch::kNone,
                                 plan->stage3_prefetch_bucket_size)
+                  .set_max_live_elements(plan->stage3_max_live_parameters)
                   .set_deepspeed(plan->config.raw, plan->gradient_clipping)));
       return std::unique_ptr<ShardingStrategy>(std::move(zero3));
     }

@@ -242,6 +242,7 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
     plan.stage3_prefetch_bucket_size = zero.stage3_prefetch_bucket_size.is_auto()
                                            ? 50000000
                                            : zero.stage3_prefetch_bucket_size.value();
+    plan.stage3_max_live_parameters = zero.stage3_max_live_parameters;
     plan.stage3_gather_16bit_weights_on_model_save = zero.stage3_gather_16bit_weights_on_model_save;
   }
   if (zero.offload_optimizer && zero.offload_optimizer->device != args::OffloadDevice::kNone) {

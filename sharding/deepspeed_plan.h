@@ -61,6 +61,7 @@ struct DeepSpeedPlan {
   // Stage 3 (spec/deepspeed.md §1.2).
   int64_t stage3_param_persistence_threshold = 100000;
   int64_t stage3_prefetch_bucket_size = 50000000;
+  int64_t stage3_max_live_parameters = 1000000000;
   bool stage3_gather_16bit_weights_on_model_save = false;
   std::vector<std::string> warnings;
 

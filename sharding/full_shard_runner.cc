@@ -76,6 +76,7 @@ void FullShardRunner::Prefetch(int64_t u) {
   if (u < 0 || u >= static_cast<int64_t>(units_.size())) return;
   const Unit& unit = units_[u];
   if (unit.module == nullptr || unit.numel > options_.prefetch_limit) return;
+  if (GatheredElements() + unit.numel > options_.max_live_elements) return;
   bool started = false;
   for (size_t p : unit.pieces) {
     FlatParamUnit& flat = *pieces_[p].flat;
@@ -93,6 +94,14 @@ int64_t FullShardRunner::GatheredBytes() const {
     if (piece.flat->gathered()) bytes += piece.flat->full_bytes();
   }
   return bytes;
+}
+
+int64_t FullShardRunner::GatheredElements() const {
+  int64_t elements = 0;
+  for (const Piece& piece : pieces_) {
+    if (piece.flat->gathered()) elements += piece.flat->numel();
+  }
+  return elements;
 }
 
 void FullShardRunner::NotePeak() {

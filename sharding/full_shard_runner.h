@@ -80,6 +80,9 @@ struct FullShardRunnerOptions {
   // Only units of at most this many elements are prefetched (DeepSpeed's
   // stage3_prefetch_bucket_size); at most one prefetch is in flight (FSDP's limit_all_gathers).
   int64_t prefetch_limit = std::numeric_limits<int64_t>::max();
+  // A prefetch that would take the full parameter elements held past this is skipped
+  // (DeepSpeed's stage3_max_live_parameters; the unit about to run is always gathered).
+  int64_t max_live_elements = std::numeric_limits<int64_t>::max();
 };
 
 class FullShardRunner : public modeling::UnitRunner {
@@ -135,6 +138,7 @@ class FullShardRunner : public modeling::UnitRunner {
   // over the prefetch limit, or u out of range).
   void Prefetch(int64_t u);
   int64_t GatheredBytes() const;
+  int64_t GatheredElements() const;
   void NotePeak();
   void ReleaseUnit(size_t u);
   // Each piece's flat gradient averaged and reduce-scattered into its shard's gradient; the

@@ -1,5 +1,6 @@
 #include "sharding/param_shard.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -144,10 +145,31 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
                        FullShardRunnerOptions{.reshard_after_forward = o.reshard_after_forward,
                                               .forward_prefetch = o.forward_prefetch,
                                               .backward_prefetch = o.backward_prefetch,
-                                              .prefetch_limit = o.prefetch_limit},
+                                              .prefetch_limit = o.prefetch_limit,
+                                              .max_live_elements = o.max_live_elements},
                        strategy->replica_pg_ ? &*strategy->replica_pg_ : nullptr),
                    o.name);
   RETURN_IF_ERROR_CTX(model->SetUnitRunner(strategy->runner_.get()), o.name);
+  {
+    // The least loom holds at once: the root and the largest unit.
+    int64_t root = 0, largest = 0;
+    const FullShardRunner& runner = *strategy->runner_;
+    for (size_t u = 0; u < runner.unit_count(); ++u) {
+      int64_t n = 0;
+      for (size_t p : runner.unit_pieces(u)) n += runner.pieces()[p].flat->numel();
+      if (runner.persistent(u)) {
+        root += n;
+      } else {
+        largest = std::max(largest, n);
+      }
+    }
+    if (root + largest > o.max_live_elements) {
+      LOG(WARNING) << o.name << ": stage3_max_live_parameters " << o.max_live_elements
+                   << " is below what one layer and the persistent parameters take (" << root
+                   << " + " << largest << " elements), which loom holds at least; nothing is "
+                   << "prefetched";
+    }
+  }
   for (const at::Tensor& p : model->parameters()) {
     if (claimed.count(p.unsafeGetTensorImpl()) == 0) strategy->unsharded_.push_back(p);
   }

@@ -79,7 +79,8 @@ struct ParamShardOptions : StrategyPieces<ParamShardOptions> {
   bool forward_prefetch = false;
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kNone;
   int64_t prefetch_limit = std::numeric_limits<int64_t>::max();
-  bool sync_module_states = true;   // rank 0's weights broadcast first
+  int64_t max_live_elements = std::numeric_limits<int64_t>::max();  // stage3_max_live_parameters
+  bool sync_module_states = true;  // rank 0's weights broadcast first
   // FSDP's hybrid sharding: > 0 shards within consecutive groups of this many ranks (a node:
   // torchrun numbers a node's ranks consecutively) and replicates across them; 0: over all.
   int hybrid_group_size = 0;
@@ -117,6 +118,10 @@ struct ParamShardOptions : StrategyPieces<ParamShardOptions> {
     forward_prefetch = forward;
     backward_prefetch = backward;
     prefetch_limit = limit;
+    return *this;
+  }
+  ParamShardOptions& set_max_live_elements(int64_t v) {
+    max_live_elements = v;
     return *this;
   }
   ParamShardOptions& set_hybrid_group_size(int v) {

@@ -161,6 +161,10 @@ TEST(ParamShardTest, Zero3PrefetchBucket) {
   RunTwoRanks(zero3(""), 2, 4);
   RunTwoRanks(zero3(R"(, "stage3_prefetch_bucket_size": 0)"), 1, 0);
   RunTwoRanks(zero3(R"(, "stage3_prefetch_bucket_size": 100)"), 1, 0);
+  // stage3_max_live_parameters bounds what a prefetch may add: room for the root and one
+  // layer only (the tiny BERT's root has 1,202 elements, a layer 1,927), so none.
+  RunTwoRanks(zero3(R"(, "stage3_max_live_parameters": 4000)"), 1, 0);
+  RunTwoRanks(zero3(R"(, "stage3_max_live_parameters": 6000)"), 2, 4);
 }
 
 }  // namespace
