@@ -11,26 +11,17 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "models/bert/bert_for_sequence_classification.h"
+#include "sharding/tiny_bert_testing.h"
 
 namespace loom::sharding {
 namespace {
 
-using models::bert::BertConfig;
 using models::bert::BertForSequenceClassification;
 
 std::shared_ptr<BertForSequenceClassification> Tiny() {
-  BertConfig c;
-  c.vocab_size = 40;
-  c.hidden_size = 16;
-  c.num_hidden_layers = 3;
-  c.num_attention_heads = 2;
-  c.intermediate_size = 23;
-  c.max_position_embeddings = 12;
-  c.set_num_labels(2);
-  auto model = BertForSequenceClassification::Create(c, /*seed=*/9);
-  EXPECT_TRUE(model.ok()) << model.status();
-  (*model)->eval();  // no dropout: runs compare exactly
-  return *model;
+  auto model = testing::TinyBert();
+  model->eval();  // no dropout: runs compare exactly
+  return model;
 }
 
 data::Batch Half(int half) {

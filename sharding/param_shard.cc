@@ -283,15 +283,9 @@ absl::Status ParamShardStrategy::SaveState(const std::string& folder,
                                            const StrategySaveInfo& info) {
   // Under hybrid sharding the other nodes hold copies of the first node's shards.
   if (replica() != 0) return absl::OkStatus();
-  ZeroFilesInfo files;
-  files.stage = 3;
-  files.rank = rank();
-  files.world_size = world();
-  files.global_step = info.global_step;
-  files.global_samples = info.global_samples;
-  files.lr_scheduler = info.lr_scheduler;
-  files.ds_config = options_.ds_config;
-  files.clip_grad = options_.gradient_clipping;
+  const ZeroFilesInfo files =
+      MakeZeroFilesInfo(3, rank(), world(), info.global_step, info.global_samples,
+                        info.lr_scheduler, options_.ds_config, options_.gradient_clipping);
   const std::string tag = ZeroTagName(info.global_step);
   const std::string dir = folder + "/" + tag;
   RETURN_IF_ERROR(base::MakeDirs(dir));

@@ -15,26 +15,14 @@
 #include "models/bert/bert_for_sequence_classification.h"
 #include "precision/training_precision.h"
 #include "sharding/create_strategy.h"
+#include "sharding/tiny_bert_testing.h"
 
 namespace loom::sharding {
 namespace {
 
-using models::bert::BertConfig;
 using models::bert::BertForSequenceClassification;
 
-std::shared_ptr<BertForSequenceClassification> Tiny() {
-  BertConfig c;
-  c.vocab_size = 40;
-  c.hidden_size = 16;
-  c.num_hidden_layers = 3;
-  c.num_attention_heads = 2;
-  c.intermediate_size = 23;
-  c.max_position_embeddings = 12;
-  c.set_num_labels(2);
-  auto model = BertForSequenceClassification::Create(c, /*seed=*/9);
-  EXPECT_TRUE(model.ok()) << model.status();
-  return *model;
-}
+std::shared_ptr<BertForSequenceClassification> Tiny() { return testing::TinyBert(); }
 
 data::Batch Batch(int rank) {
   at::Generator gen = at::detail::createCPUGenerator(3 + rank);

@@ -142,12 +142,62 @@ absl::Status CheckLayout(const std::string& path, const IValue& model_states,
   return absl::OkStatus();
 }
 
+// `latest` read and its tag folder checked: the tag, or NotFound naming the file / folder.
+absl::StatusOr<std::string> ResolveTag(const std::string& folder) {
+  const std::string latest = folder + "/latest";
+  absl::StatusOr<std::string> tag = base::ReadFile(latest);
+  if (!tag.ok()) {
+    return absl::NotFoundError(absl::StrCat(
+        "Unable to find 'latest' file at ", latest,
+        ": the folder holds no DeepSpeed ZeRO checkpoint (saved without ZeRO or parameter "
+        "sharding?); resume it with the sharding that wrote it or start a new run"));
+  }
+  std::string name(absl::StripAsciiWhitespace(*tag));
+  if (!fs::is_directory(folder + "/" + name)) {
+    return absl::NotFoundError(absl::StrCat("Directory '", folder, "/", name, "' doesn't exist"));
+  }
+  return name;
+}
+
+// An optimizer file's zero_stage (checked against `stage_ok`) and partition_count (equal to the
+// number of files found, DeepSpeed's check).
+absl::Status CheckOptimFile(const IValue& osd, const std::string& path, const std::string& tag_dir,
+                            int saved, bool stage3) {
+  ASSIGN_OR_RETURN(IValue stage_v, Get(osd, "zero_stage", path));
+  if (stage3 != (stage_v.isInt() && stage_v.toInt() == 3)) {
+    return Invalid(path, stage3 ? "not a ZeRO stage 3 optimizer file"
+                                : "a ZeRO stage 3 checkpoint; loom resumes stages 1 and 2");
+  }
+  ASSIGN_OR_RETURN(IValue count_v, Get(osd, "partition_count", path));
+  ASSIGN_OR_RETURN(const int64_t count, IntOrFirst(count_v, "partition_count", path));
+  if (count != saved) {
+    return Invalid(path, absl::StrCat("Expected ", count, " of '*_optim_states.pt' under '",
+                                      tag_dir, "' but found ", saved, " files"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int64_t ZeroAlignedNumel(int64_t numel, int world_size) {
   constexpr int64_t kAlignmentFactor = 2;  // DeepSpeed's nccl_start_alignment_factor
   const int64_t align = kAlignmentFactor * std::max(1, world_size);
   return (numel + align - 1) / align * align;
+}
+
+ZeroFilesInfo MakeZeroFilesInfo(int stage, int rank, int world_size, int64_t global_step,
+                                int64_t global_samples, const c10::IValue& lr_scheduler,
+                                const nlohmann::ordered_json& ds_config, double clip_grad) {
+  ZeroFilesInfo files;
+  files.stage = stage;
+  files.rank = rank;
+  files.world_size = world_size;
+  files.global_step = global_step;
+  files.global_samples = global_samples;
+  files.lr_scheduler = lr_scheduler;
+  files.ds_config = ds_config;
+  files.clip_grad = clip_grad;
+  return files;
 }
 
 std::string ZeroTagName(int64_t global_step) { return absl::StrCat("global_step", global_step); }
@@ -288,19 +338,8 @@ absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
                                                   const std::vector<ZeroGroupLayout>& groups,
                                                   int rank, int world_size) {
   ZeroRankRestore out;
-  const std::string latest = folder + "/latest";
-  absl::StatusOr<std::string> tag = base::ReadFile(latest);
-  if (!tag.ok()) {
-    return absl::NotFoundError(absl::StrCat(
-        "Unable to find 'latest' file at ", latest,
-        ": the folder holds no DeepSpeed ZeRO checkpoint (saved without --deepspeed, or with "
-        "another stage?); resume it without ZeRO or start a new run"));
-  }
-  out.tag = std::string(absl::StripAsciiWhitespace(*tag));
+  ASSIGN_OR_RETURN(out.tag, ResolveTag(folder));
   const std::string tag_dir = folder + "/" + out.tag;
-  if (!fs::is_directory(tag_dir)) {
-    return absl::NotFoundError(absl::StrCat("Directory '", tag_dir, "' doesn't exist"));
-  }
   const std::string model_path = tag_dir + "/" + kZeroModelStatesFile;
   ASSIGN_OR_RETURN(IValue model_states, checkpoint::LoadPickle(model_path));
   RETURN_IF_ERROR(CheckLayout(model_path, model_states, groups));
@@ -321,16 +360,7 @@ absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
       const std::string& path = files[r];
       ASSIGN_OR_RETURN(IValue file, checkpoint::LoadPickle(path));
       ASSIGN_OR_RETURN(IValue osd, Get(file, "optimizer_state_dict", path));
-      ASSIGN_OR_RETURN(IValue stage_v, Get(osd, "zero_stage", path));
-      if (stage_v.isInt() && stage_v.toInt() > 2) {
-        return Invalid(path, "a ZeRO stage 3 checkpoint; loom resumes stages 1 and 2");
-      }
-      ASSIGN_OR_RETURN(IValue count_v, Get(osd, "partition_count", path));
-      ASSIGN_OR_RETURN(const int64_t count, IntOrFirst(count_v, "partition_count", path));
-      if (count != saved) {
-        return Invalid(path, absl::StrCat("Expected ", count, " of '*_optim_states.pt' under '",
-                                          tag_dir, "' but found ", saved, " files"));
-      }
+      RETURN_IF_ERROR(CheckOptimFile(osd, path, tag_dir, saved, /*stage3=*/false));
       ASSIGN_OR_RETURN(IValue singles, Get(osd, "single_partition_of_fp32_groups", path));
       if (!singles.isList() || singles.toListRef().size() != groups.size()) {
         return Invalid(path, "single_partition_of_fp32_groups does not hold one tensor per group");
@@ -420,19 +450,8 @@ absl::StatusOr<Zero3Read> ReadZero3Partitions(const std::string& folder,
                                               const std::vector<ZeroGroupLayout>& groups,
                                               const Zero3Sink& sink) {
   Zero3Read out;
-  const std::string latest = folder + "/latest";
-  absl::StatusOr<std::string> tag = base::ReadFile(latest);
-  if (!tag.ok()) {
-    return absl::NotFoundError(absl::StrCat(
-        "Unable to find 'latest' file at ", latest,
-        ": the folder holds no DeepSpeed ZeRO checkpoint (saved without parameter sharding?); "
-        "resume it with the strategy that wrote it or start a new run"));
-  }
-  out.tag = std::string(absl::StripAsciiWhitespace(*tag));
+  ASSIGN_OR_RETURN(out.tag, ResolveTag(folder));
   const std::string tag_dir = folder + "/" + out.tag;
-  if (!fs::is_directory(tag_dir)) {
-    return absl::NotFoundError(absl::StrCat("Directory '", tag_dir, "' doesn't exist"));
-  }
   const std::string model_path = tag_dir + "/" + ZeroModelStatesFile(3, 0);
   if (!fs::exists(model_path)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -449,16 +468,7 @@ absl::StatusOr<Zero3Read> ReadZero3Partitions(const std::string& folder,
       const std::string& path = files[r];
       ASSIGN_OR_RETURN(IValue file, checkpoint::LoadPickle(path));
       ASSIGN_OR_RETURN(IValue osd, Get(file, "optimizer_state_dict", path));
-      ASSIGN_OR_RETURN(IValue stage_v, Get(osd, "zero_stage", path));
-      if (!stage_v.isInt() || stage_v.toInt() != 3) {
-        return Invalid(path, "not a ZeRO stage 3 optimizer file");
-      }
-      ASSIGN_OR_RETURN(IValue count_v, Get(osd, "partition_count", path));
-      ASSIGN_OR_RETURN(const int64_t count, IntOrFirst(count_v, "partition_count", path));
-      if (count != saved) {
-        return Invalid(path, absl::StrCat("Expected ", count, " of '*_optim_states.pt' under '",
-                                          tag_dir, "' but found ", saved, " files"));
-      }
+      RETURN_IF_ERROR(CheckOptimFile(osd, path, tag_dir, saved, /*stage3=*/true));
       ASSIGN_OR_RETURN(IValue flats, Get(osd, "fp32_flat_groups", path));
       if (!flats.isList() || flats.toListRef().size() != groups.size()) {
         return Invalid(path, "fp32_flat_groups does not hold one tensor per group");

@@ -77,6 +77,11 @@ struct ZeroFilesInfo {
   bool bf16 = false;  // the optimizer files get DeepSpeed's bf16_ prefix
 };
 
+// The files' facts (bf16 false; set it after).
+ZeroFilesInfo MakeZeroFilesInfo(int stage, int rank, int world_size, int64_t global_step,
+                                int64_t global_samples, const c10::IValue& lr_scheduler,
+                                const nlohmann::ordered_json& ds_config, double clip_grad);
+
 std::string ZeroTagName(int64_t global_step);  // "global_step<N>"
 inline constexpr char kZeroModelStatesFile[] = "mp_rank_00_model_states.pt";
 std::string ZeroOptimStatesFile(int dp_rank, bool bf16);

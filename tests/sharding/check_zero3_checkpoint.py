@@ -17,37 +17,19 @@ FSDP checkpoint folder (DeepSpeed's stage-3 layout) with Debian's python3-torch 
    buffers from the module, as zero_to_fp32 takes them).
 4. exp_avg / exp_avg_sq of each group have the flat group's size on every rank.
 Exits 1 naming the first difference."""
-import json
 import math
 import os
-import struct
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_read import read_safetensors  # noqa: E402
 
 
 def fail(msg):
     print("check_zero3_checkpoint.py: FAIL: " + msg, file=sys.stderr)
     sys.exit(1)
-
-
-def read_safetensors(path):
-    dtypes = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-              "I64": torch.int64}
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    body = bytearray(data[8 + n:])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        t = torch.frombuffer(body[begin:end], dtype=dtypes[info["dtype"]]) if end > begin \
-            else torch.empty(0, dtype=dtypes[info["dtype"]])
-        out[name] = t.reshape(info["shape"]).clone()
-    return out
 
 
 def main():

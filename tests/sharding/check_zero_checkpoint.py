@@ -15,37 +15,19 @@ files must hold plain Python types.
 4. The optimizer states: exp_avg / exp_avg_sq are padded partitions (equal length on every
    rank), the fp32 partitions are cut on the last rank by group_paddings.
 Exits 1 naming the first difference."""
-import json
 import math
 import os
-import struct
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_read import read_safetensors  # noqa: E402
 
 
 def fail(msg):
     print("check_zero_checkpoint.py: FAIL: " + msg, file=sys.stderr)
     sys.exit(1)
-
-
-def read_safetensors(path):
-    dtypes = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-              "I64": torch.int64}
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    body = bytearray(data[8 + n:])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        t = torch.frombuffer(body[begin:end], dtype=dtypes[info["dtype"]]) if end > begin \
-            else torch.empty(0, dtype=dtypes[info["dtype"]])
-        out[name] = t.reshape(info["shape"]).clone()
-    return out
 
 
 def main():

@@ -18,8 +18,9 @@
 #   3. An FSDP full_shard checkpoint written at 2 ranks resumes on 2 ranks bitwise, and on 1 and
 #      4 ranks (the same global batch) within 1e-6 of the uninterrupted run, with its loss curve.
 #   usage: run_glue_param_shard_test.sh RUN_GLUE LAUNCH CHECK_ZERO3_PY COMPARE_PY DEMO_MODEL_SH
+#          SAME_LOGS_PY
 set -euo pipefail
-bin=$1 launch=$2 check=$3 compare=$4 demo_model=$5
+bin=$1 launch=$2 check=$3 compare=$4 demo_model=$5 same_logs_py=$6
 T="$TEST_TMPDIR"
 PY=/usr/bin/python3
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -30,22 +31,7 @@ COMMON=(--model_name_or_path "$T/m" --task_name sst2 --data_dir "$T/m/synthetic_
         --max_grad_norm 0.05 --learning_rate 1e-3 --weight_decay 0.01)
 FSDP=(--fsdp "full_shard auto_wrap" --fsdp_config '{"transformer_layer_cls_to_wrap": ["BertLayer"]}')
 z3() { echo "{\"train_micro_batch_size_per_gpu\": \"auto\", \"gradient_accumulation_steps\": \"auto\", \"gradient_clipping\": \"auto\", \"zero_optimization\": {\"stage\": 3, \"stage3_param_persistence_threshold\": 0, \"stage3_gather_16bit_weights_on_model_save\": $1}}"; }
-same_logs() {  # REF OTHER WHAT EXACT(1|0)
-  "$PY" - "$1" "$2" "$3" "$4" <<'PYEOF'
-import json, sys
-def steps(p):
-    return [e for e in json.load(open(p))["log_history"] if "loss" in e]
-a, b, what, exact = steps(sys.argv[1]), steps(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
-if [e["step"] for e in a] != [e["step"] for e in b] or not a:
-    sys.exit(f"{what}: logged steps {[e['step'] for e in a]} vs {[e['step'] for e in b]}")
-for x, y in zip(a, b):
-    if exact and x != y:
-        sys.exit(f"{what}: step {x['step']}: {x} vs {y}")
-    if x["loss"] != y["loss"] or x["learning_rate"] != y["learning_rate"] or \
-            abs(x["grad_norm"] - y["grad_norm"]) > 1e-6 * abs(x["grad_norm"]):
-        sys.exit(f"{what}: step {x['step']}: {x} vs {y}")
-PYEOF
-}
+same_logs() { "$PY" "$same_logs_py" "$@"; }  # REF OTHER WHAT EXACT(1|0)
 launched() {  # OUT WORLD [flags...]
   local out=$1 world=$2; shift 2
   timeout 240 "$launch" --standalone --nproc_per_node "$world" "$bin" --output_dir "$out" \

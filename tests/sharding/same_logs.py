@@ -1,0 +1,21 @@
+"""same_logs.py REF OTHER WHAT [exact]: two runs' trainer_state.json log the same steps with the
+same loss and learning_rate, and grad_norm within 1e-6 relative; with `exact`, every logged
+entry is equal. Exits non-zero naming the first difference (prefixed by WHAT)."""
+import json
+import sys
+
+
+def steps(path):
+    return [e for e in json.load(open(path))["log_history"] if "loss" in e]
+
+
+a, b, what = steps(sys.argv[1]), steps(sys.argv[2]), sys.argv[3]
+exact = len(sys.argv) > 4 and sys.argv[4] in ("exact", "1")
+if [e["step"] for e in a] != [e["step"] for e in b] or not a:
+    sys.exit(f"{what}: logged steps {[e['step'] for e in a]} vs {[e['step'] for e in b]}")
+for x, y in zip(a, b):
+    if exact and x != y:
+        sys.exit(f"{what}: step {x['step']}: {x} vs {y}")
+    if x["loss"] != y["loss"] or x["learning_rate"] != y["learning_rate"] or \
+            abs(x["grad_norm"] - y["grad_norm"]) > 1e-6 * abs(x["grad_norm"]):
+        sys.exit(f"{what}: step {x['step']}: {x} vs {y}")
