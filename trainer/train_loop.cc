@@ -388,11 +388,16 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
         e, absl::StatusCode::kInternal, absl::StrCat("training at step ", state_.global_step));
     if (IsOutOfMemory(s) && strategy_ != nullptr) {
       // What the model state takes on this rank, and how to hold less of it.
+      const std::string name = strategy_->Name();
+      const bool shards_parameters = absl::StartsWith(name, "FSDP") || name == "ZeRO-3";
       s = absl::ResourceExhaustedError(absl::StrCat(
-          s.message(), " (data parallelism: ", strategy_->Name(), "; model state on this rank: ",
-          strategy_->StateBytes().Describe(),
-          ". Sharding it over the ranks holds less per rank: --fsdp \"full_shard auto_wrap\", "
-          "or --deepspeed with zero_optimization stage 2 or 3)"));
+          s.message(), " (data parallelism: ", name,
+          "; model state on this rank: ", strategy_->StateBytes().Describe(),
+          shards_parameters ? ""
+                            : ". Sharding it over the ranks holds less per rank: --fsdp "
+                              "\"full_shard auto_wrap\", or --deepspeed with zero_optimization "
+                              "stage 2 or 3",
+          ")"));
     }
     return s;
   }
