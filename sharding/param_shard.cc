@@ -57,6 +57,8 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
   std::vector<modeling::FoundUnit> found;
   if (o.auto_wrap) {
     ASSIGN_OR_RETURN(found, modeling::FindUnits(*model, classes), o.name);
+    // A model that cannot run its layers through a runner is refused before anything changes.
+    RETURN_IF_ERROR_CTX(model->SetUnitRunner(nullptr), o.name);
   }
   // Optimizer group of every parameter, checked before anything changes.
   std::map<const void*, size_t> group_of;
@@ -149,7 +151,9 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
                                               .max_live_elements = o.max_live_elements},
                        strategy->replica_pg_ ? &*strategy->replica_pg_ : nullptr),
                    o.name);
-  RETURN_IF_ERROR_CTX(model->SetUnitRunner(strategy->runner_.get()), o.name);
+  if (o.auto_wrap) {
+    RETURN_IF_ERROR_CTX(model->SetUnitRunner(strategy->runner_.get()), o.name);
+  }
   {
     // The least loom holds at once: the root and the largest unit.
     int64_t root = 0, largest = 0;
@@ -191,7 +195,7 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
 }
 
 ParamShardStrategy::~ParamShardStrategy() {
-  if (runner_ != nullptr) {
+  if (runner_ != nullptr && options_.auto_wrap) {
     auto* model = dynamic_cast<modeling::Model*>(options_.model);
     if (model != nullptr) model->SetUnitRunner(nullptr).IgnoreError();
   }
