@@ -119,7 +119,8 @@ absl::StatusOr<std::string> ReadTag(const std::string& dir) {
   std::ifstream f(dir + "/latest");
   if (!f) {
     return absl::NotFoundError(
-        absl::StrCat(dir, "/latest does not exist: name the tag (e.g. global_step3)"));
+        absl::StrCat("Unable to find 'latest' file at ", dir,
+                     "/latest (name the tag instead, e.g. -t global_step3)"));
   }
   std::stringstream ss;
   ss << f.rdbuf();
@@ -193,8 +194,9 @@ absl::Status AddPartitionedGroups(c10::ArrayRef<IValue> groups,
         }));
     if (round_up(offset) != round_up(full.numel())) {
       return absl::InvalidArgumentError(
-          absl::StrCat(folder, ": consumed ", offset, " numels out of ", full.numel(), " in group ",
-                       g, " - the partitions do not match param_shapes"));
+          absl::StrCat("consumed ", round_up(offset), " numels out of ", round_up(full.numel()),
+                       " - something is wrong (", folder, ", group ", g,
+                       ": the partitions do not match param_shapes)"));
     }
   }
   return absl::OkStatus();
@@ -231,9 +233,9 @@ absl::Status AddZero3Parameters(c10::ArrayRef<IValue> groups,
         }));
   }
   if (offset * world != flat[0].numel() * world) {
-    return absl::InvalidArgumentError(absl::StrCat(folder, ": consumed ", offset * world,
-                                                   " numels out of ", flat[0].numel() * world,
-                                                   " - the partitions do not match param_shapes"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "consumed ", offset * world, " numels out of ", flat[0].numel() * world,
+        " - something is wrong (", folder, ": the partitions do not match param_shapes)"));
   }
   return absl::OkStatus();
 }
@@ -259,13 +261,14 @@ absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
   }
   const std::string folder = dir + "/" + t;
   if (!std::filesystem::is_directory(folder)) {
-    return absl::NotFoundError(absl::StrCat(folder, " is not a folder (tag '", t, "')"));
+    return absl::NotFoundError(absl::StrCat("Directory '", folder, "' doesn't exist"));
   }
   try {
     // Every rank's fp32 partitions.
     const std::vector<std::string> optim_files = FilesEndingWith(folder, "_optim_states.pt");
     if (optim_files.empty()) {
-      return absl::NotFoundError(absl::StrCat("no *_optim_states.pt in ", folder));
+      return absl::NotFoundError(
+          absl::StrCat("can't find '*_optim_states.pt' files in directory '", folder, "'"));
     }
     std::vector<std::vector<at::Tensor>> partitions;  // [rank][group]
     int64_t world = 0;
@@ -304,8 +307,10 @@ absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
     }
     if (world != static_cast<int64_t>(optim_files.size())) {
       return absl::InvalidArgumentError(absl::StrCat(
-          folder, ": partition_count is ", world, " but there are ", optim_files.size(),
-          " *_optim_states.pt files (a checkpoint copied only in part?)"));
+          "Expected ", world, " of '*_optim_states.pt' under '", folder, "' but found ",
+          optim_files.size(),
+          " files. Possibly due to an overwrite of an old checkpoint, or a checkpoint didn't get "
+          "saved by one or more processes."));
     }
 
     // The model file: names, shapes, buffers.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/file_util.h"
 #include "base/status_matchers.h"
 #include "checkpoint/torch_pickle.h"
 #include "gmock/gmock.h"
@@ -80,27 +81,69 @@ TEST(DeepSpeedZeroTest, BrokenCheckpointsAreClearErrors) {
   std::string dir = CopyOfZero2("missing_rank");
   std::filesystem::remove(dir + "/global_step3/zero_pp_rank_1_mp_rank_00_optim_states.pt");
   EXPECT_THAT(ConsolidateZeroCheckpoint(dir).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("partition_count is 2")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Expected 2 of '*_optim_states.pt' under '" + dir +
+                                 "/global_step3' but found 1 files. Possibly due to an overwrite "
+                                 "of an old checkpoint, or a checkpoint didn't get saved by one "
+                                 "or more processes.")));
   // No latest and no tag.
   dir = CopyOfZero2("no_latest");
   std::filesystem::remove(dir + "/latest");
   EXPECT_THAT(ConsolidateZeroCheckpoint(dir).status(),
-              StatusIs(absl::StatusCode::kNotFound, HasSubstr("latest")));
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("Unable to find 'latest' file at " + dir + "/latest")));
   // A tag that does not exist.
   EXPECT_THAT(ConsolidateZeroCheckpoint(Zero2(), "global_step9").status(),
-              StatusIs(absl::StatusCode::kNotFound, HasSubstr("global_step9")));
-  // The model file replaced by the other rank's optimizer file: keys missing.
-  dir = CopyOfZero2("wrong_model");
-  std::filesystem::copy_file(dir + "/global_step3/zero_pp_rank_0_mp_rank_00_optim_states.pt",
-                             dir + "/global_step3/mp_rank_00_model_states.pt",
-                             std::filesystem::copy_options::overwrite_existing);
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("Directory '" + Zero2() + "/global_step9' doesn't exist")));
+  // No optimizer file at all.
+  dir = CopyOfZero2("no_optim");
+  for (int r : {0, 1}) {
+    std::filesystem::remove(dir + "/global_step3/zero_pp_rank_" + std::to_string(r) +
+                            "_mp_rank_00_optim_states.pt");
+  }
   EXPECT_THAT(ConsolidateZeroCheckpoint(dir).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("buffer_names")));
-  // A truncated optimizer file.
-  dir = CopyOfZero2("truncated");
-  std::filesystem::resize_file(dir + "/global_step3/zero_pp_rank_0_mp_rank_00_optim_states.pt",
-                               1000);
-  EXPECT_FALSE(ConsolidateZeroCheckpoint(dir).ok());
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("can't find '*_optim_states.pt' files in directory '" + dir +
+                                 "/global_step3'")));
+  // Partitions that param_shapes do not use up: zero_to_fp32's "consumed ... numels out of ..."
+  // (a hand-made 2-rank ZeRO-2 checkpoint: one parameter of 4 elements, partitions of 4 each,
+  // so 4 of 8 elements are consumed).
+  dir = std::string(std::getenv("TEST_TMPDIR")) + "/consumed";
+  std::filesystem::create_directories(dir + "/global_step1");
+  ASSERT_OK(base::WriteFileAtomically(dir + "/latest", "global_step1"));
+  const auto str_dict = [] {
+    return c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get());
+  };
+  c10::impl::GenericDict shapes = str_dict();
+  shapes.insert("w", c10::ivalue::Tuple::create({c10::IValue(int64_t{4})}));
+  c10::impl::GenericList param_shapes(c10::AnyType::get());
+  param_shapes.push_back(shapes);
+  c10::impl::GenericDict model = str_dict();
+  model.insert("module", str_dict());
+  model.insert("buffer_names", c10::impl::GenericList(c10::AnyType::get()));
+  model.insert("param_shapes", param_shapes);
+  model.insert("shared_params", str_dict());
+  model.insert("frozen_param_shapes", c10::IValue());
+  model.insert("frozen_param_fragments", c10::IValue());
+  model.insert("ds_version", std::string("0.13.5"));
+  ASSERT_OK(SavePickle(dir + "/global_step1/mp_rank_00_model_states.pt", model));
+  for (int r : {0, 1}) {
+    c10::impl::GenericList groups(c10::AnyType::get());
+    groups.push_back(at::ones({4}));
+    c10::impl::GenericDict osd = str_dict();
+    osd.insert("zero_stage", int64_t{2});
+    osd.insert("partition_count", int64_t{2});
+    osd.insert("single_partition_of_fp32_groups", groups);
+    c10::impl::GenericDict top = str_dict();
+    top.insert("optimizer_state_dict", osd);
+    ASSERT_OK(SavePickle(
+        dir + "/global_step1/zero_pp_rank_" + std::to_string(r) + "_mp_rank_00_optim_states.pt",
+        top));
+  }
+  EXPECT_THAT(ConsolidateZeroCheckpoint(dir).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("consumed 4 numels out of 8 - something is wrong")));
 }
 
 }  // namespace

@@ -398,7 +398,10 @@ absl::Status ParamShardStrategy::SaveState(const std::string& folder,
                                        layout_, frozen, files));
   RETURN_IF_ERROR(WriteZeroOptimStates(dir + "/" + ZeroOptimStatesFile(r, false), fp32_groups,
                                        layout_, base, files));
-  if (r == 0) RETURN_IF_ERROR(base::WriteFileAtomically(folder + "/latest", tag));
+  if (r == 0) {
+    RETURN_IF_ERROR(base::WriteFileAtomically(folder + "/latest", tag));
+    RETURN_IF_ERROR(WriteZeroToFp32Pointer(folder));
+  }
   return absl::OkStatus();
 }
 

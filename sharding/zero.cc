@@ -451,6 +451,7 @@ absl::Status ZeroStrategy::SaveState(const std::string& folder, const StrategySa
                                          checkpoint::ModuleStateDict(*options_.model), buffer_names,
                                          layout_, frozen, files));
     RETURN_IF_ERROR(base::WriteFileAtomically(folder + "/latest", tag));
+    RETURN_IF_ERROR(WriteZeroToFp32Pointer(folder));
   }
   std::vector<at::Tensor> partitions;
   for (const Group& g : groups_) partitions.push_back(g.partition.detach());

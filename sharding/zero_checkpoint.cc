@@ -200,6 +200,19 @@ ZeroFilesInfo MakeZeroFilesInfo(int stage, int rank, int world_size, int64_t glo
   return files;
 }
 
+absl::Status WriteZeroToFp32Pointer(const std::string& folder) {
+  const std::string path = folder + "/" + kZeroToFp32Pointer;
+  RETURN_IF_ERROR(base::WriteFileAtomically(
+      path,
+      "raise SystemExit(\"This ZeRO checkpoint was written by loom: consolidate it with `bazel "
+      "run //tools:zero_to_fp32 -- CHECKPOINT_DIR OUTPUT` (OUTPUT: a .bin / .safetensors file, or "
+      "a directory)\")\n"));
+  std::error_code ec;
+  fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add, ec);
+  if (ec) return absl::InternalError(absl::StrCat(path, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
 std::string ZeroTagName(int64_t global_step) { return absl::StrCat("global_step", global_step); }
 
 std::string ZeroOptimStatesFile(int dp_rank, bool bf16) {

@@ -6,6 +6,7 @@
 // inside — dicts, lists, tuples, ints, floats, strings, None, tensors — so neither DeepSpeed
 // nor its classes are needed to read them):
 //   latest                                        "global_stepN" (no newline; rank 0)
+//   zero_to_fp32.py                               rank 0: a one-line pointer to the tool
 //   global_stepN/mp_rank_00_model_states.pt       rank 0: module (the full state dict),
 //       buffer_names, optimizer None, param_shapes (per group: name -> shape tuple, flat
 //       order), frozen_param_shapes / frozen_param_fragments (stage 2; None for stage 1),
@@ -83,6 +84,12 @@ ZeroFilesInfo MakeZeroFilesInfo(int stage, int rank, int world_size, int64_t glo
                                 const nlohmann::ordered_json& ds_config, double clip_grad);
 
 std::string ZeroTagName(int64_t global_step);  // "global_step<N>"
+
+// Where DeepSpeed copies its zero_to_fp32.py into the checkpoint folder, loom writes an
+// executable one-line zero_to_fp32.py pointing at //tools:zero_to_fp32 (running it says how to
+// consolidate and exits 1). Written by rank 0 next to `latest`.
+inline constexpr char kZeroToFp32Pointer[] = "zero_to_fp32.py";
+absl::Status WriteZeroToFp32Pointer(const std::string& checkpoint_folder);
 inline constexpr char kZeroModelStatesFile[] = "mp_rank_00_model_states.pt";
 std::string ZeroOptimStatesFile(int dp_rank, bool bf16);
 // The model-states file: mp_rank_00_model_states.pt for stages 1-2 (rank 0 writes it);

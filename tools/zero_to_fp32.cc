@@ -1,15 +1,22 @@
-// zero_to_fp32: DeepSpeed's zero_to_fp32.py in C++ (issue 13) — the full fp32 state dict from
-// a ZeRO stage 1, 2 or 3 checkpoint, with DeepSpeed 0.13.5's command line:
+// zero_to_fp32: DeepSpeed's zero_to_fp32.py in C++ (issues 13, 15) — the full fp32 state dict
+// from a ZeRO stage 1, 2 or 3 checkpoint, with both generations of DeepSpeed's command line:
 //
 //   bazel run //tools:zero_to_fp32 -- CHECKPOINT_DIR OUTPUT_FILE [-t TAG]
-//       [--exclude_frozen_parameters] [-d]
+//       [--exclude_frozen_parameters] [-d]                     (DeepSpeed 0.13: one file)
+//   bazel run //tools:zero_to_fp32 -- CHECKPOINT_DIR OUTPUT_DIR [--max_shard_size 5GB]
+//       [--safe_serialization] [-t TAG] [--exclude_frozen_parameters] [-d]   (current DeepSpeed)
 //
 // CHECKPOINT_DIR holds `latest` (HF's checkpoint-N/); -t/--tag names the global_stepN folder
-// instead. OUTPUT_FILE is written as torch.save does (pytorch_model.bin: Python's torch.load
-// and load_state_dict read it), or as safetensors when it ends in ".safetensors"; atomically.
+// instead. An OUTPUT ending in .bin / .pt / .safetensors is one file, written as torch.save
+// does (Python's torch.load and load_state_dict read it) or as safetensors; any other OUTPUT is
+// a directory, as current DeepSpeed writes it: pytorch_model.bin (model.safetensors with
+// --safe_serialization), split into pytorch_model-00001-of-0000N.bin ... shards of at most
+// --max_shard_size with pytorch_model.bin.index.json (model.safetensors.index.json) — HF's
+// sharding and index files. Every file is written atomically.
 // The consolidation is checkpoint/deepspeed_zero.h's. Exit codes: 0 done, 1 an error reading
 // or writing (the message names the file and key), 2 a bad command line.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -18,6 +25,8 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/deepspeed_zero.h"
 #include "checkpoint/safetensors.h"
+#include "checkpoint/safetensors_sharded.h"
+#include "checkpoint/shard_size.h"
 #include "checkpoint/torch_pickle.h"
 #include "logging/process_logging.h"
 
@@ -30,7 +39,10 @@ constexpr char kUsage[] =
     "  OUTPUT_FILE     e.g. pytorch_model.bin (torch.save format) or model.safetensors\n"
     "  -t, --tag TAG   the checkpoint tag (e.g. global_step500); default: the content of latest\n"
     "  --exclude_frozen_parameters  leave parameters that did not train out\n"
-    "  -d, --debug     print every tensor's name and shape\n";
+    "  -d, --debug     print every tensor's name and shape\n"
+    "  OUTPUT_DIR (any OUTPUT not ending in .bin/.pt/.safetensors), as current DeepSpeed:\n"
+    "  --max_shard_size SIZE  the largest shard (default 5GB)\n"
+    "  --safe_serialization   write safetensors (model.safetensors) instead of pytorch_model.bin\n";
 
 int BadUsage(const std::string& why) {
   std::cerr << "zero_to_fp32: " << why << "\n" << kUsage;
@@ -44,6 +56,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> positional;
   loom::checkpoint::ZeroReadOptions options;
   bool debug = false;
+  bool safe_serialization = false;
+  std::string max_shard_size = "5GB";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -54,6 +68,13 @@ int main(int argc, char** argv) {
       options.tag = argv[++i];
     } else if (absl::StartsWith(a, "--tag=")) {
       options.tag = a.substr(6);
+    } else if (a == "--safe_serialization") {
+      safe_serialization = true;
+    } else if (a == "--max_shard_size") {
+      if (i + 1 >= argc) return BadUsage(a + " needs a value");
+      max_shard_size = argv[++i];
+    } else if (absl::StartsWith(a, "--max_shard_size=")) {
+      max_shard_size = a.substr(17);
     } else if (a == "--exclude_frozen_parameters") {
       options.exclude_frozen_parameters = true;
     } else if (a == "-d" || a == "--debug") {
@@ -65,11 +86,21 @@ int main(int argc, char** argv) {
     }
   }
   if (positional.size() != 2) {
-    return BadUsage(absl::StrCat("expected CHECKPOINT_DIR and OUTPUT_FILE, got ",
-                                 positional.size(), " positional arguments"));
+    return BadUsage(absl::StrCat("expected CHECKPOINT_DIR and OUTPUT_FILE, got ", positional.size(),
+                                 " positional arguments"));
   }
   const std::string& dir = positional[0];
   const std::string& output = positional[1];
+  const bool one_file = absl::EndsWith(output, ".bin") || absl::EndsWith(output, ".pt") ||
+                        absl::EndsWith(output, ".safetensors");
+  absl::StatusOr<uint64_t> shard_bytes = loom::checkpoint::ParseShardSize(max_shard_size);
+  if (!shard_bytes.ok())
+    return BadUsage("--max_shard_size: " + std::string(shard_bytes.status().message()));
+  if (one_file && (safe_serialization || max_shard_size != "5GB")) {
+    return BadUsage(
+        "--safe_serialization and --max_shard_size apply to an OUTPUT_DIR; OUTPUT_FILE's "
+        "extension chooses its format");
+  }
   auto checkpoint = loom::checkpoint::ReadZeroCheckpoint(dir, options);
   if (!checkpoint.ok()) {
     std::cerr << "zero_to_fp32: " << checkpoint.status().message() << "\n";
@@ -88,11 +119,35 @@ int main(int argc, char** argv) {
   }
   std::cout << "Reconstructed fp32 state dict with " << checkpoint->state.size() << " params "
             << elements << " elements\n";
-  std::cout << "Saving fp32 state dict to " << output << "\n";
-  const absl::Status saved =
-      absl::EndsWith(output, ".safetensors")
-          ? loom::checkpoint::SaveSafetensors(output, checkpoint->state)
-          : loom::checkpoint::SaveTorchStateDict(output, checkpoint->state);
+  absl::Status saved = absl::OkStatus();
+  if (one_file) {
+    std::cout << "Saving fp32 state dict to " << output << "\n";
+    saved = absl::EndsWith(output, ".safetensors")
+                ? loom::checkpoint::SaveSafetensors(output, checkpoint->state)
+                : loom::checkpoint::SaveTorchStateDict(output, checkpoint->state);
+  } else {
+    const std::string weights_name = safe_serialization ? "model.safetensors" : "pytorch_model.bin";
+    std::cout << "Saving fp32 state dict to " << output << "/ (" << weights_name
+              << ", shards of at most " << max_shard_size << ")\n";
+    std::error_code ec;
+    std::filesystem::create_directories(output, ec);
+    if (ec) {
+      saved = absl::PermissionDeniedError(absl::StrCat(output, ": ", ec.message()));
+    } else {
+      const loom::checkpoint::ShardWriter write = [&](const std::string& path,
+                                                      const loom::checkpoint::NamedTensors& shard) {
+        return safe_serialization ? loom::checkpoint::SaveSafetensors(
+                                        path, shard, loom::checkpoint::kHfSafetensorsMetadata)
+                                  : loom::checkpoint::SaveTorchStateDict(path, shard);
+      };
+      absl::StatusOr<std::vector<std::string>> files = loom::checkpoint::SaveShardedFiles(
+          output, checkpoint->state, *shard_bytes, weights_name, write);
+      saved = files.status();
+      if (files.ok()) {
+        for (const std::string& f : *files) std::cout << "  " << f << "\n";
+      }
+    }
+  }
   if (!saved.ok()) {
     std::cerr << "zero_to_fp32: " << saved.message() << "\n";
     return 1;

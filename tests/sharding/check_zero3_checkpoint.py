@@ -34,6 +34,12 @@ def fail(msg):
 
 def main():
     folder, world, weights_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    # Where DeepSpeed copies its zero_to_fp32.py: loom's executable one-line pointer to the tool.
+    pointer = os.path.join(folder, "zero_to_fp32.py")
+    if not os.access(pointer, os.X_OK) or len(open(pointer).read().splitlines()) != 1:
+        fail("zero_to_fp32.py is missing, not executable or not one line")
+    if "bazel run //tools:zero_to_fp32" not in open(pointer).read():
+        fail("zero_to_fp32.py does not point at //tools:zero_to_fp32")
     tag = open(os.path.join(folder, "latest")).read()
     if tag != tag.strip() or not tag.startswith("global_step"):
         fail(f"latest holds {tag!r}")

@@ -37,6 +37,12 @@ def main():
     if "deepspeed" in sys.modules or any(
             os.path.isdir(os.path.join(p, "deepspeed")) for p in sys.path if p):
         fail("DeepSpeed is importable here; the check needs it absent")
+    # Where DeepSpeed copies its zero_to_fp32.py: loom's executable one-line pointer to the tool.
+    pointer = os.path.join(folder, "zero_to_fp32.py")
+    if not os.access(pointer, os.X_OK) or len(open(pointer).read().splitlines()) != 1:
+        fail("zero_to_fp32.py is missing, not executable or not one line")
+    if "bazel run //tools:zero_to_fp32" not in open(pointer).read():
+        fail("zero_to_fp32.py does not point at //tools:zero_to_fp32")
     tag = open(os.path.join(folder, "latest")).read()
     if tag != tag.strip() or not tag.startswith("global_step"):
         fail(f"latest holds {tag!r}")

@@ -2,7 +2,8 @@
 # //tools:zero_to_fp32 on the real DeepSpeed 0.13.5 checkpoints (ZeRO-2 and ZeRO-3, 2 ranks):
 # its output, read by Python's torch.load (Debian's python3-torch), equals the engine's
 # reference_full_state_dict.pt bitwise and in the same order; the safetensors output holds the
-# same tensors; bad command lines exit 2, unreadable checkpoints 1 with the file named.
+# same tensors; the OUTPUT_DIR form (one file, or safetensors / .bin shards with HF's index)
+# holds them too; bad command lines exit 2, unreadable checkpoints 1 with DeepSpeed's message.
 set -euo pipefail
 tool=$1
 data=$2  # tests/testdata/deepspeed
@@ -40,6 +41,52 @@ print("ok", len(want))
 PY
 done
 
+# Current DeepSpeed's OUTPUT_DIR form: one pytorch_model.bin by default; safetensors and .bin
+# shards with an index when --max_shard_size forces them.
+for ckpt in zero2_ws2 zero3_ws2; do
+  "$tool" "$data/$ckpt" "$out/${ckpt}_dir" > /dev/null
+  "$tool" "$data/$ckpt" "$out/${ckpt}_st" --safe_serialization --max_shard_size 100KB > /dev/null
+  "$tool" "$data/$ckpt" "$out/${ckpt}_bin" --max_shard_size=100KB -t global_step3 > /dev/null
+  "$py" - "$out/$ckpt" "$data/$ckpt/reference_full_state_dict.pt" <<'PY'
+import json, os, struct, sys
+import torch
+base, want = sys.argv[1], torch.load(sys.argv[2])
+def st(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n)); body = f.read()
+    assert header["__metadata__"] == {"format": "pt"}, header.get("__metadata__")
+    out = {}
+    for k, h in header.items():
+        if k == "__metadata__": continue
+        a, b = h["data_offsets"]
+        out[k] = torch.frombuffer(bytearray(body[a:b]), dtype=torch.float32).reshape(h["shape"])
+    return out
+def check(got, what):
+    assert sorted(got) == sorted(want), what + ": names differ"
+    for k in want:
+        assert torch.equal(got[k], want[k]), what + ": " + k
+assert os.listdir(base + "_dir") == ["pytorch_model.bin"], os.listdir(base + "_dir")
+check(torch.load(base + "_dir/pytorch_model.bin"), "dir")
+for kind, index_name, load in (("_st", "model.safetensors.index.json", st),
+                               ("_bin", "pytorch_model.bin.index.json", torch.load)):
+    d = base + kind
+    text = open(os.path.join(d, index_name)).read()
+    index = json.loads(text)
+    assert text == json.dumps(index, indent=2, sort_keys=True) + "\n", "index not as HF writes it"
+    shards = sorted(set(index["weight_map"].values()))
+    assert len(shards) > 1 and sorted(os.listdir(d)) == sorted(shards + [index_name]), os.listdir(d)
+    got = {}
+    for s in shards:
+        part = load(os.path.join(d, s))
+        assert all(index["weight_map"][k] == s for k in part), s
+        got.update(part)
+    check(got, kind)
+    assert index["metadata"]["total_size"] == sum(t.numel() * 4 for t in want.values())
+print("ok: directory outputs of", os.path.basename(base))
+PY
+done
+
 # --exclude_frozen_parameters on a checkpoint without frozen parameters changes nothing.
 "$tool" "$data/zero2_ws2" "$out/ex.bin" --exclude_frozen_parameters > /dev/null
 cmp "$out/ex.bin" "$out/zero2_ws2.bin"
@@ -49,8 +96,12 @@ set +e
 [[ $rc == 2 ]] || { echo "FAIL: one positional argument exited $rc, not 2"; exit 1; }
 "$tool" "$data/zero2_ws2" "$out/x.bin" --bogus > /dev/null 2> "$out/err"; rc=$?
 [[ $rc == 2 ]] && grep -q -- "--bogus" "$out/err" || { echo "FAIL: unknown option: $rc"; exit 1; }
+"$tool" "$data/zero2_ws2" "$out/x.bin" --safe_serialization > /dev/null 2> "$out/err"; rc=$?
+[[ $rc == 2 ]] && grep -q "apply to an OUTPUT_DIR" "$out/err" || { echo "FAIL: file + dir flag: $rc"; exit 1; }
+"$tool" "$data/zero2_ws2" "$out/xdir" --max_shard_size lots > /dev/null 2> "$out/err"; rc=$?
+[[ $rc == 2 ]] && grep -q -- "--max_shard_size" "$out/err" || { echo "FAIL: bad shard size: $rc"; exit 1; }
 "$tool" "$data/zero2_ws2" "$out/x.bin" -t global_step9 > /dev/null 2> "$out/err"; rc=$?
-[[ $rc == 1 ]] && grep -q "global_step9" "$out/err" || { echo "FAIL: missing tag: $rc"; exit 1; }
+[[ $rc == 1 ]] && grep -q "Directory '.*global_step9' doesn't exist" "$out/err" || { echo "FAIL: missing tag: $rc"; exit 1; }
 set -e
 [[ ! -e $out/x.bin ]] || { echo "FAIL: an output was written after an error"; exit 1; }
 echo PASS
