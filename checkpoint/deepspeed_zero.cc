@@ -250,6 +250,28 @@ absl::StatusOr<NamedTensors> ConsolidateZeroCheckpoint(const std::string& dir,
   return std::move(checkpoint.state);
 }
 
+absl::StatusOr<NamedTensors> GetFp32StateDictFromZeroCheckpoint(
+    const std::string& dir, const std::optional<std::string>& tag, bool exclude_frozen_parameters) {
+  ZeroReadOptions options;
+  options.tag = tag;
+  options.exclude_frozen_parameters = exclude_frozen_parameters;
+  ASSIGN_OR_RETURN(ZeroCheckpoint checkpoint, ReadZeroCheckpoint(dir, options));
+  return std::move(checkpoint.state);
+}
+
+absl::StatusOr<LoadStateDictResult> LoadStateDictFromZeroCheckpoint(
+    torch::nn::Module& model, const std::string& dir, const std::optional<std::string>& tag) {
+  ASSIGN_OR_RETURN(NamedTensors state, GetFp32StateDictFromZeroCheckpoint(dir, tag));
+  try {
+    model.to(at::kCPU);
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "moving the model to the CPU");
+  }
+  LoadStateDictOptions options;
+  options.strict = false;
+  return LoadStateDict(model, state, options);
+}
+
 absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
                                                   const ZeroReadOptions& options) {
   const std::optional<std::string>& tag = options.tag;

@@ -33,6 +33,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "checkpoint/module_state.h"
 #include "checkpoint/named_tensors.h"
 
 namespace loom::checkpoint {
@@ -56,6 +57,19 @@ absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
 // ReadZeroCheckpoint(dir, {tag}).state.
 absl::StatusOr<NamedTensors> ConsolidateZeroCheckpoint(
     const std::string& dir, const std::optional<std::string>& tag = std::nullopt);
+
+// DeepSpeed's Python API (spec/deepspeed.md §6.4):
+//   GetFp32StateDictFromZeroCheckpoint(dir, tag, exclude_frozen_parameters): the consolidated
+//   fp32 state dict, on the CPU (get_fp32_state_dict_from_zero_checkpoint).
+//   LoadStateDictFromZeroCheckpoint(model, dir, tag): the model moved to the CPU and the state
+//   dict loaded into it non-strictly (load_state_dict_from_zero_checkpoint; keys the model lacks
+//   or the checkpoint lacks are left alone, shapes must agree); returns what was left out.
+absl::StatusOr<NamedTensors> GetFp32StateDictFromZeroCheckpoint(
+    const std::string& dir, const std::optional<std::string>& tag = std::nullopt,
+    bool exclude_frozen_parameters = false);
+absl::StatusOr<LoadStateDictResult> LoadStateDictFromZeroCheckpoint(
+    torch::nn::Module& model, const std::string& dir,
+    const std::optional<std::string>& tag = std::nullopt);
 
 }  // namespace loom::checkpoint
 

@@ -4,9 +4,12 @@
 #include "checkpoint/deepspeed_zero.h"
 
 #include <ATen/ATen.h>
+#include <torch/nn/module.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "base/file_util.h"
 #include "base/status_matchers.h"
@@ -53,6 +56,44 @@ TEST(DeepSpeedZeroTest, RealZero2CheckpointEqualsTheEnginesStateDictBitwise) {
 
 TEST(DeepSpeedZeroTest, RealZero3CheckpointEqualsTheEnginesStateDictBitwise) {
   ExpectReadsAsReference(Testdata("zero3_ws2"));
+}
+
+// A module tree whose parameter names are the given ones (a submodule per dotted component),
+// zero-filled, plus one parameter "extra" the checkpoint does not have.
+struct TreeModule : torch::nn::Module {
+  std::map<std::string, std::shared_ptr<TreeModule>> children;
+  void Add(const std::string& name, const at::Tensor& like) {
+    const size_t dot = name.find('.');
+    if (dot == std::string::npos) {
+      register_parameter(name, at::zeros_like(like));
+      return;
+    }
+    const std::string head = name.substr(0, dot);
+    auto& child = children[head];
+    if (!child) child = register_module(head, std::make_shared<TreeModule>());
+    child->Add(name.substr(dot + 1), like);
+  }
+};
+
+// DeepSpeed's Python API: the state dict, and a model loaded from it non-strictly.
+TEST(DeepSpeedZeroTest, LoadStateDictFromZeroCheckpoint) {
+  ASSERT_OK_AND_ASSIGN(NamedTensors want,
+                       LoadTorchStateDict(Zero2() + "/reference_full_state_dict.pt"));
+  ASSERT_OK_AND_ASSIGN(NamedTensors got, GetFp32StateDictFromZeroCheckpoint(Zero2()));
+  ASSERT_EQ(got.size(), want.size());
+  TreeModule model;
+  for (const auto& [name, t] : want) model.Add(name, t);
+  model.register_parameter("extra", at::full({2}, 3.0f));
+  ASSERT_OK_AND_ASSIGN(LoadStateDictResult result, LoadStateDictFromZeroCheckpoint(model, Zero2()));
+  EXPECT_EQ(result.missing_keys, std::vector<std::string>{"extra"});
+  EXPECT_TRUE(result.unexpected_keys.empty());
+  const auto params = model.named_parameters();
+  for (const auto& [name, t] : want) {
+    const at::Tensor* p = params.find(name);
+    ASSERT_NE(p, nullptr) << name;
+    EXPECT_TRUE(at::equal(*p, t)) << name;
+  }
+  EXPECT_TRUE(at::equal(*params.find("extra"), at::full({2}, 3.0f)));
 }
 
 TEST(DeepSpeedZeroTest, ReadsTheDeepSpeedObjectsInTheOptimizerFile) {
