@@ -17,6 +17,7 @@
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
+#include "checkpoint/lazy_torch_save.h"
 #include "checkpoint/python_unpickler.h"
 
 namespace loom::checkpoint {
@@ -106,15 +107,6 @@ absl::StatusOr<std::vector<int64_t>> ShapeOf(const IValue& v, const std::string&
   return shape;
 }
 
-// DeepSpeed's pickles always hold Python globals LibTorch's unpickler rejects, and that
-// unpickler does not check its stack on malformed input: they go straight to loom's checked
-// machine (python_unpickler.h), which is mutation-tested.
-absl::StatusOr<IValue> LoadDeepSpeedPickle(const std::string& file) {
-  ASSIGN_OR_RETURN(std::string bytes, base::ReadFile(file));
-  ASSIGN_OR_RETURN(IValue value, UnpickleTorchSave(bytes), file);
-  return value;
-}
-
 absl::StatusOr<std::string> ReadTag(const std::string& dir) {
   std::ifstream f(dir + "/latest");
   if (!f) {
@@ -163,41 +155,86 @@ absl::Status ForEachParamShape(
   return absl::OkStatus();
 }
 
+// Every rank's fp32 groups as placeholders of its optimizer file, read by range on demand (the
+// checkpoint is never held in memory: only the consolidated output is).
+struct RankPartitions {
+  std::unique_ptr<LazyTorchSave> file;
+  std::vector<at::Tensor> groups;  // 1-D placeholders, in group order
+};
+
+// Elements [begin, begin + count) of `t` (a placeholder of `file`) as float32 into dst.
+absl::Status ReadFloat(const LazyTorchSave& file, const at::Tensor& t, int64_t begin, int64_t count,
+                       float* dst) {
+  if (count == 0) return absl::OkStatus();
+  if (t.scalar_type() == at::kFloat) return file.ReadElements(t, begin, count, dst);
+  at::Tensor raw = at::empty({count}, at::TensorOptions().dtype(t.scalar_type()));
+  RETURN_IF_ERROR(file.ReadElements(t, begin, count, raw.data_ptr()));
+  at::Tensor out = at::from_blob(dst, {count}, at::kFloat);
+  out.copy_(raw);
+  return absl::OkStatus();
+}
+
 // Stages 1-2: each group's partitions concatenated (rank order), cut by param_shapes.
 absl::Status AddPartitionedGroups(c10::ArrayRef<IValue> groups,
-                                  const std::vector<std::vector<at::Tensor>>& partitions,
-                                  int64_t world, const std::string& mfile,
-                                  const std::string& folder, const AddFn& add) {
-  if (groups.size() != partitions[0].size()) {
-    return absl::InvalidArgumentError(absl::StrCat(mfile, ": ", groups.size(),
-                                                   " groups in param_shapes, ",
-                                                   partitions[0].size(), " in the partitions"));
+                                  const std::vector<RankPartitions>& partitions, int64_t world,
+                                  const std::string& mfile, const std::string& folder,
+                                  const AddFn& add) {
+  if (groups.size() != partitions[0].groups.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(mfile, ": ", groups.size(), " groups in param_shapes, ",
+                     partitions[0].groups.size(), " in the partitions"));
   }
   const int64_t align = 2 * world;
   const auto round_up = [&](int64_t n) { return (n + align - 1) / align * align; };
   for (size_t g = 0; g < groups.size(); ++g) {
-    std::vector<at::Tensor> pieces;
-    for (const auto& rank : partitions) pieces.push_back(rank[g]);
-    const at::Tensor full = at::cat(pieces);
+    std::vector<int64_t> starts;  // where each rank's partition begins in the group
+    int64_t total = 0;
+    for (const RankPartitions& rank : partitions) {
+      starts.push_back(total);
+      total += rank.groups[g].numel();
+    }
     int64_t offset = 0;
     RETURN_IF_ERROR(ForEachParamShape(
         groups[g], g, mfile,
-        [&](const std::string& name, const std::vector<int64_t>& shape, int64_t numel) {
-          if (numel > full.numel() - offset) {
+        [&](const std::string& name, const std::vector<int64_t>& shape,
+            int64_t numel) -> absl::Status {
+          if (numel > total - offset) {
             return absl::InvalidArgumentError(
                 absl::StrCat(mfile, ": parameter '", name, "' ends at ", offset + numel,
-                             " but group ", g, " holds ", full.numel(), " elements"));
+                             " but group ", g, " holds ", total, " elements"));
           }
-          add(name, full.narrow(0, offset, numel).view(shape));
+          at::Tensor out = at::empty({numel}, at::kFloat);
+          for (size_t r = 0; r < partitions.size(); ++r) {
+            const at::Tensor& part = partitions[r].groups[g];
+            const int64_t a = std::max(offset, starts[r]);
+            const int64_t b = std::min(offset + numel, starts[r] + part.numel());
+            if (a < b) {
+              RETURN_IF_ERROR(ReadFloat(*partitions[r].file, part, a - starts[r], b - a,
+                                        out.data_ptr<float>() + (a - offset)));
+            }
+          }
+          add(name, out.view(shape));
           offset += numel;
           return absl::OkStatus();
         }));
-    if (round_up(offset) != round_up(full.numel())) {
+    if (round_up(offset) != round_up(total)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("consumed ", round_up(offset), " numels out of ", round_up(full.numel()),
+          absl::StrCat("consumed ", round_up(offset), " numels out of ", round_up(total),
                        " - something is wrong (", folder, ", group ", g,
                        ": the partitions do not match param_shapes)"));
     }
+  }
+  return absl::OkStatus();
+}
+
+// Elements [begin, begin + count) of a rank's groups laid end to end, as float32 into dst.
+absl::Status ReadFlat(const RankPartitions& rank, int64_t begin, int64_t count, float* dst) {
+  int64_t start = 0;
+  for (const at::Tensor& g : rank.groups) {
+    const int64_t a = std::max(begin, start);
+    const int64_t b = std::min(begin + count, start + g.numel());
+    if (a < b) RETURN_IF_ERROR(ReadFloat(*rank.file, g, a - start, b - a, dst + (a - begin)));
+    start += g.numel();
   }
   return absl::OkStatus();
 }
@@ -206,11 +243,15 @@ absl::Status AddPartitionedGroups(c10::ArrayRef<IValue> groups,
 // after the other in each rank's flat groups (concatenated); a parameter is its ranks' pieces
 // concatenated, trimmed to its numel.
 absl::Status AddZero3Parameters(c10::ArrayRef<IValue> groups,
-                                const std::vector<std::vector<at::Tensor>>& partitions,
-                                int64_t world, const std::string& mfile, const std::string& folder,
+                                const std::vector<RankPartitions>& partitions, int64_t world,
+                                const std::string& mfile, const std::string& folder,
                                 const AddFn& add) {
-  std::vector<at::Tensor> flat;
-  for (const auto& rank : partitions) flat.push_back(at::cat(rank));
+  std::vector<int64_t> flat_numel;
+  for (const RankPartitions& rank : partitions) {
+    int64_t n = 0;
+    for (const at::Tensor& g : rank.groups) n += g.numel();
+    flat_numel.push_back(n);
+  }
   int64_t offset = 0;
   for (size_t g = 0; g < groups.size(); ++g) {
     RETURN_IF_ERROR(ForEachParamShape(
@@ -218,23 +259,27 @@ absl::Status AddZero3Parameters(c10::ArrayRef<IValue> groups,
         [&](const std::string& name, const std::vector<int64_t>& shape,
             int64_t numel) -> absl::Status {
           const int64_t piece = (numel + world - 1) / world;
-          std::vector<at::Tensor> pieces;
-          for (const at::Tensor& f : flat) {
-            if (piece > f.numel() - offset) {
+          for (int64_t n : flat_numel) {
+            if (piece > n - offset) {
               return absl::InvalidArgumentError(
                   absl::StrCat(mfile, ": parameter '", name, "' needs elements up to ",
-                               offset + piece, " of a rank's flat group, which holds ", f.numel()));
+                               offset + piece, " of a rank's flat group, which holds ", n));
             }
-            pieces.push_back(f.narrow(0, offset, piece));
           }
-          add(name, at::cat(pieces).narrow(0, 0, numel).view(shape));
+          at::Tensor out = at::empty({numel}, at::kFloat);
+          for (size_t r = 0; r < partitions.size(); ++r) {
+            const int64_t begin = static_cast<int64_t>(r) * piece;
+            const int64_t count = std::clamp<int64_t>(numel - begin, 0, piece);
+            RETURN_IF_ERROR(ReadFlat(partitions[r], offset, count, out.data_ptr<float>() + begin));
+          }
+          add(name, out.view(shape));
           offset += piece;
           return absl::OkStatus();
         }));
   }
-  if (offset * world != flat[0].numel() * world) {
+  if (offset * world != flat_numel[0] * world) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "consumed ", offset * world, " numels out of ", flat[0].numel() * world,
+        "consumed ", offset * world, " numels out of ", flat_numel[0] * world,
         " - something is wrong (", folder, ": the partitions do not match param_shapes)"));
   }
   return absl::OkStatus();
@@ -292,12 +337,13 @@ absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
       return absl::NotFoundError(
           absl::StrCat("can't find '*_optim_states.pt' files in directory '", folder, "'"));
     }
-    std::vector<std::vector<at::Tensor>> partitions;  // [rank][group]
+    std::vector<RankPartitions> partitions;  // by rank
     int64_t world = 0;
     int64_t zero_stage = 0;
     for (const std::string& name : optim_files) {
       const std::string file = folder + "/" + name;
-      ASSIGN_OR_RETURN(IValue top, LoadDeepSpeedPickle(file));
+      ASSIGN_OR_RETURN(std::unique_ptr<LazyTorchSave> lazy, LazyTorchSave::Open(file));
+      const IValue top = lazy->value();
       ASSIGN_OR_RETURN(IValue osd, Key(top, "optimizer_state_dict", file));
       ASSIGN_OR_RETURN(IValue stage_v, Key(osd, "zero_stage", file));
       ASSIGN_OR_RETURN(int64_t stage, IntOf(stage_v, file + ": zero_stage"));
@@ -313,18 +359,20 @@ absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
       if (!groups.isList()) {
         return absl::InvalidArgumentError(absl::StrCat(file, ": ", groups_key, " is not a list"));
       }
-      std::vector<at::Tensor> mine;
+      RankPartitions mine;
       for (const IValue& g : groups.toListRef()) {
-        if (!g.isTensor()) {
+        if (!g.isTensor() || g.toTensor().dim() != 1) {
           return absl::InvalidArgumentError(
-              absl::StrCat(file, ": ", groups_key, " holds a non-tensor"));
+              absl::StrCat(file, ": ", groups_key, " holds something other than 1-D tensors"));
         }
-        mine.push_back(g.toTensor().detach().reshape({-1}));
+        mine.groups.push_back(g.toTensor());
       }
-      if (!partitions.empty() && mine.size() != partitions[0].size()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            file, ": ", mine.size(), " parameter groups, the first file ", partitions[0].size()));
+      if (!partitions.empty() && mine.groups.size() != partitions[0].groups.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(file, ": ", mine.groups.size(),
+                                                       " parameter groups, the first file ",
+                                                       partitions[0].groups.size()));
       }
+      mine.file = std::move(lazy);
       partitions.push_back(std::move(mine));
     }
     if (world != static_cast<int64_t>(optim_files.size())) {
@@ -341,7 +389,8 @@ absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
       return absl::NotFoundError(absl::StrCat("no *_model_states.pt in ", folder));
     }
     const std::string mfile = folder + "/" + model_files[0];
-    ASSIGN_OR_RETURN(IValue model, LoadDeepSpeedPickle(mfile));
+    ASSIGN_OR_RETURN(std::unique_ptr<LazyTorchSave> model_file, LazyTorchSave::Open(mfile));
+    const IValue model = model_file->value();
     ASSIGN_OR_RETURN(IValue buffer_names, Key(model, "buffer_names", mfile));
     ASSIGN_OR_RETURN(IValue module, Key(model, "module", mfile));
     ASSIGN_OR_RETURN(IValue param_shapes, Key(model, "param_shapes", mfile));
@@ -365,7 +414,9 @@ absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
       if (!entry.key().isString() || !entry.value().isTensor()) continue;
       const std::string name = entry.key().toStringRef();
       if (std::find(buffers.begin(), buffers.end(), name) != buffers.end()) {
-        add(name, entry.value().toTensor().to(at::kFloat));
+        ASSIGN_OR_RETURN(at::Tensor buffer, model_file->Materialize(entry.value().toTensor()),
+                         absl::StrCat(mfile, ": buffer ", name));
+        add(name, buffer.to(at::kFloat));
       }
     }
     // Frozen parameters, as stored.
@@ -380,10 +431,14 @@ absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
       }
       // Stage 3: every rank's model file holds a fragment of each; stages 1-2: the whole.
       std::vector<c10::impl::GenericDict> fragments = {frozen_fragments->value().toGenericDict()};
+      std::vector<std::unique_ptr<LazyTorchSave>> fragment_files;
+      fragment_files.push_back(std::move(model_file));
       if (zero_stage == 3) {
         for (size_t r = 1; r < model_files.size(); ++r) {
           const std::string other = folder + "/" + model_files[r];
-          ASSIGN_OR_RETURN(IValue m, LoadDeepSpeedPickle(other));
+          ASSIGN_OR_RETURN(std::unique_ptr<LazyTorchSave> other_file, LazyTorchSave::Open(other));
+          const IValue m = other_file->value();
+          fragment_files.push_back(std::move(other_file));
           ASSIGN_OR_RETURN(IValue f, Key(m, "frozen_param_fragments", other));
           if (!f.isGenericDict()) {
             return absl::InvalidArgumentError(
@@ -395,13 +450,15 @@ absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
       for (const auto& entry : frozen_shapes->value().toGenericDict()) {
         const std::string name = entry.key().toStringRef();
         std::vector<at::Tensor> pieces;
-        for (const auto& frags : fragments) {
-          auto it = frags.find(entry.key());
-          if (it == frags.end() || !it->value().isTensor()) {
+        for (size_t f = 0; f < fragments.size(); ++f) {
+          auto it = fragments[f].find(entry.key());
+          if (it == fragments[f].end() || !it->value().isTensor()) {
             return absl::InvalidArgumentError(
                 absl::StrCat(mfile, ": frozen parameter '", name, "' has no fragment"));
           }
-          pieces.push_back(it->value().toTensor());
+          ASSIGN_OR_RETURN(at::Tensor piece, fragment_files[f]->Materialize(it->value().toTensor()),
+                           absl::StrCat(mfile, ": frozen parameter ", name));
+          pieces.push_back(piece);
         }
         if (zero_stage != 3) {
           add(name, pieces[0]);

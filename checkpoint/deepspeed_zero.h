@@ -20,7 +20,12 @@
 //     must equal the concatenation's); stage 3: each parameter's ceil(numel / world) pieces,
 //     one per rank at the same offset of every rank's flat groups, concatenated and trimmed
 //     (the pieces must use the flat groups exactly) — then shared aliases (the owner's tensor).
-//   Every missing file or key, or value of the wrong type, is an error naming the file and key.
+//   Every missing file or key, or value of the wrong type, is an error naming the file and key;
+//   the missing `latest`, tag folder and optimizer files, a wrong number of them and a
+//   consumed-count mismatch are DeepSpeed's own messages.
+//   Memory: the files are opened without their tensor data (lazy_torch_save.h) and each
+//   parameter's pieces are read from them straight into its output tensor, so the peak is about
+//   the output (DeepSpeed's script holds every partition and their concatenation: ~2x).
 //
 //   exclude_frozen_parameters leaves the frozen parameters out.
 //

@@ -1,6 +1,9 @@
 #include "checkpoint/torch_pickle.h"
 
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 
 #include <unordered_set>
 #include <utility>
@@ -10,19 +13,39 @@
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
+#include "checkpoint/atomic_file_writer.h"
 #include "checkpoint/python_unpickler.h"
 
 namespace loom::checkpoint {
 
 absl::Status SavePickle(const std::string& path, const c10::IValue& value) {
-  std::vector<char> bytes;
+  // torch::jit::pickle_save's archive, streamed into the file instead of built in memory: the
+  // pickle (small: tensor metadata), then each storage's bytes straight from the tensor.
+  ASSIGN_OR_RETURN(AtomicFileWriter out, AtomicFileWriter::Create(path));
+  absl::Status appended = absl::OkStatus();
   try {
-    bytes = torch::jit::pickle_save(value);
+    std::vector<char> pickle;
+    torch::jit::Pickler pickler(
+        [&pickle](const char* buf, size_t size) { pickle.insert(pickle.end(), buf, buf + size); });
+    pickler.protocol();
+    pickler.pushIValue(value);
+    pickler.stop();
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t len) -> size_t {
+      if (appended.ok()) {
+        appended = out.Append(absl::string_view(static_cast<const char*>(bytes), len));
+      }
+      return appended.ok() ? len : 0;
+    });
+    torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(),
+                                       writer);
+    writer.writeEndOfFile();
   } catch (const std::exception& e) {
+    RETURN_IF_ERROR(appended);
     return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument,
                                     absl::StrCat("pickling the value for ", path));
   }
-  return base::WriteFileAtomically(path, absl::string_view(bytes.data(), bytes.size()));
+  RETURN_IF_ERROR_CTX(appended, absl::StrCat("writing ", path));
+  return out.Commit();
 }
 
 absl::StatusOr<c10::IValue> LoadPickle(const std::string& path) {
