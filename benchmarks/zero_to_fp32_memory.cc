@@ -1,17 +1,17 @@
 // zero_to_fp32_memory: the peak memory of //tools:zero_to_fp32 consolidating a checkpoint of
-// 201M fp32 parameters (issue 15), against the size of its output:
+// 268M fp32 parameters (issue 15), against the size of its output:
 //
 //   ./bazelw run -c opt //benchmarks:zero_to_fp32_memory
 //
 // A ZeRO-2 checkpoint of 2 ranks in DeepSpeed's layout (sharding/zero_checkpoint.h: the model
-// states with the full module, and per rank the fp32 partition with AdamW's two moments — 4.0 GB
-// on disk in all) is written by a child process, then the tool is run as a separate process
+// states with the full module, and per rank the fp32 partition with AdamW's two moments — about
+// 4 GB on disk) is written by a child process, then the tool is run as a separate process
 // (its peak resident set from wait4's rusage) writing model.safetensors and pytorch_model.bin.
 // The tool's fixed cost (LibTorch loaded: ~0.16 GiB) is part of the peak; at 201M parameters
 // (12 tensors) the ratio was 1.203x, at 268M it is lower.
 // DeepSpeed's zero_to_fp32.py needs about 2x the output (spec/deepspeed.md §6.3): it loads every
 // partition, then concatenates them. loom's reads each parameter's pieces straight from the
-// files into the output tensors (checkpoint/lazy_torch_save.h) and streams safetensors out.
+// files into the output tensors (checkpoint/lazy_torch_save.h) and streams both formats out.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
