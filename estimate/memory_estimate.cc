@@ -8,6 +8,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "checkpoint/model_weights.h"
 #include "models/bert/bert_config.h"
@@ -132,7 +133,40 @@ std::string Zero2Table(const EstimateInputs& in) {
   return out;
 }
 
-std::string TableJson(int stage, const EstimateInputs& in) {
+std::vector<LoomRow> LoomRows(const EstimateInputs& in) {
+  const int64_t p = in.total_params;
+  const int64_t n = static_cast<int64_t>(in.num_gpus_per_node) * in.num_nodes;
+  const int64_t l = in.largest_layer_params;
+  const auto per_rank = [&](int64_t bytes_per_param, int64_t ranks) {
+    return bytes_per_param * p / ranks;
+  };
+  return {
+      {"DDP / FSDP no_shard", 16 * p, std::nullopt},
+      {"ZeRO-1", 8 * p + per_rank(16, n), 4 * p + per_rank(18, n)},
+      {"ZeRO-2", 4 * p + per_rank(16, n), 2 * p + per_rank(18, n)},
+      {"ZeRO-3 / FSDP full_shard", per_rank(16, n) + 4 * l, std::nullopt},
+      {"FSDP hybrid_shard", per_rank(16, in.num_gpus_per_node) + 4 * l, std::nullopt},
+  };
+}
+
+std::string LoomTable(const EstimateInputs& in) {
+  std::string out = absl::StrCat(
+      "loom's per-rank model states (parameters, gradients, optimizer states, master weights; "
+      "no offload; ",
+      static_cast<int64_t>(in.num_gpus_per_node) * in.num_nodes, " ranks):\n",
+      "  fp32 weights | bf16 weights | Strategy\n");
+  for (const LoomRow& r : LoomRows(in)) {
+    char line[256];
+    std::snprintf(line, sizeof(line), "  %10.2fGB | %10s | %s\n",
+                  static_cast<double>(r.fp32_bytes) / kGiB,
+                  r.bf16_bytes ? absl::StrFormat("%.2fGB", *r.bf16_bytes / kGiB).c_str() : "n/a",
+                  r.strategy.c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::string TableJson(int stage, const EstimateInputs& in, bool loom) {
   nlohmann::ordered_json j;
   j["stage"] = stage;
   j["total_params"] = in.total_params;
@@ -149,6 +183,16 @@ std::string TableJson(int stage, const EstimateInputs& in) {
     row["cpu_bytes"] = r.needs.cpu_bytes;
     row["gpu_bytes"] = r.needs.gpu_bytes;
     j["rows"].push_back(row);
+  }
+  if (loom) {
+    j["loom_rows"] = nlohmann::ordered_json::array();
+    for (const LoomRow& r : LoomRows(in)) {
+      nlohmann::ordered_json row;
+      row["strategy"] = r.strategy;
+      row["fp32_bytes"] = r.fp32_bytes;
+      row["bf16_bytes"] = r.bf16_bytes ? nlohmann::ordered_json(*r.bf16_bytes) : nullptr;
+      j["loom_rows"].push_back(row);
+    }
   }
   return j.dump(2) + "\n";
 }

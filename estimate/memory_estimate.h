@@ -25,6 +25,7 @@
 #define LOOM_ESTIMATE_MEMORY_ESTIMATE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,26 @@ std::vector<EstimateRow> Zero2Rows(const EstimateInputs& in);
 std::string Zero3Table(const EstimateInputs& in);
 std::string Zero2Table(const EstimateInputs& in);
 // The same rows as JSON: {"stage": 3, "total_params": ..., "rows": [{"offload_param": "cpu", ...,
-// "cpu_bytes": ..., "gpu_bytes": ...}]}.
-std::string TableJson(int stage, const EstimateInputs& in);
+// "cpu_bytes": ..., "gpu_bytes": ...}]}, with "loom_rows" too when `loom`.
+std::string TableJson(int stage, const EstimateInputs& in, bool loom = false);
+
+// loom's own per-rank model-state bytes (no offload; what its strategies' StateBytes() report,
+// checked by the conformance suite and //benchmarks:sharding), for fp32 and for bf16 weights
+// where loom trains them (DeepSpeed's bf16 section: bf16 weights, fp32 master partitions), with
+// N = num_gpus_per_node x num_nodes ranks (hybrid sharding: N = num_gpus_per_node):
+//   DDP / FSDP no_shard   16P                      (bf16: not trained)
+//   ZeRO-1                8P + 16P/N               (bf16: 4P + 18P/N)
+//   ZeRO-2                4P + 16P/N               (bf16: 2P + 18P/N)
+//   ZeRO-3 / FSDP full_shard / shard_grad_op (between steps)   16P/N + 4L   (bf16: not trained)
+//   FSDP hybrid_shard     16P/g + 4L
+struct LoomRow {
+  std::string strategy;
+  int64_t fp32_bytes = 0;
+  std::optional<int64_t> bf16_bytes;  // nullopt: loom does not train bf16 weights with it
+};
+std::vector<LoomRow> LoomRows(const EstimateInputs& in);
+// The rows as a table after DeepSpeed's ("loom's per-rank model states ...").
+std::string LoomTable(const EstimateInputs& in);
 
 struct ModelParams {
   int64_t total_params = 0;

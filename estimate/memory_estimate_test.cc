@@ -70,6 +70,28 @@ TEST(MemoryEstimateTest, JsonCarriesTheSameRows) {
   EXPECT_EQ(nlohmann::json::parse(TableJson(2, in))["rows"].size(), 2u);
 }
 
+// loom's rows: the closed forms its strategies report (BERT-base at 2 ranks: ZeRO-3 16P/N + 4L =
+// the 924.7 MiB //benchmarks:sharding compares with).
+TEST(MemoryEstimateTest, LoomRows) {
+  EstimateInputs in{
+      .total_params = 109482240, .largest_layer_params = 23440896, .num_gpus_per_node = 2};
+  const std::vector<LoomRow> rows = LoomRows(in);
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[0].fp32_bytes, 16 * 109482240LL);
+  EXPECT_FALSE(rows[0].bf16_bytes.has_value());
+  EXPECT_EQ(rows[1].fp32_bytes, 8 * 109482240LL + 8 * 109482240LL);
+  EXPECT_EQ(*rows[2].bf16_bytes, 2 * 109482240LL + 9 * 109482240LL);
+  EXPECT_EQ(rows[3].fp32_bytes, 8 * 109482240LL + 4 * 23440896LL);
+  EXPECT_NEAR(rows[3].fp32_bytes / 1048576.0, 924.7, 0.05);
+  in.num_nodes = 2;  // hybrid shards within a node's 2 GPUs only
+  EXPECT_EQ(LoomRows(in)[4].fp32_bytes, 8 * 109482240LL + 4 * 23440896LL);
+  EXPECT_EQ(LoomRows(in)[3].fp32_bytes, 4 * 109482240LL + 4 * 23440896LL);
+  EXPECT_THAT(LoomTable(in), ::testing::HasSubstr("        1.63GB |        n/a | DDP / FSDP no_shard\n"));
+  const nlohmann::json j = nlohmann::json::parse(TableJson(3, in, /*loom=*/true));
+  EXPECT_EQ(j["loom_rows"].size(), 5u);
+  EXPECT_TRUE(j["loom_rows"][0]["bf16_bytes"].is_null());
+}
+
 // A saved BERT folder counts what the loaded model holds.
 TEST(MemoryEstimateTest, FolderCountsTheLoadedModelsParameters) {
   models::bert::BertConfig c;

@@ -32,6 +32,9 @@ DEFINE_int32(num_gpus_per_node, 1, "GPUs per node");
 DEFINE_int32(num_nodes, 1, "nodes");
 DEFINE_double(additional_buffer_factor, 1.5, "DeepSpeed's estimation factor for CPU memory");
 DEFINE_string(format, "text", "text (DeepSpeed's printout) or json");
+DEFINE_bool(loom, false,
+            "also print loom's own per-rank model-state bytes per strategy (DDP, ZeRO-1/2/3, "
+            "FSDP), fp32 and bf16 weights");
 
 namespace {
 
@@ -98,10 +101,11 @@ int main(int argc, char** argv) {
     }
   }
   if (FLAGS_format == "json") {
-    std::cout << loom::estimate::TableJson(FLAGS_stage, in);
+    std::cout << loom::estimate::TableJson(FLAGS_stage, in, FLAGS_loom);
   } else {
     std::cout << (FLAGS_stage == 3 ? loom::estimate::Zero3Table(in)
                                    : loom::estimate::Zero2Table(in));
+    if (FLAGS_loom) std::cout << "\n" << loom::estimate::LoomTable(in);
   }
   return 0;
 }
