@@ -17,6 +17,7 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "estimate/memory_check.h"
 #include "estimate/memory_estimate.h"
 #include "gflags/gflags.h"
 
@@ -32,6 +33,10 @@ DEFINE_int32(num_gpus_per_node, 1, "GPUs per node");
 DEFINE_int32(num_nodes, 1, "nodes");
 DEFINE_double(additional_buffer_factor, 1.5, "DeepSpeed's estimation factor for CPU memory");
 DEFINE_string(format, "text", "text (DeepSpeed's printout) or json");
+DEFINE_bool(check, false,
+            "also train a small BERT for 2 steps under each of loom's strategies on this machine "
+            "and print rank 0's measured model-state bytes next to loom's estimate");
+DEFINE_int32(check_ranks, 2, "ranks (processes on this machine) for --check");
 DEFINE_bool(loom, false,
             "also print loom's own per-rank model-state bytes per strategy (DDP, ZeRO-1/2/3, "
             "FSDP), fp32 and bf16 weights");
@@ -106,6 +111,15 @@ int main(int argc, char** argv) {
     std::cout << (FLAGS_stage == 3 ? loom::estimate::Zero3Table(in)
                                    : loom::estimate::Zero2Table(in));
     if (FLAGS_loom) std::cout << "\n" << loom::estimate::LoomTable(in);
+  }
+  if (FLAGS_check) {
+    absl::StatusOr<std::vector<loom::estimate::CheckRow>> rows =
+        loom::estimate::RunMemoryCheck(FLAGS_check_ranks);
+    if (!rows.ok()) {
+      std::cerr << "estimate_memory: " << rows.status().message() << "\n";
+      return 1;
+    }
+    std::cout << "\n" << loom::estimate::FormatCheck(*rows, FLAGS_check_ranks);
   }
   return 0;
 }

@@ -63,4 +63,7 @@ set -e
 [[ $rc -eq 1 ]] && grep -q "holds no model weights" "$T/err.txt" || fail "missing folder: exit $rc"
 "$tool" --help > "$T/help.txt" 2>&1 || true
 grep -q -- "-largest_layer_params" "$T/help.txt" || fail "--help"
+"$tool" --stage 2 --total_params 1e9 --check > "$T/check.txt"
+grep -q "  ZeRO-2           measured .* MiB, estimated .* MiB (1.000x)" "$T/check.txt" ||
+  { cat "$T/check.txt"; fail "--check"; }
 echo "estimate_memory_test: PASS"
