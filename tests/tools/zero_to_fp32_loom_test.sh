@@ -33,4 +33,32 @@ for stage in 1 2 3; do
     echo "ok: ZeRO-$stage at $world ranks: zero_to_fp32 == the run's weights"
   done
 done
+# bf16 (DeepSpeed's bf16 section): bf16_-prefixed optimizer files; the consolidated fp32 master
+# weights rounded to bf16 are the run's bf16 weights.
+out="$T/bf16"
+timeout 240 "$launch" --standalone --nproc_per_node 2 "$bin" --output_dir "$out" \
+  --model_name_or_path "$T/m" --task_name sst2 --data_dir "$T/m/synthetic_data" --do_train \
+  --max_seq_length 32 --max_steps 2 --save_steps 2 --report_to none --disable_tqdm \
+  --per_device_train_batch_size 4 --learning_rate 1e-3 --bf16 \
+  --deepspeed '{"bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 2}}' > "$out.log" 2>&1 ||
+  { cat "$out.log"; fail "bf16 ZeRO-2"; }
+ls "$out/checkpoint-2/global_step2" | grep -q "^bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt$" ||
+  fail "no bf16_ optimizer files"
+"$tool" "$out/checkpoint-2" "$out/fp32.bin" > /dev/null
+"$PY" - "$out/fp32.bin" "$out/checkpoint-2/model.safetensors" <<'PYEOF'
+import json, struct, sys
+import torch
+fp32 = torch.load(sys.argv[1])
+data = open(sys.argv[2], "rb").read()
+(n,) = struct.unpack("<Q", data[:8])
+header = json.loads(data[8:8 + n])
+body = bytearray(data[8 + n:])
+for name, h in header.items():
+    if name == "__metadata__" or h["dtype"] != "BF16":
+        continue
+    a, b = h["data_offsets"]
+    want = torch.frombuffer(body[a:b], dtype=torch.bfloat16).reshape(h["shape"])
+    assert fp32[name].dtype == torch.float32 and torch.equal(fp32[name].to(torch.bfloat16), want), name
+print("ok: bf16 ZeRO-2: the fp32 masters rounded are the bf16 weights")
+PYEOF
 echo "zero_to_fp32_loom_test: PASS"
