@@ -32,17 +32,27 @@
 
 namespace {
 
+// The command line is DeepSpeed's (argparse: positionals, -t/--tag, -d/--debug), which gflags
+// cannot parse; --help prints the flags in gflags' layout, as loom's other tools do.
 constexpr char kUsage[] =
-    "usage: zero_to_fp32 CHECKPOINT_DIR OUTPUT_FILE [-t TAG] [--exclude_frozen_parameters] "
-    "[-d]\n"
-    "  CHECKPOINT_DIR  the folder holding `latest` (e.g. output_dir/checkpoint-500)\n"
-    "  OUTPUT_FILE     e.g. pytorch_model.bin (torch.save format) or model.safetensors\n"
-    "  -t, --tag TAG   the checkpoint tag (e.g. global_step500); default: the content of latest\n"
-    "  --exclude_frozen_parameters  leave parameters that did not train out\n"
-    "  -d, --debug     print every tensor's name and shape\n"
-    "  OUTPUT_DIR (any OUTPUT not ending in .bin/.pt/.safetensors), as current DeepSpeed:\n"
-    "  --max_shard_size SIZE  the largest shard (default 5GB)\n"
-    "  --safe_serialization   write safetensors (model.safetensors) instead of pytorch_model.bin\n";
+    "zero_to_fp32: the fp32 weights of a DeepSpeed ZeRO checkpoint (stages 1-3).\n"
+    "  zero_to_fp32 CHECKPOINT_DIR OUTPUT_FILE [-t TAG] [--exclude_frozen_parameters] [-d]\n"
+    "  zero_to_fp32 CHECKPOINT_DIR OUTPUT_DIR [--max_shard_size 5GB] [--safe_serialization] "
+    "[-t TAG] [--exclude_frozen_parameters] [-d]\n"
+    "  CHECKPOINT_DIR: the folder holding `latest` (e.g. output_dir/checkpoint-500). OUTPUT "
+    "ending in .bin/.pt/.safetensors: one file; any other OUTPUT: a directory, as current "
+    "DeepSpeed writes it.\n"
+    "\n"
+    "  Flags from tools/zero_to_fp32.cc:\n"
+    "    -debug (-d: print every tensor's name and shape) type: bool default: false\n"
+    "    -exclude_frozen_parameters (leave parameters that did not train out) type: bool "
+    "default: false\n"
+    "    -max_shard_size (OUTPUT_DIR: the largest shard, e.g. 5GB or 500MB) type: string "
+    "default: \"5GB\"\n"
+    "    -safe_serialization (OUTPUT_DIR: model.safetensors shards instead of "
+    "pytorch_model.bin) type: bool default: false\n"
+    "    -tag (-t: the checkpoint tag, e.g. global_step500; default: the content of latest) "
+    "type: string default: \"\"\n";
 
 int BadUsage(const std::string& why) {
   std::cerr << "zero_to_fp32: " << why << "\n" << kUsage;
@@ -59,7 +69,9 @@ int main(int argc, char** argv) {
   bool safe_serialization = false;
   std::string max_shard_size = "5GB";
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
+    std::string a = argv[i];
+    // gflags' single-dash spelling of the long flags (-tag, -debug, ...) as well.
+    if (a.size() > 2 && a[0] == '-' && a[1] != '-') a = "-" + a;
     if (a == "-h" || a == "--help") {
       std::cout << kUsage;
       return 0;

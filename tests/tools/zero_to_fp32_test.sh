@@ -87,6 +87,11 @@ print("ok: directory outputs of", os.path.basename(base))
 PY
 done
 
+# gflags' single-dash spellings work too, and --help lists the flags in gflags' layout.
+"$tool" "$data/zero2_ws2" "$out/gf.bin" -tag global_step3 -exclude_frozen_parameters > /dev/null
+cmp "$out/gf.bin" "$out/zero2_ws2.bin"
+"$tool" --help | grep -q "Flags from tools/zero_to_fp32.cc:"
+
 # --exclude_frozen_parameters on a checkpoint without frozen parameters changes nothing.
 "$tool" "$data/zero2_ws2" "$out/ex.bin" --exclude_frozen_parameters > /dev/null
 cmp "$out/ex.bin" "$out/zero2_ws2.bin"
