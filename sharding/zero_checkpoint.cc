@@ -177,6 +177,26 @@ absl::Status CheckOptimFile(const IValue& osd, const std::string& path, const st
   return absl::OkStatus();
 }
 
+// One rank's optimizer file read and checked: its optimizer_state_dict and the list of fp32
+// groups under `groups_key` (one tensor per group expected).
+struct OptimFile {
+  IValue osd;
+  IValue groups;
+};
+absl::StatusOr<OptimFile> ReadOptimFile(const std::string& path, const std::string& tag_dir,
+                                        int saved, bool stage3, size_t num_groups) {
+  OptimFile out;
+  ASSIGN_OR_RETURN(IValue file, checkpoint::LoadPickle(path));
+  ASSIGN_OR_RETURN(out.osd, Get(file, "optimizer_state_dict", path));
+  RETURN_IF_ERROR(CheckOptimFile(out.osd, path, tag_dir, saved, stage3));
+  const std::string key = stage3 ? "fp32_flat_groups" : "single_partition_of_fp32_groups";
+  ASSIGN_OR_RETURN(out.groups, Get(out.osd, key, path));
+  if (!out.groups.isList() || out.groups.toListRef().size() != num_groups) {
+    return Invalid(path, key + " does not hold one tensor per group");
+  }
+  return out;
+}
+
 }  // namespace
 
 int64_t ZeroAlignedNumel(int64_t numel, int world_size) {
@@ -371,13 +391,10 @@ absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
     for (int r = 0; r < saved; ++r) {
       if (same_world && r != rank) continue;
       const std::string& path = files[r];
-      ASSIGN_OR_RETURN(IValue file, checkpoint::LoadPickle(path));
-      ASSIGN_OR_RETURN(IValue osd, Get(file, "optimizer_state_dict", path));
-      RETURN_IF_ERROR(CheckOptimFile(osd, path, tag_dir, saved, /*stage3=*/false));
-      ASSIGN_OR_RETURN(IValue singles, Get(osd, "single_partition_of_fp32_groups", path));
-      if (!singles.isList() || singles.toListRef().size() != groups.size()) {
-        return Invalid(path, "single_partition_of_fp32_groups does not hold one tensor per group");
-      }
+      ASSIGN_OR_RETURN(OptimFile read,
+                       ReadOptimFile(path, tag_dir, saved, /*stage3=*/false, groups.size()));
+      const IValue& osd = read.osd;
+      const IValue& singles = read.groups;
       ASSIGN_OR_RETURN(IValue base, Get(osd, "base_optimizer_state", path));
       if (!first_base.isGenericDict()) first_base = base;
       ASSIGN_OR_RETURN(IValue state, Get(base, "state", path));
@@ -479,13 +496,10 @@ absl::StatusOr<Zero3Read> ReadZero3Partitions(const std::string& folder,
   try {
     for (int r = 0; r < saved; ++r) {
       const std::string& path = files[r];
-      ASSIGN_OR_RETURN(IValue file, checkpoint::LoadPickle(path));
-      ASSIGN_OR_RETURN(IValue osd, Get(file, "optimizer_state_dict", path));
-      RETURN_IF_ERROR(CheckOptimFile(osd, path, tag_dir, saved, /*stage3=*/true));
-      ASSIGN_OR_RETURN(IValue flats, Get(osd, "fp32_flat_groups", path));
-      if (!flats.isList() || flats.toListRef().size() != groups.size()) {
-        return Invalid(path, "fp32_flat_groups does not hold one tensor per group");
-      }
+      ASSIGN_OR_RETURN(OptimFile read,
+                       ReadOptimFile(path, tag_dir, saved, /*stage3=*/true, groups.size()));
+      const IValue& osd = read.osd;
+      const IValue& flats = read.groups;
       ASSIGN_OR_RETURN(IValue base, Get(osd, "optimizer_state_dict", path));
       if (r == 0) out.base_optimizer_state = base;
       ASSIGN_OR_RETURN(IValue state, Get(base, "state", path));
