@@ -53,8 +53,15 @@ absl::StatusOr<std::unique_ptr<LazyTorchSave>> LazyTorchSave::Open(const std::st
                                                                " is missing from the archive"));
               }
               Storage s{reader.getRecordOffset(record), dtype, numel};
-              const uint64_t bytes = static_cast<uint64_t>(numel) * c10::elementSize(dtype);
-              if (s.offset > file_size || bytes > file_size - s.offset) {
+              const uint64_t size = c10::elementSize(dtype);
+              if (s.offset > file_size ||
+                  static_cast<uint64_t>(numel) > (file_size - s.offset) / size) {
+                return absl::InvalidArgumentError(absl::StrCat("storage ", absl::CHexEscape(key),
+                                                               " of ", numel,
+                                                               " elements ends past the file"));
+              }
+              const uint64_t bytes = static_cast<uint64_t>(numel) * size;
+              if (bytes > file_size - s.offset) {
                 return absl::InvalidArgumentError(absl::StrCat(
                     "storage ", absl::CHexEscape(key), " of ", bytes, " bytes ends past the file"));
               }

@@ -30,11 +30,13 @@ absl::Status SavePickle(const std::string& path, const c10::IValue& value) {
     pickler.protocol();
     pickler.pushIValue(value);
     pickler.stop();
+    // Always "written": a short count would make the writer throw, and throw again from its
+    // destructor; the first failure is kept and reported once the archive is done.
     caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t len) -> size_t {
       if (appended.ok()) {
         appended = out.Append(absl::string_view(static_cast<const char*>(bytes), len));
       }
-      return appended.ok() ? len : 0;
+      return len;
     });
     torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(),
                                        writer);

@@ -2,6 +2,8 @@
 
 #include <c10/core/StorageImpl.h>
 
+#include <utility>
+
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -48,9 +50,9 @@ absl::StatusOr<std::unique_ptr<FlatParamUnit>> FlatParamUnit::Create(std::vector
 
 void FlatParamUnit::Release() {
   if (!gathered_) return;
-  // A prefetch still writing into the storage finishes first (its error, if any, surfaces at
-  // the next collective).
-  pending_.Wait().IgnoreError();
+  // A prefetch still writing into the storage finishes first; its error is reported by the
+  // next Gather().
+  if (absl::Status s = pending_.Wait(); !s.ok() && prefetch_error_.ok()) prefetch_error_ = s;
   // FSDP's _free_storage: the views stay, their storage holds no bytes.
   c10::StorageImpl* storage = flat_.storage().unsafeGetStorageImpl();
   storage->set_data_ptr_noswap(at::DataPtr(nullptr, flat_.device()));
@@ -60,15 +62,24 @@ void FlatParamUnit::Release() {
 
 absl::Status FlatParamUnit::StartGather(distributed::ProcessGroup* pg) {
   if (gathered_) return absl::OkStatus();
-  if (pg == nullptr || world_ == 1) return Gather(pg);
+  // Tensors the backend cannot take as they are (off its device) gather synchronously.
+  if (pg == nullptr || world_ == 1 || flat_.device() != pg->comm_device()) return Gather(pg);
+  absl::Status started = absl::OkStatus();
   try {
     at::NoGradGuard no_grad;
     AllocateStorage();
-    ASSIGN_OR_RETURN(pending_, distributed::StartAllGatherInto(*pg, shard_.detach(), flat_));
+    absl::StatusOr<distributed::PendingCollective> pending =
+        distributed::StartAllGatherInto(*pg, shard_.detach(), flat_);
+    if (pending.ok()) {
+      pending_ = std::move(*pending);
+    } else {
+      started = pending.status();
+    }
   } catch (const std::exception& e) {
-    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "prefetching a unit");
+    started = base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "prefetching a unit");
   }
-  return absl::OkStatus();
+  if (!started.ok()) Release();  // nothing in flight: a later Gather() gathers normally
+  return started;
 }
 
 void FlatParamUnit::AllocateStorage() {
@@ -82,6 +93,7 @@ void FlatParamUnit::AllocateStorage() {
 }
 
 absl::Status FlatParamUnit::Gather(distributed::ProcessGroup* pg) {
+  if (!prefetch_error_.ok()) return std::exchange(prefetch_error_, absl::OkStatus());
   if (pending_.pending()) return pending_.Wait();  // a prefetch: the same gather
   try {
     at::NoGradGuard no_grad;

@@ -17,7 +17,10 @@
 //     (one process: the own shard copied); `gathered()` says which state the unit is in.
 //   - StartGather(pg): Gather without waiting (the storage allocated, the all-gather in flight:
 //     FSDP's prefetch); gathered() is true from then on, and the next Gather() (or Release())
-//     waits for it instead of gathering again. With one process it completes at once.
+//     waits for it instead of gathering again. With one process, or tensors off the backend's
+//     device, it gathers at once. When it cannot start, the unit stays released (a later
+//     Gather() gathers it) and the error is returned; a prefetch that fails in flight is
+//     reported by the next Gather().
 //   - WriteBack(): while gathered, this rank's slice of the full buffer copied into the shard
 //     (e.g. after weights were loaded into the full parameters); FailedPrecondition when
 //     released.
@@ -77,6 +80,7 @@ class FlatParamUnit {
   int world_ = 1;
   bool gathered_ = true;
   distributed::PendingCollective pending_;  // a StartGather not yet waited for
+  absl::Status prefetch_error_;             // a prefetch's failure seen by Release()
 };
 
 }  // namespace loom::sharding

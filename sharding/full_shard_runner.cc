@@ -54,8 +54,9 @@ absl::StatusOr<std::unique_ptr<FullShardRunner>> FullShardRunner::Create(
                             "FullShardRunner");
       }
     }
-    runner->ReleaseUnit(i);
   }
+  // Released only once nothing can fail any more.
+  for (size_t i = 0; i < runner->units_.size(); ++i) runner->ReleaseUnit(i);
   runner->ResetPeak();
   return runner;
 }
@@ -193,18 +194,24 @@ void FullShardRunner::OnGradReady(size_t i) {
 }
 
 absl::Status FullShardRunner::FinishBackward() {
+  // Which units got only some of their gradients: every rank must reduce the same ones, and a
+  // data-dependent graph could differ between ranks, so they agree first (one small sum).
+  at::Tensor partial = at::zeros({static_cast<int64_t>(units_.size())}, at::kInt);
+  for (size_t i = 0; i < units_.size(); ++i) {
+    if (units_[i].module != nullptr && units_[i].pending != units_[i].params) {
+      partial[static_cast<int64_t>(i)] = 1;
+    }
+  }
+  if (pg_ != nullptr && pg_->world_size() > 1) {
+    if (absl::Status s = distributed::AllReduce(*pg_, partial); !s.ok()) Fail(s);
+  }
+  if (replicas_ != nullptr) {
+    if (absl::Status s = distributed::AllReduce(*replicas_, partial); !s.ok()) Fail(s);
+  }
   for (size_t i = 0; i < units_.size(); ++i) {
     Unit& u = units_[i];
-    bool any_grad = false;
-    if (u.module == nullptr) {
-      for (size_t p : u.pieces) {
-        for (const at::Tensor& param : pieces_[p].flat->params()) {
-          any_grad = any_grad || param.grad().defined();
-        }
-      }
-    }
-    if (u.pending != u.params || any_grad) {
-      // Some gradients arrived (every rank runs the same graph, so every rank reduces).
+    // The persistent units are reduced after every backward (missing gradients count as zero).
+    if (u.module == nullptr || partial[static_cast<int64_t>(i)].item<int>() > 0) {
       u.pending = u.params;
       if (absl::Status s = ReduceUnit(i); !s.ok()) Fail(s);
     }

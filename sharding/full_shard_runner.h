@@ -24,9 +24,11 @@
 //     for it when its turn comes. The results are the same as without prefetch.
 //   - peak_gathered_bytes(): the most bytes of full parameters held at once since the last
 //     ResetPeak() (the root and the units gathered or being prefetched).
-//   - FinishBackward() after each backward: units whose parameters got only some gradients are
-//     reduced now (the missing ones count as zero), units left gathered are released, and the
-//     persistent units' gradients are reduced. Returns the first error any hook met.
+//   - FinishBackward() after each backward: units whose parameters got only some gradients on
+//     any rank (the ranks agree with one small all-reduce, so a data-dependent graph cannot
+//     make them issue different collectives) are reduced now, the missing gradients counting as
+//     zero; the persistent units' gradients are reduced every time; every unit is released.
+//     Returns the first error any hook met.
 //   - GatherAll() / ReleaseAll(write_back): every parameter full (a collective: every rank
 //     calls it), e.g. to save or load the model; ReleaseAll first copies each rank's slice of the
 //     full parameters into its shards when write_back (so weights loaded into the full
