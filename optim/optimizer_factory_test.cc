@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "optim/adafactor.h"
+#include "optim/fused_cpu_adamw.h"
 #include "optim/hf_adamw.h"
 
 namespace loom::optim {
@@ -56,8 +57,7 @@ TEST(CreateOptimizerTest, BuildsTheClassHfUsesWithTwoGroups) {
   };
   const std::vector<Expect> cases = {
       {"adamw_torch", [](auto* o) { return dynamic_cast<torch::optim::AdamW*>(o) != nullptr; }},
-      {"adamw_torch_fused",
-       [](auto* o) { return dynamic_cast<torch::optim::AdamW*>(o) != nullptr; }},
+      {"adamw_torch_fused", [](auto* o) { return dynamic_cast<FusedCpuAdamW*>(o) != nullptr; }},
       {"adamw_hf", [](auto* o) { return dynamic_cast<HfAdamW*>(o) != nullptr; }},
       {"adafactor", [](auto* o) { return dynamic_cast<Adafactor*>(o) != nullptr; }},
       {"sgd", [](auto* o) { return dynamic_cast<torch::optim::SGD*>(o) != nullptr; }},
