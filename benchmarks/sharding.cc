@@ -224,7 +224,7 @@ int RunBert(const BertRow& row, int rank, distributed::ProcessGroup& pg, int ste
       data::Batch batch = {
           {"input_ids", at::randint(1, config.vocab_size, {kBertBatch, kBertSeq}, gen, at::kLong)},
           {"labels", at::randint(0, 2, {kBertBatch}, gen, at::kLong)}};
-      if (sharded != nullptr) const_cast<sharding::FullShardRunner&>(sharded->runner()).ResetPeak();
+      if (sharded != nullptr) sharded->runner().ResetPeak();
       const auto start = std::chrono::steady_clock::now();
       CHILD_CHECK_OK((*strategy)->BeforeForward(true));
       auto output = (*model)->TryForward(batch);

@@ -164,6 +164,7 @@ class ParamShardStrategy : public ShardingStrategy {
   absl::Status EndFullParameters(bool write_back) override;
 
   const FullShardRunner& runner() const { return *runner_; }
+  FullShardRunner& runner() { return *runner_; }  // e.g. to reset its peak counter
   // Per optimizer group, its parameters in checkpoint order (pieces in order, each piece's
   // parameters in module order).
   const std::vector<ZeroGroupLayout>& layout() const { return layout_; }

@@ -60,7 +60,7 @@ int Child(int rank, int port, const std::function<void(args::TrainingArguments&)
     CHILD_CHECK(runner.unit_name(u) == absl::StrCat("bert.encoder.layer.", u - 1));
     for (size_t p : runner.unit_pieces(u)) CHILD_CHECK(!runner.pieces()[p].flat->gathered());
   }
-  auto& mutable_runner = const_cast<FullShardRunner&>(runner);
+  FullShardRunner& mutable_runner = strategy->runner();
   for (int step = 0; step < 2; ++step) {
     mutable_runner.ResetPeak();
     CHILD_CHECK_OK(strategy->BeforeForward(true));

@@ -318,45 +318,37 @@ absl::Status WriteZeroOptimStates(const std::string& path,
   if (partitions.size() != groups.size()) {
     return absl::InternalError("WriteZeroOptimStates: one partition per group expected");
   }
-  if (info.stage == 3) {
-    try {
-      c10::impl::GenericList fp32 = AnyList();
+  try {
+    c10::impl::GenericList fp32 = AnyList();
+    c10::impl::GenericDict osd = StrDict();
+    if (info.stage == 3) {
+      // DeepSpeed's stage3 optimizer: fp32_flat_groups as they are, the base state under
+      // "optimizer_state_dict".
       for (const at::Tensor& t : partitions) fp32.push_back(t.detach().cpu().contiguous());
-      c10::impl::GenericDict osd = StrDict();
       osd.insert("zero_stage", int64_t{3});
       osd.insert("dynamic_loss_scale", false);
       osd.insert("overflow", false);
       osd.insert("partition_count", int64_t{info.world_size});
       osd.insert("optimizer_state_dict", base_optimizer_state);
       osd.insert("fp32_flat_groups", fp32);
-      c10::impl::GenericDict d = StrDict();
-      d.insert("optimizer_state_dict", osd);
-      d.insert("ds_config", base::JsonToIValue(info.ds_config));
-      d.insert("ds_version", std::string(kZeroLayoutVersion));
-      return checkpoint::SavePickle(path, d);
-    } catch (const std::exception& e) {
-      return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, path);
+    } else {
+      std::vector<int64_t> paddings;
+      for (size_t g = 0; g < groups.size(); ++g) {
+        const int64_t part = partitions[g].numel();
+        const int64_t valid = ValidInPartition(groups[g].numel, part, info.rank);
+        fp32.push_back(partitions[g].detach().cpu().slice(0, 0, valid).clone());
+        paddings.push_back(part - valid);
+      }
+      osd.insert("dynamic_loss_scale", false);
+      osd.insert("overflow", false);
+      osd.insert("clip_grad", info.clip_grad);
+      osd.insert("base_optimizer_state", base_optimizer_state);
+      osd.insert("single_partition_of_fp32_groups", fp32);
+      osd.insert("zero_stage", int64_t{info.stage});
+      osd.insert("group_paddings", IntList(paddings));
+      osd.insert("partition_count", IntList(std::vector<int64_t>(groups.size(), info.world_size)));
+      osd.insert("ds_version", std::string(kZeroLayoutVersion));
     }
-  }
-  try {
-    c10::impl::GenericList fp32 = AnyList();
-    std::vector<int64_t> paddings;
-    for (size_t g = 0; g < groups.size(); ++g) {
-      const int64_t part = partitions[g].numel();
-      const int64_t valid = ValidInPartition(groups[g].numel, part, info.rank);
-      fp32.push_back(partitions[g].detach().cpu().slice(0, 0, valid).clone());
-      paddings.push_back(part - valid);
-    }
-    c10::impl::GenericDict osd = StrDict();
-    osd.insert("dynamic_loss_scale", false);
-    osd.insert("overflow", false);
-    osd.insert("clip_grad", info.clip_grad);
-    osd.insert("base_optimizer_state", base_optimizer_state);
-    osd.insert("single_partition_of_fp32_groups", fp32);
-    osd.insert("zero_stage", int64_t{info.stage});
-    osd.insert("group_paddings", IntList(paddings));
-    osd.insert("partition_count", IntList(std::vector<int64_t>(groups.size(), info.world_size)));
-    osd.insert("ds_version", std::string(kZeroLayoutVersion));
     c10::impl::GenericDict d = StrDict();
     d.insert("optimizer_state_dict", osd);
     d.insert("ds_config", base::JsonToIValue(info.ds_config));
