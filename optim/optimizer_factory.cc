@@ -21,7 +21,7 @@
 #include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "optim/adafactor.h"
-#include "optim/fused_cpu_adamw.h"
+#include "optim/fused_cpu_optim.h"
 #include "optim/hf_adamw.h"
 #include "optim/param_groups.h"
 
@@ -78,7 +78,7 @@ absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> Build(const args::Train
     RETURN_IF_ERROR(CheckAdamKwargs(a));
     const auto defaults = torch::optim::AdamWOptions(lr).betas(betas).eps(a.adam_epsilon());
     if (name == "adamw_torch_fused") {
-      // torch's fused AdamW: one vectorised pass per parameter (fused_cpu_adamw.h).
+      // torch's fused AdamW: one vectorised pass per parameter (fused_cpu_optim.h).
       return std::make_unique<FusedCpuAdamW>(MakeGroups(model, wd, defaults), defaults);
     }
     return std::make_unique<torch::optim::AdamW>(MakeGroups(model, wd, defaults), defaults);

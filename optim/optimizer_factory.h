@@ -7,7 +7,7 @@
 // requires_grad=false parameters left out) and the optimizer HF would construct with
 // lr = args.learning_rate as the default (optimizer.defaults().get_lr()):
 //   adamw_torch        torch::optim::AdamW(betas=(adam_beta1, adam_beta2), eps=adam_epsilon)
-//   adamw_torch_fused  the same (see deviations)
+//   adamw_torch_fused  loom::optim::FusedCpuAdamW (fused_cpu_optim.h; see deviations)
 //   adamw_hf           loom::optim::HfAdamW (transformers.AdamW) with the same kwargs
 //   adafactor          loom::optim::Adafactor(scale_parameter=false, relative_step=false)
 //   sgd                torch::optim::SGD(lr) (momentum 0, as HF passes only lr)
@@ -28,7 +28,8 @@
 // adamw_hf also warns, as transformers.AdamW's constructor does, that HF deprecated it.
 //
 // Deviations: adamw_torch_fused needs PyTorch >= 2.0 in HF, where a fused kernel computes the
-// AdamW update (equal up to float rounding); loom runs adamw_torch's arithmetic for it.
+// AdamW update; loom's is its own one-pass CPU kernel with torch's AdamW state (equal up to
+// float rounding), and parameters it cannot take (on a GPU) take torch's AdamW step.
 //
 // Example:
 //   ASSIGN_OR_RETURN(std::unique_ptr<torch::optim::Optimizer> optimizer,

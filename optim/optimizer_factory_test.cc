@@ -17,7 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "optim/adafactor.h"
-#include "optim/fused_cpu_adamw.h"
+#include "optim/fused_cpu_optim.h"
 #include "optim/hf_adamw.h"
 
 namespace loom::optim {
