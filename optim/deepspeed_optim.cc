@@ -1,5 +1,7 @@
 #include "optim/deepspeed_optim.h"
 
+#include "optim/fused_cpu_optim.h"
+
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -76,6 +78,13 @@ absl::StatusOr<bool> Bool(const json& params, const char* key, bool fallback) {
   return params[key].get<bool>();
 }
 
+// offload_optimizer on cpu or nvme: DeepSpeed builds its CPU optimizers (DeepSpeedCPUAdam,
+// DeepSpeedCPUAdagrad) unless torch_adam asks for torch's.
+bool CpuOptimizer(const args::DeepSpeedConfig& ds) {
+  const auto& off = ds.zero_optimization.offload_optimizer;
+  return off && off->device != args::OffloadDevice::kNone;
+}
+
 std::vector<at::Tensor> TrainableParameters(torch::nn::Module& model) {
   std::vector<at::Tensor> out;
   for (const at::Tensor& p : model.parameters()) {
@@ -123,10 +132,12 @@ absl::Status CheckDeepSpeedOptimizer(const args::DeepSpeedConfig& ds, int zero_s
   }
   if (type == "Adam" || type == "AdamW") {
     ASSIGN_OR_RETURN(const bool bias_correction, Bool(params, "bias_correction", true));
-    if (!bias_correction) {
+    ASSIGN_OR_RETURN(const bool torch_adam, Bool(params, "torch_adam", false));
+    if (!bias_correction && (!CpuOptimizer(ds) || torch_adam)) {
       return Invalid(
-          "--deepspeed: optimizer.params.bias_correction: false is not implemented in loom "
-          "(torch's Adam always corrects the moments' bias); remove it");
+          "--deepspeed: optimizer.params.bias_correction: false is implemented in loom by its CPU "
+          "Adam only (offload_optimizer on cpu or nvme, without torch_adam); torch's Adam always "
+          "corrects the moments' bias; remove it");
     }
     ASSIGN_OR_RETURN(const bool amsgrad, Bool(params, "amsgrad", false));
     if (amsgrad) {
@@ -180,11 +191,21 @@ absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> CreateDeepSpeedOptimize
     ASSIGN_OR_RETURN(const bool adam_w_mode, Bool(params, "adam_w_mode", true));
     // DeepSpeed: "Optimizer name of Adam forces AdamW logic unless adam_w_mode is explicitly
     // set".
+    ASSIGN_OR_RETURN(const bool torch_adam, Bool(params, "torch_adam", false));
+    ASSIGN_OR_RETURN(const bool bias_correction, Bool(params, "bias_correction", true));
+    // With the optimizer offloaded: loom's fused CPU Adam (DeepSpeedCPUAdam's role), in
+    // adamw_mode or with L2 decay, unless torch_adam.
+    const bool cpu = CpuOptimizer(ds) && !torch_adam;
     if (type == "AdamW" || adam_w_mode) {
       auto options = torch::optim::AdamWOptions(lr)
                          .betas(std::make_tuple(betas[0], betas[1]))
                          .eps(eps)
                          .weight_decay(wd);
+      if (cpu) {
+        auto opt = std::make_unique<FusedCpuAdamW>(trainable, options);
+        opt->set_bias_correction(bias_correction);
+        return std::unique_ptr<torch::optim::Optimizer>(std::move(opt));
+      }
       return std::unique_ptr<torch::optim::Optimizer>(
           std::make_unique<torch::optim::AdamW>(trainable, options));
     }
@@ -192,6 +213,11 @@ absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> CreateDeepSpeedOptimize
                        .betas(std::make_tuple(betas[0], betas[1]))
                        .eps(eps)
                        .weight_decay(wd);
+    if (cpu) {
+      auto opt = std::make_unique<FusedCpuAdam>(trainable, options);
+      opt->set_bias_correction(bias_correction);
+      return std::unique_ptr<torch::optim::Optimizer>(std::move(opt));
+    }
     return std::unique_ptr<torch::optim::Optimizer>(
         std::make_unique<torch::optim::Adam>(trainable, options));
   }
@@ -206,6 +232,10 @@ absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> CreateDeepSpeedOptimize
                        .weight_decay(wd)
                        .lr_decay(lr_decay)
                        .initial_accumulator_value(init);
+    if (CpuOptimizer(ds)) {  // DeepSpeedCPUAdagrad's role
+      return std::unique_ptr<torch::optim::Optimizer>(
+          std::make_unique<FusedCpuAdagrad>(trainable, options));
+    }
     return std::unique_ptr<torch::optim::Optimizer>(
         std::make_unique<torch::optim::Adagrad>(trainable, options));
   }

@@ -8,11 +8,16 @@
 // with the section's params:
 //   Adam / AdamW   lr, betas, eps, weight_decay (DeepSpeed's Adam defaults), torch_adam,
 //                  adam_w_mode (default true: "Adam" means AdamW unless adam_w_mode is false,
-//                  as DeepSpeed), bias_correction (true only), amsgrad (false only).
+//                  as DeepSpeed), bias_correction (false only with the CPU Adam below),
+//                  amsgrad (false only).
 //                  Decoupled decay -> torch AdamW arithmetic; adam_w_mode false -> torch Adam
 //                  (L2). DeepSpeed's FusedAdam computes the same update up to float rounding.
 //   Adagrad        lr (1e-2), eps (1e-10), weight_decay (0), lr_decay (0),
 //                  initial_accumulator_value (0): torch.optim.Adagrad, as DeepSpeed on GPU.
+//   With zero_optimization.offload_optimizer on cpu or nvme, as DeepSpeed's engine: Adam/AdamW
+//   are loom's fused CPU Adam (fused_cpu_optim.h: FusedCpuAdamW, or FusedCpuAdam without
+//   adam_w_mode; DeepSpeedCPUAdam's role) unless torch_adam is true, and Adagrad is
+//   FusedCpuAdagrad (DeepSpeedCPUAdagrad's).
 //   SGD            lr (required), momentum, dampening, weight_decay, nesterov: torch.optim.SGD
 //                  (DeepSpeed takes other names from torch.optim).
 // DeepSpeed's own names match in any case ("adamw"), as DeepSpeed lower-cases them.

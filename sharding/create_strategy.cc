@@ -70,6 +70,7 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
                                                                       : BackwardPrefetch::kNone,
                                 plan->stage3_prefetch_bucket_size)
                   .set_max_live_elements(plan->stage3_max_live_parameters)
+                  .set_offload(plan->offload)
                   .set_deepspeed(plan->config.raw, plan->gradient_clipping)));
       return std::unique_ptr<ShardingStrategy>(std::move(zero3));
     }
@@ -80,6 +81,7 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
                                    .set_pieces(o)
                                    .set_stage(plan->stage)
                                    .set_comm(plan->comm)
+                                   .set_offload(plan->offload)
                                    .set_ds_config(plan->config.raw, plan->gradient_clipping)));
       return std::unique_ptr<ShardingStrategy>(std::move(zero));
     }
@@ -121,6 +123,10 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
           }
         }
       }
+      // FSDP's CPUOffload(offload_params=True): the shards and their gradients in host memory,
+      // the optimizer stepping there.
+      OffloadOptions fsdp_offload;
+      fsdp_offload.optimizer = fsdp_offload.params = Has(args, "offload");
       ASSIGN_OR_RETURN(std::unique_ptr<ParamShardStrategy> fsdp,
                        ParamShardStrategy::Create(
                            ParamShardOptions()
@@ -135,7 +141,8 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
                                .set_min_num_params(cfg.min_num_params)
                                .set_sync_module_states(cfg.sync_module_states)
                                .set_prefetch(cfg.forward_prefetch, backward)
-                               .set_reshard_after_forward(!shard_grad_op)));
+                               .set_reshard_after_forward(!shard_grad_op)
+                               .set_offload(fsdp_offload)));
       return std::unique_ptr<ShardingStrategy>(std::move(fsdp));
     }
     // no_shard: DDP (FSDP's NO_SHARD keeps every parameter, gradient and state on every rank).

@@ -70,11 +70,11 @@ const std::map<std::string, KeyRule>& ZeroRules() {
       {"offload_param", {Treat::kImplemented, {}}},
       {"aio", {Treat::kImplemented, {}}},
       {"overlap_comm", {Treat::kImplemented, {}}},
-      {"round_robin_gradients", {Treat::kDefaultOnly, false}},
+      {"round_robin_gradients", {Treat::kImplemented, {}}},  // false only (checked below)
       {"load_from_fp32_weights", {Treat::kDefaultOnly, true}},
       {"elastic_checkpoint", {Treat::kDefaultOnly, false}},
       {"ignore_unused_parameters", {Treat::kIgnoredBelowStage3, {}}},
-      {"sub_group_size", {Treat::kIgnoredBelowStage3, {}}},
+      {"sub_group_size", {Treat::kIgnoredBelowStage3, {}}},  // the NVMe swap unit at stage 3
       {"stage3_prefetch_bucket_size", {Treat::kIgnoredBelowStage3, {}}},
       {"stage3_param_persistence_threshold", {Treat::kIgnoredBelowStage3, {}}},
       {"stage3_max_live_parameters", {Treat::kIgnoredBelowStage3, {}}},
@@ -189,6 +189,87 @@ absl::Status ResolveBatch(const args::DeepSpeedConfig& ds, int world, DeepSpeedP
   return absl::OkStatus();
 }
 
+// ZeRO-Offload and ZeRO-Infinity (spec/deepspeed.md §1.2 offload_* keys, §1.4; issue 16).
+absl::Status PlanOffload(const args::TrainingArguments& args, const args::DeepSpeedConfig& ds,
+                         DeepSpeedPlan* plan) {
+  const args::ZeroConfig& zero = ds.zero_optimization;
+  const bool opt_off =
+      zero.offload_optimizer && zero.offload_optimizer->device != args::OffloadDevice::kNone;
+  const bool param_off =
+      zero.offload_param && zero.offload_param->device != args::OffloadDevice::kNone;
+  if (param_off && zero.stage != 3) {
+    return Invalid(absl::StrCat(
+        "zero_optimization.offload_param: offloading parameters is valid only with ZeRO stage 3 "
+        "(this config has stage ",
+        zero.stage, "); set \"stage\": 3, or remove offload_param (offload_optimizer offloads "
+        "the optimizer states at stages 1 and 2)"));
+  }
+  if (opt_off && zero.stage == 0) {
+    return Invalid(
+        "zero_optimization.offload_optimizer: offloading the optimizer needs ZeRO stage 1, 2 or "
+        "3 (this config has stage 0); set a stage, or remove offload_optimizer");
+  }
+  const bool opt_nvme = opt_off && zero.offload_optimizer->device == args::OffloadDevice::kNvme;
+  const bool param_nvme = param_off && zero.offload_param->device == args::OffloadDevice::kNvme;
+  if (opt_nvme && zero.stage != 3) {
+    return Invalid(absl::StrCat(
+        "zero_optimization.offload_optimizer.device: \"nvme\" (ZeRO-Infinity) requires ZeRO "
+        "stage 3 (this config has stage ",
+        zero.stage, "); set \"stage\": 3, or offload to \"cpu\""));
+  }
+  if (param_nvme) {
+    return NotYet("zero_optimization.offload_param.device", "offloading parameters to \"nvme\"",
+                  "offload the parameters to \"cpu\" (offload_optimizer may stay on \"nvme\")");
+  }
+  if (zero.round_robin_gradients) {
+    return NotYet("zero_optimization.round_robin_gradients",
+                  "true (DeepSpeed's round-robin order of the parameters in each partition)",
+                  "set it to false or remove it");
+  }
+  if (opt_off) {
+    plan->offload.optimizer = true;
+    plan->offload.pin_memory = zero.offload_optimizer->pin_memory;
+    if (opt_nvme) {
+      if (!zero.offload_optimizer->nvme_path || zero.offload_optimizer->nvme_path->empty()) {
+        return Invalid(
+            "zero_optimization.offload_optimizer.nvme_path: required with \"device\": "
+            "\"nvme\"; set it to a folder on a fast local disk");
+      }
+      plan->offload.optimizer_nvme_path = *zero.offload_optimizer->nvme_path;
+      plan->offload.buffer_count = zero.offload_optimizer->buffer_count;
+      if (plan->offload.buffer_count < 1) {
+        return Invalid(absl::StrCat("zero_optimization.offload_optimizer.buffer_count: ",
+                                    plan->offload.buffer_count, " must be >= 1"));
+      }
+      plan->offload.sub_group_size = zero.sub_group_size;
+      if (plan->offload.sub_group_size < 1) {
+        return Invalid(absl::StrCat("zero_optimization.sub_group_size: ", zero.sub_group_size,
+                                    " must be >= 1"));
+      }
+      plan->offload.aio = ds.aio;
+    }
+  }
+  if (param_off) {
+    plan->offload.params = true;
+    plan->offload.pin_memory = plan->offload.pin_memory || zero.offload_param->pin_memory;
+  }
+  // DeepSpeed's engine (_configure_optimizer): with the optimizer offloaded, a client optimizer
+  // that is not its CPU Adam is refused unless zero_force_ds_cpu_optimizer is false. loom's CPU
+  // optimizers: the config's Adam/AdamW/Adagrad section, or --optim adamw_torch_fused.
+  if (opt_off && !ds.optimizer && ds.zero_force_ds_cpu_optimizer &&
+      args.optim() != "adamw_torch_fused") {
+    return Invalid(absl::StrCat(
+        "zero_force_ds_cpu_optimizer: You are using ZeRO-Offload with a client provided "
+        "optimizer (--optim ",
+        args.optim(),
+        ") which in most cases will yield poor performance. Please either use loom's CPU Adam "
+        "(--optim adamw_torch_fused) or set an optimizer in your ds-config. If you really want "
+        "to use a custom optimizer w. ZeRO-Offload and understand the performance impacts you "
+        "can also set <\"zero_force_ds_cpu_optimizer\": false> in your configuration file."));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string DeepSpeedPlan::Echo() const {
@@ -245,17 +326,7 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
     plan.stage3_max_live_parameters = zero.stage3_max_live_parameters;
     plan.stage3_gather_16bit_weights_on_model_save = zero.stage3_gather_16bit_weights_on_model_save;
   }
-  if (zero.offload_optimizer && zero.offload_optimizer->device != args::OffloadDevice::kNone) {
-    return NotYet("zero_optimization.offload_optimizer.device",
-                  absl::StrCat("offloading the optimizer to \"",
-                               args::OffloadDeviceName(zero.offload_optimizer->device), "\""),
-                  "set \"device\" to \"none\" or remove offload_optimizer");
-  }
-  if (zero.offload_param && zero.offload_param->device != args::OffloadDevice::kNone) {
-    return NotYet("zero_optimization.offload_param.device",
-                  "offloading parameters (a ZeRO stage 3 feature)",
-                  "set \"device\" to \"none\" or remove offload_param");
-  }
+  RETURN_IF_ERROR(PlanOffload(args, ds, &plan));
   const auto enabled = [](const args::AutoOr<bool>& v) { return !v.is_auto() && v.value(); };
   if (ds.fp16.present && ds.bf16.present && enabled(ds.fp16.enabled) && enabled(ds.bf16.enabled)) {
     return Invalid(

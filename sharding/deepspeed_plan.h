@@ -17,13 +17,17 @@
 //     gradient_predivide_factor / prescale_gradients with the all-reduce path; the optimizer
 //     and scheduler sections of optim/deepspeed_optim.h; bf16 with stages 1-2;
 //     communication_data_type fp32, or bf16 with bf16; steps_per_print (DeepSpeed's progress
-//     line); zero_allow_untested_optimizer; zero_force_ds_cpu_optimizer, aio and the offload
-//     sections' other keys (meaningful only with offload, which is refused on its own);
+//     line); zero_allow_untested_optimizer; offload_optimizer (cpu at stages 1-3, nvme at
+//     stage 3: ZeRO-Infinity, nvme_path, buffer_count, sub_group_size and the aio section),
+//     offload_param cpu (stage 3), pin_memory; zero_force_ds_cpu_optimizer (DeepSpeed's error
+//     for a client optimizer with the optimizer offloaded: loom's CPU optimizers are the
+//     config's Adam/AdamW/Adagrad and --optim adamw_torch_fused);
 //     checkpoint.use_node_local_storage (one node: every rank's files land in the same
 //     folder)), ignored by DeepSpeed itself below stage 3 (stage3_*, sub_group_size,
 //     ignore_unused_parameters), accepted only at its default value (round_robin_gradients
 //     false, wall_clock_breakdown false, ...), or refused: InvalidArgument / Unimplemented
-//     naming the dotted key and the fix. Refused now: stage 3, offload (device cpu/nvme), fp16
+//     naming the dotted key and the fix. Refused now: offload_param nvme, round_robin_gradients
+//     true, offload_param below stage 3 and nvme below stage 3 (DeepSpeed: stage 3 only), fp16
 //     enabled (DeepSpeed's loss scaler), bf16 with stage 0, fp16 communication, predivide /
 //     prescale without the all-reduce path, unknown or misspelled keys in any section, an
 //     optimizer section with a non-default --optim, a scheduler section with a non-default
@@ -45,6 +49,7 @@
 #include "absl/status/statusor.h"
 #include "args/deepspeed_config.h"
 #include "args/training_args.pb.h"
+#include "sharding/offload.h"
 #include "sharding/zero.h"
 
 namespace loom::sharding {
@@ -63,6 +68,8 @@ struct DeepSpeedPlan {
   int64_t stage3_prefetch_bucket_size = 50000000;
   int64_t stage3_max_live_parameters = 1000000000;
   bool stage3_gather_16bit_weights_on_model_save = false;
+  // offload_optimizer / offload_param (issue 16).
+  OffloadOptions offload;
   std::vector<std::string> warnings;
 
   // DeepSpeed's engine log of its configuration: "DeepSpeedEngine configuration:" and the

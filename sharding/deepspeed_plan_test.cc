@@ -111,6 +111,40 @@ TEST(DeepSpeedPlanTest, Stage3Keys) {
   EXPECT_TRUE(plan.stage3_gather_16bit_weights_on_model_save);
 }
 
+TEST(DeepSpeedPlanTest, Offload) {
+  // The config's optimizer section, or loom's CPU Adam by --optim, or the override.
+  ASSERT_OK_AND_ASSIGN(DeepSpeedPlan plan,
+                       Plan(R"({"optimizer": {"type": "AdamW", "params": {"lr": "auto"}},
+                                "zero_optimization": {"stage": 2,
+                                "offload_optimizer": {"device": "cpu", "pin_memory": true}}})"));
+  EXPECT_TRUE(plan.offload.optimizer);
+  EXPECT_FALSE(plan.offload.params);
+  EXPECT_TRUE(plan.offload.pin_memory);
+  EXPECT_TRUE(plan.offload.optimizer_nvme_path.empty());
+  ASSERT_OK_AND_ASSIGN(plan, Plan(R"({"zero_optimization": {"stage": 3,
+                                       "offload_optimizer": {"device": "cpu"},
+                                       "offload_param": {"device": "cpu"}}})",
+                                  {"--optim", "adamw_torch_fused"}));
+  EXPECT_TRUE(plan.offload.optimizer);
+  EXPECT_TRUE(plan.offload.params);
+  EXPECT_FALSE(plan.offload.pin_memory);
+  ASSERT_OK_AND_ASSIGN(plan, Plan(R"({"zero_force_ds_cpu_optimizer": false,
+                                       "zero_optimization": {"stage": 1,
+                                       "offload_optimizer": {"device": "cpu"}}})"));
+  EXPECT_TRUE(plan.offload.optimizer);
+  // ZeRO-Infinity: the path, buffers, sub-group size and the aio section (nested, as the doc).
+  ASSERT_OK_AND_ASSIGN(plan, Plan(R"({"zero_optimization": {"stage": 3, "sub_group_size": 1000,
+                                       "offload_optimizer": {"device": "nvme",
+                                         "nvme_path": "/some/where", "buffer_count": 6},
+                                       "aio": {"block_size": 4096, "queue_depth": 4}}})",
+                                  {"--optim", "adamw_torch_fused"}));
+  EXPECT_EQ(plan.offload.optimizer_nvme_path, "/some/where");
+  EXPECT_EQ(plan.offload.buffer_count, 6);
+  EXPECT_EQ(plan.offload.sub_group_size, 1000);
+  EXPECT_EQ(plan.offload.aio.block_size, 4096);
+  EXPECT_EQ(plan.offload.aio.queue_depth, 4);
+}
+
 TEST(DeepSpeedPlanTest, DeepSpeedDerivesTheMissingBatchKey) {
   // Keys left out take the Trainer's values (accelerate fills them).
   ASSERT_OK_AND_ASSIGN(DeepSpeedPlan plan,
@@ -158,11 +192,12 @@ INSTANTIATE_TEST_SUITE_P(
                   {"--bf16"},
                   kNotYet,
                   {"bf16.enabled", "ZeRO stage 3"}},
-        BadConfig{"Stage3ParameterOffload",
-                  R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})",
+        BadConfig{"Stage3ParameterOffloadToNvme",
+                  R"({"zero_optimization": {"stage": 3,
+                      "offload_param": {"device": "nvme", "nvme_path": "/tmp"}}})",
                   {},
                   kNotYet,
-                  {"zero_optimization.offload_param.device"}},
+                  {"zero_optimization.offload_param.device", "nvme"}},
         BadConfig{"TrainBatchInconsistent",
                   R"({"train_batch_size": 10, "train_micro_batch_size_per_gpu": 2,
                       "gradient_accumulation_steps": 1})",
@@ -200,18 +235,43 @@ INSTANTIATE_TEST_SUITE_P(
                   {"--lr_scheduler_type", "cosine"},
                   kInvalid,
                   {"scheduler", "--lr_scheduler_type cosine"}},
-        BadConfig{"OffloadOptimizer",
+        BadConfig{"OffloadOptimizerWithClientOptimizer",
                   R"({"zero_optimization": {"stage": 2,
                       "offload_optimizer": {"device": "cpu"}}})",
                   {},
-                  kNotYet,
-                  {"zero_optimization.offload_optimizer.device"}},
-        BadConfig{"OffloadParamNvme",
+                  kInvalid,
+                  {"zero_force_ds_cpu_optimizer", "--optim adamw_torch",
+                   "\"zero_force_ds_cpu_optimizer\": false"}},
+        BadConfig{"OffloadParamBelowStage3",
                   R"({"zero_optimization": {"stage": 2,
-                      "offload_param": {"device": "nvme", "nvme_path": "/tmp"}}})",
+                      "offload_param": {"device": "cpu"}}})",
                   {},
-                  kNotYet,
-                  {"zero_optimization.offload_param.device"}},
+                  kInvalid,
+                  {"zero_optimization.offload_param", "valid only with ZeRO stage 3"}},
+        BadConfig{"OffloadOptimizerAtStage0",
+                  R"({"zero_optimization": {"stage": 0,
+                      "offload_optimizer": {"device": "cpu"}}})",
+                  {"--optim", "adamw_torch_fused"},
+                  kInvalid,
+                  {"zero_optimization.offload_optimizer", "stage 0"}},
+        BadConfig{"NvmeBelowStage3",
+                  R"({"zero_optimization": {"stage": 2,
+                      "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp"}}})",
+                  {"--optim", "adamw_torch_fused"},
+                  kInvalid,
+                  {"zero_optimization.offload_optimizer.device", "requires ZeRO stage 3"}},
+        BadConfig{"NvmeWithoutPath",
+                  R"({"zero_optimization": {"stage": 3,
+                      "offload_optimizer": {"device": "nvme"}}})",
+                  {"--optim", "adamw_torch_fused"},
+                  kInvalid,
+                  {"zero_optimization.offload_optimizer.nvme_path", "required"}},
+        BadConfig{"BiasCorrectionFalseWithoutOffload",
+                  R"({"optimizer": {"type": "AdamW", "params": {"bias_correction": false}},
+                      "zero_optimization": {"stage": 2}})",
+                  {},
+                  kInvalid,
+                  {"optimizer.params.bias_correction", "CPU Adam"}},
         BadConfig{"Fp16AndBf16",
                   R"({"fp16": {"enabled": true}, "bf16": {"enabled": true}})",
                   {},

@@ -12,8 +12,9 @@
 
 namespace loom::sharding {
 
-absl::StatusOr<std::unique_ptr<FlatParamUnit>> FlatParamUnit::Create(std::vector<at::Tensor> params,
-                                                                     int rank, int world) {
+absl::StatusOr<std::unique_ptr<FlatParamUnit>> FlatParamUnit::Create(
+    std::vector<at::Tensor> params, int rank, int world,
+    std::optional<at::TensorOptions> shard_options) {
   if (params.empty()) return absl::InvalidArgumentError("FlatParamUnit: a unit without parameters");
   if (world < 1 || rank < 0 || rank >= world) {
     return absl::InvalidArgumentError(
@@ -40,7 +41,9 @@ absl::StatusOr<std::unique_ptr<FlatParamUnit>> FlatParamUnit::Create(std::vector
       offset += p.numel();
     }
     const int64_t part = unit->padded_numel_ / world;
-    unit->shard_ = unit->flat_.slice(0, rank * part, (rank + 1) * part).clone();
+    at::Tensor own = unit->flat_.slice(0, rank * part, (rank + 1) * part);
+    unit->shard_ = shard_options ? own.to(*shard_options, /*non_blocking=*/false, /*copy=*/true)
+                                 : own.clone();
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "flattening a unit");
   }
@@ -69,7 +72,7 @@ absl::Status FlatParamUnit::StartGather(distributed::ProcessGroup* pg) {
     at::NoGradGuard no_grad;
     AllocateStorage();
     absl::StatusOr<distributed::PendingCollective> pending =
-        distributed::StartAllGatherInto(*pg, shard_.detach(), flat_);
+        distributed::StartAllGatherInto(*pg, ShardOnDevice().detach(), flat_);
     if (pending.ok()) {
       pending_ = std::move(*pending);
     } else {
@@ -80,6 +83,13 @@ absl::Status FlatParamUnit::StartGather(distributed::ProcessGroup* pg) {
   }
   if (!started.ok()) Release();  // nothing in flight: a later Gather() gathers normally
   return started;
+}
+
+at::Tensor FlatParamUnit::ShardOnDevice() const {
+  if (shard_.device() == flat_.device() && shard_.scalar_type() == flat_.scalar_type()) {
+    return shard_;
+  }
+  return shard_.detach().to(flat_.options());
 }
 
 void FlatParamUnit::AllocateStorage() {
@@ -99,7 +109,7 @@ absl::Status FlatParamUnit::Gather(distributed::ProcessGroup* pg) {
     at::NoGradGuard no_grad;
     if (!gathered_) AllocateStorage();
     if (pg != nullptr && world_ > 1) {
-      RETURN_IF_ERROR(distributed::AllGatherInto(*pg, shard_, flat_));
+      RETURN_IF_ERROR(distributed::AllGatherInto(*pg, ShardOnDevice(), flat_));
     } else {
       flat_.copy_(shard_);
     }

@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -48,8 +49,12 @@ namespace loom::sharding {
 
 class FlatParamUnit {
  public:
-  static absl::StatusOr<std::unique_ptr<FlatParamUnit>> Create(std::vector<at::Tensor> params,
-                                                               int rank, int world);
+  // `shard_options` (e.g. offload.h's HostOptions): where and in which dtype the shard lives;
+  // unset: as the parameters. A shard on another device than the parameters is staged on
+  // their device for each gather.
+  static absl::StatusOr<std::unique_ptr<FlatParamUnit>> Create(
+      std::vector<at::Tensor> params, int rank, int world,
+      std::optional<at::TensorOptions> shard_options = std::nullopt);
 
   void Release();
   // `pg` may be null for one process.
@@ -70,6 +75,8 @@ class FlatParamUnit {
  private:
   FlatParamUnit() = default;
   void AllocateStorage();
+  // The shard on the full buffer's device (itself when it is there).
+  at::Tensor ShardOnDevice() const;
 
   std::vector<at::Tensor> params_;
   at::Tensor flat_;   // the full buffer; its storage is freed while released

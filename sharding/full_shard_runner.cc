@@ -31,7 +31,8 @@ absl::StatusOr<std::unique_ptr<FullShardRunner>> FullShardRunner::Create(
       u.params += static_cast<int64_t>(spec.params_by_group[g].size());
       for (const at::Tensor& p : spec.params_by_group[g]) u.numel += p.numel();
       ASSIGN_OR_RETURN(piece.flat,
-                       FlatParamUnit::Create(std::move(spec.params_by_group[g]), rank, world),
+                       FlatParamUnit::Create(std::move(spec.params_by_group[g]), rank, world,
+                                             options.shard_options),
                        absl::StrCat("wrap unit ", spec.name));
       at::Tensor& shard = piece.flat->mutable_shard();
       shard.set_requires_grad(true);
@@ -149,7 +150,9 @@ absl::Status FullShardRunner::ReduceUnit(size_t i) {
     for (size_t p : units_[i].pieces) {
       FlatParamUnit& flat = *pieces_[p].flat;
       at::Tensor& shard_grad = flat.mutable_shard().mutable_grad();
-      at::Tensor full = at::empty({flat.padded_numel()}, shard_grad.options());
+      // Reduced on the parameters' device; the shard's gradient may live elsewhere (offload).
+      at::Tensor full = at::empty({flat.padded_numel()},
+                                 flat.params().front().options().requires_grad(false));
       int64_t offset = 0;
       for (const at::Tensor& param : flat.params()) {
         at::Tensor dst = full.slice(0, offset, offset + param.numel());
@@ -163,13 +166,14 @@ absl::Status FullShardRunner::ReduceUnit(size_t i) {
       if (offset < flat.padded_numel()) full.slice(0, offset).zero_();
       at::Tensor reduced = full;
       if (world > 1) {
-        reduced = at::empty_like(shard_grad);
+        reduced = at::empty({flat.padded_numel() / world}, full.options());
         RETURN_IF_ERROR(distributed::ReduceScatterSum(*pg_, full, reduced));
       }
       if (replicas_ != nullptr) RETURN_IF_ERROR(distributed::AllReduce(*replicas_, reduced));
       const int total = world * (replicas_ != nullptr ? replicas_->world_size() : 1);
       if (total > 1) reduced.div_(static_cast<double>(total));
-      shard_grad.add_(reduced);
+      shard_grad.add_(reduced.device() == shard_grad.device() ? reduced
+                                                              : reduced.to(shard_grad.device()));
       for (at::Tensor param : flat.params()) param.mutable_grad().reset();  // a handle
     }
   } catch (const std::exception& e) {

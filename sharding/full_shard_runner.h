@@ -50,6 +50,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,9 @@ struct FullShardRunnerOptions {
   // A prefetch that would take the full parameter elements held past this is skipped
   // (DeepSpeed's stage3_max_live_parameters; the unit about to run is always gathered).
   int64_t max_live_elements = std::numeric_limits<int64_t>::max();
+  // Where the shards (the optimizer's parameters) and their gradients live; unset: with the
+  // parameters. Offload (offload.h) puts them in host memory.
+  std::optional<at::TensorOptions> shard_options;
 };
 
 class FullShardRunner : public modeling::UnitRunner {

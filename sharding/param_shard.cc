@@ -148,7 +148,12 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
                                               .forward_prefetch = o.forward_prefetch,
                                               .backward_prefetch = o.backward_prefetch,
                                               .prefetch_limit = o.prefetch_limit,
-                                              .max_live_elements = o.max_live_elements},
+                                              .max_live_elements = o.max_live_elements,
+                                              .shard_options =
+                                                  o.offload.any()
+                                                      ? std::optional<at::TensorOptions>(
+                                                            HostOptions(o.offload))
+                                                      : std::nullopt},
                        strategy->replica_pg_ ? &*strategy->replica_pg_ : nullptr),
                    o.name);
   if (o.auto_wrap) {

@@ -60,6 +60,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "sharding/full_shard_runner.h"
+#include "sharding/offload.h"
 #include "sharding/strategy.h"
 #include "sharding/strategy_pieces.h"
 #include "sharding/zero_checkpoint.h"
@@ -88,7 +89,14 @@ struct ParamShardOptions : StrategyPieces<ParamShardOptions> {
   // Recorded in the checkpoint files (DeepSpeed's ds_config and clip_grad).
   nlohmann::ordered_json ds_config = nlohmann::ordered_json::object();
   double gradient_clipping = 0;
+  // offload_optimizer / offload_param / FSDP's offload (offload.h): the shards, their gradients
+  // and the optimizer state in host memory.
+  OffloadOptions offload;
 
+  ParamShardOptions& set_offload(const OffloadOptions& v) {
+    offload = v;
+    return *this;
+  }
   ParamShardOptions& set_name(std::string v) {
     name = std::move(v);
     return *this;
@@ -150,7 +158,7 @@ class ParamShardStrategy : public ShardingStrategy {
   static absl::StatusOr<std::unique_ptr<ParamShardStrategy>> Create(const ParamShardOptions& o);
   ~ParamShardStrategy() override;
 
-  std::string Name() const override { return options_.name; }
+  std::string Name() const override { return options_.name + OffloadSuffix(options_.offload); }
   absl::Status BeforeForward(bool closes_window) override { return absl::OkStatus(); }
   absl::Status AfterBackward() override;
   absl::StatusOr<std::optional<double>> ClipGradients(double max_norm) override;

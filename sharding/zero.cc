@@ -121,12 +121,17 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
         }
         offset += p.numel();
       }
+      const at::TensorOptions master_options =
+          o.offload.optimizer ? HostOptions(o.offload)
+                              : g.flat_params.options().dtype(at::kFloat);
       g.partition = g.flat_params.slice(0, rank * part, (rank + 1) * part)
-                        .to(at::kFloat)
-                        .clone()
+                        .to(master_options, /*non_blocking=*/false, /*copy=*/true)
                         .set_requires_grad(true);
-      g.partition.mutable_grad() = at::zeros_like(g.partition);
-      if (bf16) g.grad16 = at::zeros({part}, g.flat_params.options());
+      g.partition.mutable_grad() = at::zeros({part}, master_options);
+      const at::ScalarType comm = o.comm.communication_dtype.value_or(strategy->dtype_);
+      if (bf16 || (o.offload.optimizer && g.partition.device() != g.flat_params.device())) {
+        g.grad16 = at::zeros({part}, g.flat_params.options().dtype(bf16 ? comm : at::kFloat));
+      }
     }
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "partitioning for ZeRO");
@@ -181,7 +186,9 @@ int ZeroStrategy::world() const { return pg_ ? pg_->world_size() : 1; }
 
 int ZeroStrategy::rank() const { return pg_ ? pg_->rank() : 0; }
 
-std::string ZeroStrategy::Name() const { return absl::StrCat("ZeRO-", options_.stage); }
+std::string ZeroStrategy::Name() const {
+  return absl::StrCat("ZeRO-", options_.stage, OffloadSuffix(options_.offload));
+}
 
 at::Tensor ZeroStrategy::Flatten(const Group& g, bool grads) const {
   std::vector<at::Tensor> pieces;
@@ -280,7 +287,9 @@ absl::Status ZeroStrategy::ShareParameters(const at::Tensor& master, at::Tensor&
   const ZeroCommOptions& c = options_.comm;
   // The fp32 master rounded to the weights' dtype (bf16), then gathered in it.
   const at::Tensor partition =
-      master.scalar_type() == flat_params.scalar_type() ? master : master.to(flat_params.dtype());
+      master.scalar_type() == flat_params.scalar_type() && master.device() == flat_params.device()
+          ? master
+          : master.to(flat_params.options());
   const int w = world();
   const int64_t part = partition.numel();
   if (!c.allgather_partitions) {
@@ -322,7 +331,9 @@ absl::Status ZeroStrategy::AfterBackward() {
     std::vector<at::Tensor*> outs;
     for (Group& g : groups_) {
       at::Tensor& part_grad = g.partition.mutable_grad();
-      outs.push_back(comm == part_grad.scalar_type() ? &part_grad : &g.grad16);
+      const bool direct = comm == part_grad.scalar_type() &&
+                          part_grad.device() == g.flat_params.device();
+      outs.push_back(direct ? &part_grad : &g.grad16);
     }
     if (overlap_) {
       // The buckets were reduced during backward; the rest now.

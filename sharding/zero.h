@@ -42,6 +42,11 @@
 // Checkpoints: SaveState / LoadState (DeepSpeed's layout, zero_checkpoint.h; bf16_ prefix).
 // overlap_comm: the reduction runs bucket by bucket during backward (zero_overlap.h), each
 // bucket's pieces reduced to their owners.
+// Offload (options.offload.optimizer, DeepSpeed's offload_optimizer; issue 16): the master
+// partitions and their gradients are allocated in host memory (offload.h's HostOptions); the
+// averaged gradient is reduced on the device and copied to the host; the optimizer steps
+// there; the updated master is copied to the device as it is gathered. The Trainer gives such
+// a run loom's fused CPU optimizer.
 // Not yet (issue 13): fp16 weights with DeepSpeed's loss scaler (CUDA only in loom).
 //
 // Example:
@@ -62,6 +67,7 @@
 #include "distributed/process_group.h"
 #include "nlohmann/json.hpp"
 #include "precision/training_precision.h"
+#include "sharding/offload.h"
 #include "sharding/strategy.h"
 #include "sharding/strategy_pieces.h"
 #include "sharding/zero_checkpoint.h"
@@ -103,7 +109,13 @@ struct ZeroOptions : StrategyPieces<ZeroOptions> {
   // Recorded in the checkpoint files (DeepSpeed's ds_config and clip_grad).
   nlohmann::ordered_json ds_config = nlohmann::ordered_json::object();
   double gradient_clipping = 0;
+  // offload_optimizer (offload.h): the masters and their gradients in host memory.
+  OffloadOptions offload;
 
+  ZeroOptions& set_offload(const OffloadOptions& v) {
+    offload = v;
+    return *this;
+  }
   ZeroOptions& set_stage(int v) {
     stage = v;
     return *this;
@@ -159,8 +171,10 @@ class ZeroStrategy : public ShardingStrategy {
     at::Tensor flat_grads;           // stage 1: padded; the params' grads are views of it
     at::Tensor partition;            // this rank's fp32 master slice (the optimizer's param);
                                      // its grad: the averaged gradient of the slice
-    at::Tensor grad16;               // 16-bit weights: the slice's averaged 16-bit gradient
-                                     // (DeepSpeed's averaged_gradients)
+    at::Tensor grad16;               // the slice's averaged gradient on the device when the
+                                     // partition's cannot take it directly: 16-bit weights
+                                     // (DeepSpeed's averaged_gradients), or an offloaded
+                                     // partition on another device
   };
 
   explicit ZeroStrategy(const ZeroOptions& o) : options_(o) {

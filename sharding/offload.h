@@ -1,0 +1,66 @@
+// OffloadOptions: where a ZeRO strategy keeps what it offloads (issue 16; spec/deepspeed.md
+// §1.2 offload_optimizer / offload_param, §1.4 ZeRO-Infinity) — one plain struct that the
+// DeepSpeed plan fills and ZeroStrategy / ParamShardStrategy read.
+//
+// Contract:
+//   - optimizer: the fp32 master partitions, their gradients and the optimizer state live in
+//     host memory (HostOptions: CPU, page-locked when pin_memory and CUDA is present); the
+//     reduced gradients are copied there, the optimizer (loom's fused CPU optimizer, chosen by
+//     the Trainer) steps there, and the updated masters are copied back to the device. On a CPU
+//     build the host is the device: the same code runs and only the copies are local.
+//   - optimizer_nvme_path non-empty (stage 3): the optimizer state and the masters are also
+//     swapped out to files under that folder (sharding/nvme_swapper.h), sub_group_size elements
+//     at a time, through the aio engine configured by `aio`, with buffer_count buffers.
+//   - params (stage 3): the parameter shards live in host memory between uses.
+//
+// Example:
+//   OffloadOptions off; off.optimizer = true; off.pin_memory = true;
+//   at::Tensor master = shard.to(HostOptions(off), false, /*copy=*/true);
+#ifndef LOOM_SHARDING_OFFLOAD_H_
+#define LOOM_SHARDING_OFFLOAD_H_
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+
+#include "args/deepspeed_config.h"
+
+namespace loom::sharding {
+
+struct OffloadOptions {
+  bool optimizer = false;
+  bool params = false;
+  bool pin_memory = false;
+  std::string optimizer_nvme_path;  // empty: host memory only
+  int64_t buffer_count = 4;
+  int64_t sub_group_size = 1000000000;
+  args::AioConfig aio;
+
+  bool any() const { return optimizer || params; }
+};
+
+// What the strategy names in its Name(): "" without offload, else e.g.
+// " (offload: optimizer cpu, params cpu)" or " (offload: optimizer nvme)".
+inline std::string OffloadSuffix(const OffloadOptions& o);
+
+// fp32 tensors in host memory: CPU, pinned when asked and CUDA is there to use it.
+inline at::TensorOptions HostOptions(const OffloadOptions& o) {
+  return at::TensorOptions()
+      .dtype(at::kFloat)
+      .device(at::kCPU)
+      .pinned_memory(o.pin_memory && at::hasCUDA());
+}
+
+}  // namespace loom::sharding
+
+inline std::string OffloadSuffix(const OffloadOptions& o) {
+  if (!o.any()) return "";
+  std::string out = " (offload:";
+  if (o.optimizer) out += o.optimizer_nvme_path.empty() ? " optimizer cpu" : " optimizer nvme";
+  if (o.optimizer && o.params) out += ",";
+  if (o.params) out += " params cpu";
+  return out + ")";
+}
+
+#endif  // LOOM_SHARDING_OFFLOAD_H_
