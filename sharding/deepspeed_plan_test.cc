@@ -132,17 +132,6 @@ TEST(DeepSpeedPlanTest, Offload) {
                                        "zero_optimization": {"stage": 1,
                                        "offload_optimizer": {"device": "cpu"}}})"));
   EXPECT_TRUE(plan.offload.optimizer);
-  // ZeRO-Infinity: the path, buffers, sub-group size and the aio section (nested, as the doc).
-  ASSERT_OK_AND_ASSIGN(plan, Plan(R"({"zero_optimization": {"stage": 3, "sub_group_size": 1000,
-                                       "offload_optimizer": {"device": "nvme",
-                                         "nvme_path": "/some/where", "buffer_count": 6},
-                                       "aio": {"block_size": 4096, "queue_depth": 4}}})",
-                                  {"--optim", "adamw_torch_fused"}));
-  EXPECT_EQ(plan.offload.optimizer_nvme_path, "/some/where");
-  EXPECT_EQ(plan.offload.buffer_count, 6);
-  EXPECT_EQ(plan.offload.sub_group_size, 1000);
-  EXPECT_EQ(plan.offload.aio.block_size, 4096);
-  EXPECT_EQ(plan.offload.aio.queue_depth, 4);
 }
 
 TEST(DeepSpeedPlanTest, DeepSpeedDerivesTheMissingBatchKey) {
@@ -260,6 +249,12 @@ INSTANTIATE_TEST_SUITE_P(
                   {"--optim", "adamw_torch_fused"},
                   kInvalid,
                   {"zero_optimization.offload_optimizer.device", "requires ZeRO stage 3"}},
+        BadConfig{"NvmeNotYet",
+                  R"({"zero_optimization": {"stage": 3,
+                      "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp"}}})",
+                  {"--optim", "adamw_torch_fused"},
+                  kNotYet,
+                  {"zero_optimization.offload_optimizer.device", "nvme", "offload it to \"cpu\""}},
         BadConfig{"NvmeWithoutPath",
                   R"({"zero_optimization": {"stage": 3,
                       "offload_optimizer": {"device": "nvme"}}})",

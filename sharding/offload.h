@@ -8,9 +8,8 @@
 //     reduced gradients are copied there, the optimizer (loom's fused CPU optimizer, chosen by
 //     the Trainer) steps there, and the updated masters are copied back to the device. On a CPU
 //     build the host is the device: the same code runs and only the copies are local.
-//   - optimizer_nvme_path non-empty (stage 3): the optimizer state and the masters are also
-//     swapped out to files under that folder (sharding/nvme_swapper.h), sub_group_size elements
-//     at a time, through the aio engine configured by `aio`, with buffer_count buffers.
+//   - optimizer_nvme_path, buffer_count, sub_group_size, aio: ZeRO-Infinity's swap of the
+//     optimizer state to files (not in loom yet: the plan refuses nvme; //aio is its engine).
 //   - params (stage 3): the parameter shards live in host memory between uses.
 //
 // Example:
@@ -42,7 +41,14 @@ struct OffloadOptions {
 
 // What the strategy names in its Name(): "" without offload, else e.g.
 // " (offload: optimizer cpu, params cpu)" or " (offload: optimizer nvme)".
-inline std::string OffloadSuffix(const OffloadOptions& o);
+inline std::string OffloadSuffix(const OffloadOptions& o) {
+  if (!o.any()) return "";
+  std::string out = " (offload:";
+  if (o.optimizer) out += o.optimizer_nvme_path.empty() ? " optimizer cpu" : " optimizer nvme";
+  if (o.optimizer && o.params) out += ",";
+  if (o.params) out += " params cpu";
+  return out + ")";
+}
 
 // fp32 tensors in host memory: CPU, pinned when asked and CUDA is there to use it.
 inline at::TensorOptions HostOptions(const OffloadOptions& o) {
@@ -53,14 +59,5 @@ inline at::TensorOptions HostOptions(const OffloadOptions& o) {
 }
 
 }  // namespace loom::sharding
-
-inline std::string OffloadSuffix(const OffloadOptions& o) {
-  if (!o.any()) return "";
-  std::string out = " (offload:";
-  if (o.optimizer) out += o.optimizer_nvme_path.empty() ? " optimizer cpu" : " optimizer nvme";
-  if (o.optimizer && o.params) out += ",";
-  if (o.params) out += " params cpu";
-  return out + ")";
-}
 
 #endif  // LOOM_SHARDING_OFFLOAD_H_

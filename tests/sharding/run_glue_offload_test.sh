@@ -1,16 +1,14 @@
 #!/usr/bin/env bash
 # ZeRO-Offload through run_glue under //tools:launch at 2 ranks (issue 16):
-#   1. offload_optimizer cpu at stages 2 and 3, offload_param cpu at stage 3 (alone and with the
-#      optimizer), and offload_optimizer nvme at stage 3 (nvme_path in a temp folder) each end
-#      with weights within 1e-6 of the same stage without offload (clipping on, AdamW from the
+#   1. offload_optimizer cpu at stages 2 and 3 and offload_param cpu at stage 3 (alone and with
+#      the optimizer) each end with weights within 1e-6 of the same stage without offload (clipping on, AdamW from the
 #      config: offloaded runs step with loom's fused CPU Adam, the others with torch's AdamW).
 #   2. A client optimizer: --optim adamw_torch_fused is loom's CPU Adam and is taken; the default
 #      adamw_torch is refused before any work with DeepSpeed's zero_force_ds_cpu_optimizer
 #      message, and taken with "zero_force_ds_cpu_optimizer": false.
-#   3. Resume from an offloaded checkpoint (stage 2 cpu, stage 3 cpu+cpu, stage 3 nvme) equals
-#      the uninterrupted run bit for bit, losses included.
-#   4. NVMe: no swap file or folder is left under nvme_path after a run, and none after a run
-#      killed with SIGTERM in the middle of training.
+#   3. Resume from an offloaded checkpoint (stage 2 cpu, stage 3 cpu+cpu) equals the
+#      uninterrupted run bit for bit, losses included.
+#   (NVMe offload is refused by the plan until ZeRO-Infinity's swapper lands.)
 #   usage: run_glue_offload_test.sh RUN_GLUE LAUNCH COMPARE_PY DEMO_MODEL_SH SAME_LOGS_PY
 set -euo pipefail
 bin=$1 launch=$2 compare=$3 demo_model=$4 same_logs_py=$5
@@ -30,7 +28,6 @@ ds() {  # STAGE ZERO_EXTRA [TOP_EXTRA] [OPTIMIZER(1|0)]
 }
 CPU_OPT=', "offload_optimizer": {"device": "cpu", "pin_memory": true}'
 CPU_PARAM=', "offload_param": {"device": "cpu", "pin_memory": true}'
-nvme_opt() { echo ", \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"$1\", \"buffer_count\": 2}, \"sub_group_size\": 3000, \"aio\": {\"block_size\": 4096, \"queue_depth\": 4}"; }
 launched() {  # OUT [flags...]
   local out=$1; shift
   timeout 240 "$launch" --standalone --nproc_per_node 2 "$bin" --output_dir "$out" \
@@ -41,11 +38,12 @@ same() {  # REF OUT TOL WHAT
 }
 
 # 1. Equal to the same stage without offload.
-mkdir -p "$T/nvme"
 launched "$T/ref2" --max_steps 4 --save_strategy no --deepspeed "$(ds 2 '')"
 launched "$T/ref3" --max_steps 4 --save_strategy no --deepspeed "$(ds 3 '')"
-check() {  # NAME REF STRATEGY CONFIG
-  launched "$T/$1" --max_steps 4 --save_strategy no --deepspeed "$4"
+check() {  # NAME REF STRATEGY CONFIG [flags...]
+  local name=$1 ref=$2 strategy=$3 config=$4; shift 4
+  set -- "$name" "$ref" "$strategy" "$config" "$@"
+  launched "$T/$name" --max_steps 4 --save_strategy no --deepspeed "$config" "${@:5}"
   grep -q "data parallelism: $3" "$T/$1.log" ||
     fail "$1: strategy $(grep 'data parallelism' "$T/$1.log")"
   same "$T/$2" "$T/$1" 1e-6 "$1: weights differ from $2 (no offload)"
@@ -55,13 +53,11 @@ check off2 ref2 "ZeRO-2 (offload: optimizer cpu)" "$(ds 2 "$CPU_OPT")"
 check off3 ref3 "ZeRO-3 (offload: optimizer cpu)" "$(ds 3 "$CPU_OPT")"
 check off3p ref3 "ZeRO-3 (offload: params cpu)" "$(ds 3 "$CPU_PARAM")"
 check off3pp ref3 "ZeRO-3 (offload: optimizer cpu, params cpu)" "$(ds 3 "$CPU_OPT$CPU_PARAM")"
-check nvme3 ref3 "ZeRO-3 (offload: optimizer nvme)" "$(ds 3 "$(nvme_opt "$T/nvme")")"
-grep -q "NVMe swap: " "$T/nvme3.log" || fail "nvme3: no NVMe swap report in the log"
-[[ -z "$(ls -A "$T/nvme")" ]] || fail "swap files left under nvme_path: $(ls -AR "$T/nvme")"
-echo "ok: nothing left under nvme_path"
 
 # 2. Client optimizers.
-check fused2 ref2 "ZeRO-2 (offload: optimizer cpu)" "$(ds 2 "$CPU_OPT" '' 0)" --optim adamw_torch_fused
+# The reference: the same stage with torch's AdamW from --optim (HF's two weight-decay groups).
+launched "$T/ref2c" --max_steps 4 --save_strategy no --deepspeed "$(ds 2 '' '' 0)"
+check fused2 ref2c "ZeRO-2 (offload: optimizer cpu)" "$(ds 2 "$CPU_OPT" '' 0)" --optim adamw_torch_fused
 set +e
 timeout 120 "$launch" --standalone --nproc_per_node 2 "$bin" --output_dir "$T/refused" \
   "${COMMON[@]}" --max_steps 4 --deepspeed "$(ds 2 "$CPU_OPT" '' 0)" > "$T/refused.log" 2>&1
@@ -73,6 +69,7 @@ grep -q "Training\|'loss'" "$T/refused.log" && fail "training started before the
 [[ ! -e "$T/refused/model.safetensors" ]] || fail "the refused run wrote weights"
 launched "$T/forced" --max_steps 4 --save_strategy no \
   --deepspeed "$(ds 2 "$CPU_OPT" '"zero_force_ds_cpu_optimizer": false,' 0)"
+same "$T/ref2c" "$T/forced" 1e-6 "forced: weights differ from ref2c"
 echo "ok: client optimizers (adamw_torch_fused taken, adamw_torch refused, then forced)"
 
 # 3. Resume bit for bit.
@@ -88,21 +85,3 @@ resume() {  # NAME CONFIG
 }
 resume res2 "$(ds 2 "$CPU_OPT")"
 resume res3 "$(ds 3 "$CPU_OPT$CPU_PARAM")"
-resume resn "$(ds 3 "$(nvme_opt "$T/nvme")")"
-[[ -z "$(ls -A "$T/nvme")" ]] || fail "swap files left under nvme_path after resuming"
-
-# 4. SIGTERM mid-run: the swap folder is removed by the signal handler.
-timeout 240 "$launch" --standalone --nproc_per_node 2 "$bin" --output_dir "$T/term" \
-  "${COMMON[@]}" --max_steps 100000 --save_strategy no \
-  --deepspeed "$(ds 3 "$(nvme_opt "$T/nvme")")" > "$T/term.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 600); do
-  grep -q "'loss'" "$T/term.log" 2>/dev/null && break
-  sleep 0.2
-done
-grep -q "'loss'" "$T/term.log" || { kill -9 "$pid"; cat "$T/term.log"; fail "term: no step logged"; }
-[[ -n "$(ls -A "$T/nvme")" ]] || fail "term: no swap folder while training"
-kill -TERM "$pid"
-wait "$pid" || true
-[[ -z "$(ls -A "$T/nvme")" ]] || fail "swap files left after SIGTERM: $(ls -AR "$T/nvme")"
-echo "ok: SIGTERM mid-run leaves nothing under nvme_path"
