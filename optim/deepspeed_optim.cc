@@ -1,7 +1,5 @@
 #include "optim/deepspeed_optim.h"
 
-#include "optim/fused_cpu_optim.h"
-
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -15,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "optim/fused_cpu_optim.h"
 
 namespace loom::optim {
 namespace {
@@ -145,7 +144,6 @@ absl::Status CheckDeepSpeedOptimizer(const args::DeepSpeedConfig& ds, int zero_s
           "--deepspeed: optimizer.params.amsgrad: DeepSpeed's Adam does not support AMSGrad; "
           "remove it");
     }
-    RETURN_IF_ERROR(Bool(params, "torch_adam", false).status());
     RETURN_IF_ERROR(Bool(params, "adam_w_mode", true).status());
   }
   if (type == "SGD" && !params.contains("lr")) {

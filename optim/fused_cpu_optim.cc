@@ -2,9 +2,10 @@
 
 #include <c10/util/Exception.h>
 
-#include <cmath>
 #include <memory>
-#include <string>
+#include <tuple>
+
+#include "optim/param_state.h"
 
 namespace loom::optim {
 namespace {
@@ -16,61 +17,70 @@ bool Fusable(const torch::Tensor& p) {
          g.is_contiguous() && g.sizes() == p.sizes();
 }
 
-// Whether every parameter with a gradient can take the fused pass.
-bool AllFusable(std::vector<torch::optim::OptimizerParamGroup>& groups, bool amsgrad_of_any) {
-  if (amsgrad_of_any) return false;
-  for (auto& group : groups) {
-    for (auto& p : group.params()) {
+// Whether every parameter with a gradient can take the fused pass (never with amsgrad).
+bool AllFusable(const std::vector<torch::optim::OptimizerParamGroup>& groups, bool amsgrad) {
+  if (amsgrad) return false;
+  for (const auto& group : groups) {
+    for (const auto& p : group.params()) {
       if (p.grad().defined() && !Fusable(p)) return false;
     }
   }
   return true;
 }
 
-template <typename State, typename Init>
-State& StateOf(torch::optim::Optimizer& opt, ska::flat_hash_map<std::string,
-               std::unique_ptr<torch::optim::OptimizerParamState>>& states,
-               const at::Tensor& p, const Init& init) {
-  const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
-  auto it = states.find(key);
-  if (it == states.end()) {
-    auto state = std::make_unique<State>();
-    init(*state);
-    it = states.emplace(key, std::move(state)).first;
-  }
-  return static_cast<State&>(*it->second);
+// Adam's state (torch's AdamParamState / AdamWParamState, HF's HfAdamWParamState) for p,
+// zero moments on first use.
+template <typename State>
+State& MomentsOf(ParamStateMap& states, const at::Tensor& p) {
+  return StateOf<State>(states, p, [&] {
+    auto fresh = std::make_unique<State>();
+    fresh->step(0);
+    fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
+    fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
+    return fresh;
+  });
 }
 
-template <typename State, typename Options>
-void AdamStep(torch::optim::Optimizer& opt, std::vector<torch::optim::OptimizerParamGroup>& groups,
-              ska::flat_hash_map<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>&
-                  states,
-              bool adamw_mode, bool bias_correction, CpuIsa isa,
-              const std::function<HalfCopy(const at::Tensor&)>& half_of) {
+// One Adam-family step over every parameter with a gradient: `scalars(options, step)` gives
+// the kernel's scalars for the parameter's group options and its (incremented) step.
+template <typename State, typename Options, typename Scalars>
+void AdamFamilyStep(std::vector<torch::optim::OptimizerParamGroup>& groups,
+                    ParamStateMap& states, CpuIsa isa,
+                    const std::function<HalfCopy(const at::Tensor&)>& half_of,
+                    const Scalars& scalars) {
   for (auto& group : groups) {
     const auto& o = static_cast<const Options&>(group.options());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      State& state = StateOf<State>(opt, states, p, [&](State& s) {
-        s.step(0);
-        s.exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
-        s.exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
-      });
+      State& state = MomentsOf<State>(states, p);
       state.step(state.step() + 1);
-      const AdamStepScalars s =
-          AdamScalarsFor(o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(),
-                         o.weight_decay(), adamw_mode, bias_correction, state.step());
-      AdamUpdate(s, p.data_ptr<float>(), p.grad().data_ptr<float>(),
+      AdamUpdate(scalars(o, state.step()), p.data_ptr<float>(), p.grad().data_ptr<float>(),
                  state.exp_avg().template data_ptr<float>(),
                  state.exp_avg_sq().template data_ptr<float>(), p.numel(), half_of(p), isa);
     }
   }
 }
 
-torch::Tensor RunClosure(const torch::optim::Optimizer::LossClosure& closure) {
-  if (closure == nullptr) return {};
-  at::AutoGradMode enable_grad(true);
-  return closure();
+// torch's Adam (adamw_mode false: L2) or AdamW, DeepSpeedCPUAdam's two modes.
+template <typename State, typename Options>
+void TorchAdamStep(std::vector<torch::optim::OptimizerParamGroup>& groups, ParamStateMap& states,
+                   bool adamw_mode, bool bias_correction, CpuIsa isa,
+                   const std::function<HalfCopy(const at::Tensor&)>& half_of) {
+  AdamFamilyStep<State, Options>(groups, states, isa, half_of,
+                                 [&](const Options& o, int64_t step) {
+                                   return AdamScalarsFor(
+                                       o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()),
+                                       o.eps(), o.weight_decay(), adamw_mode, bias_correction,
+                                       step);
+                                 });
+}
+
+template <typename Options>
+bool AnyAmsgrad(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+  for (const auto& g : groups) {
+    if (static_cast<const Options&>(g.options()).amsgrad()) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -90,6 +100,10 @@ HalfCopy FusedCpuExtras::HalfCopyOf(const at::Tensor& param) const {
   return HalfCopy{it->second.data_ptr(), it->second.scalar_type()};
 }
 
+std::function<HalfCopy(const at::Tensor&)> FusedCpuExtras::HalfCopies() const {
+  return [this](const at::Tensor& p) { return HalfCopyOf(p); };
+}
+
 void FusedCpuExtras::CheckFallbackAllowed(const char* optimizer) const {
   TORCH_CHECK(bias_correction_ && half_copies_.empty(), optimizer,
               ": a parameter is not a contiguous CPU float32 tensor with a dense gradient (or "
@@ -99,36 +113,26 @@ void FusedCpuExtras::CheckFallbackAllowed(const char* optimizer) const {
 }
 
 torch::Tensor FusedCpuAdamW::step(LossClosure closure) {
-  bool amsgrad = false;
-  for (auto& g : param_groups_) {
-    amsgrad |= static_cast<const torch::optim::AdamWOptions&>(g.options()).amsgrad();
-  }
-  if (!AllFusable(param_groups_, amsgrad)) {
+  if (!AllFusable(param_groups_, AnyAmsgrad<torch::optim::AdamWOptions>(param_groups_))) {
     CheckFallbackAllowed("FusedCpuAdamW");
     return torch::optim::AdamW::step(closure);
   }
   torch::NoGradGuard no_grad;
-  torch::Tensor loss = RunClosure(closure);
-  AdamStep<torch::optim::AdamWParamState, torch::optim::AdamWOptions>(
-      *this, param_groups_, state_, /*adamw_mode=*/true, bias_correction(), isa(),
-      [this](const at::Tensor& p) { return HalfCopyOf(p); });
+  torch::Tensor loss = EvaluateClosure(closure);
+  TorchAdamStep<torch::optim::AdamWParamState, torch::optim::AdamWOptions>(
+      param_groups_, state_, /*adamw_mode=*/true, bias_correction(), isa(), HalfCopies());
   return loss;
 }
 
 torch::Tensor FusedCpuAdam::step(LossClosure closure) {
-  bool amsgrad = false;
-  for (auto& g : param_groups_) {
-    amsgrad |= static_cast<const torch::optim::AdamOptions&>(g.options()).amsgrad();
-  }
-  if (!AllFusable(param_groups_, amsgrad)) {
+  if (!AllFusable(param_groups_, AnyAmsgrad<torch::optim::AdamOptions>(param_groups_))) {
     CheckFallbackAllowed("FusedCpuAdam");
     return torch::optim::Adam::step(closure);
   }
   torch::NoGradGuard no_grad;
-  torch::Tensor loss = RunClosure(closure);
-  AdamStep<torch::optim::AdamParamState, torch::optim::AdamOptions>(
-      *this, param_groups_, state_, /*adamw_mode=*/false, bias_correction(), isa(),
-      [this](const at::Tensor& p) { return HalfCopyOf(p); });
+  torch::Tensor loss = EvaluateClosure(closure);
+  TorchAdamStep<torch::optim::AdamParamState, torch::optim::AdamOptions>(
+      param_groups_, state_, /*adamw_mode=*/false, bias_correction(), isa(), HalfCopies());
   return loss;
 }
 
@@ -138,24 +142,12 @@ torch::Tensor FusedCpuHfAdamW::step(LossClosure closure) {
     return HfAdamW::step(closure);
   }
   torch::NoGradGuard no_grad;
-  torch::Tensor loss = RunClosure(closure);
-  for (auto& group : param_groups_) {
-    const auto& o = static_cast<const HfAdamWOptions&>(group.options());
-    for (auto& p : group.params()) {
-      if (!p.grad().defined()) continue;
-      auto& state = StateOf<HfAdamWParamState>(*this, state_, p, [&](HfAdamWParamState& s) {
-        s.exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
-        s.exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
+  torch::Tensor loss = EvaluateClosure(closure);
+  AdamFamilyStep<HfAdamWParamState, HfAdamWOptions>(
+      param_groups_, state_, isa(), HalfCopies(), [](const HfAdamWOptions& o, int64_t step) {
+        return HfAdamScalarsFor(o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(),
+                                o.weight_decay(), o.correct_bias(), step);
       });
-      state.step(state.step() + 1);
-      const AdamStepScalars s =
-          HfAdamScalarsFor(o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(),
-                           o.weight_decay(), o.correct_bias(), state.step());
-      AdamUpdate(s, p.data_ptr<float>(), p.grad().data_ptr<float>(),
-                 state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(),
-                 p.numel(), HalfCopyOf(p), isa());
-    }
-  }
   return loss;
 }
 
@@ -165,34 +157,26 @@ torch::Tensor FusedCpuAdagrad::step(LossClosure closure) {
     return torch::optim::Adagrad::step(closure);
   }
   torch::NoGradGuard no_grad;
-  torch::Tensor loss = RunClosure(closure);
+  torch::Tensor loss = EvaluateClosure(closure);
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const torch::optim::AdagradOptions&>(group.options());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      auto& state = StateOf<torch::optim::AdagradParamState>(
-          *this, state_, p, [&](torch::optim::AdagradParamState& s) {
-            s.step(0);
-            s.sum(torch::full_like(p, o.initial_accumulator_value(),
-                                   at::MemoryFormat::Preserve));
-          });
+      // torch's Adagrad makes the state at construction; parameters swapped in later (the ZeRO
+      // strategies' partitions) get theirs on first use.
+      auto& state = StateOf<torch::optim::AdagradParamState>(state_, p, [&] {
+        auto fresh = std::make_unique<torch::optim::AdagradParamState>();
+        fresh->step(0);
+        fresh->sum(at::full_like(p, o.initial_accumulator_value(), at::MemoryFormat::Preserve));
+        return fresh;
+      });
       state.step(state.step() + 1);
-      const AdagradStepScalars s =
-          AdagradScalarsFor(o.lr(), o.lr_decay(), o.weight_decay(), o.eps(), state.step());
-      AdagradUpdate(s, p.data_ptr<float>(), p.grad().data_ptr<float>(),
-                    state.sum().data_ptr<float>(), p.numel(), HalfCopyOf(p), isa());
+      AdagradUpdate(AdagradScalarsFor(o.lr(), o.lr_decay(), o.weight_decay(), o.eps(), state.step()),
+                    p.data_ptr<float>(), p.grad().data_ptr<float>(), state.sum().data_ptr<float>(),
+                    p.numel(), HalfCopyOf(p), isa());
     }
   }
   return loss;
-}
-
-void FusedAdamWUpdate(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
-                      double lr, double beta1, double beta2, double eps, double weight_decay,
-                      double bias_correction1, double bias_correction2) {
-  AdamStepScalars s = AdamScalarsFor(lr, beta1, beta2, eps, weight_decay, true, true, 1);
-  s.neg_step_size = static_cast<float>(-(lr / bias_correction1));
-  s.bc2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-  AdamUpdate(s, param, grad, exp_avg, exp_avg_sq, n, {}, DetectCpuIsa());
 }
 
 }  // namespace loom::optim

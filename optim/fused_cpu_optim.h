@@ -28,6 +28,7 @@
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -49,6 +50,7 @@ class FusedCpuExtras {
 
  protected:
   HalfCopy HalfCopyOf(const at::Tensor& param) const;
+  std::function<HalfCopy(const at::Tensor&)> HalfCopies() const;  // HalfCopyOf as a function
   // Refuses (c10::Error) the extras on the torch fallback path.
   void CheckFallbackAllowed(const char* optimizer) const;
 
@@ -84,11 +86,6 @@ class FusedCpuAdagrad : public torch::optim::Adagrad, public FusedCpuExtras {
   using torch::optim::Adagrad::Adagrad;
   torch::Tensor step(LossClosure closure = nullptr) override;
 };
-
-// The AdamW kernel on its own (benchmarks): one update of n elements, scalars as torch forms them.
-void FusedAdamWUpdate(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
-                      double lr, double beta1, double beta2, double eps, double weight_decay,
-                      double bias_correction1, double bias_correction2);
 
 }  // namespace loom::optim
 

@@ -14,6 +14,7 @@
 
 #include "gtest/gtest.h"
 #include "optim/hf_adamw.h"
+#include "optim/param_state.h"
 
 namespace loom::optim {
 namespace {
@@ -74,7 +75,7 @@ std::vector<torch::optim::OptimizerParamGroup> Groups(const std::vector<torch::T
 
 template <typename State, typename Get>
 torch::Tensor StateTensor(torch::optim::Optimizer& opt, const torch::Tensor& p, const Get& get) {
-  auto it = opt.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+  auto it = opt.state().find(ParamStateKey(p));
   if (it == opt.state().end()) return {};
   return get(static_cast<State&>(*it->second));
 }

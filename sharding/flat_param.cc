@@ -72,7 +72,7 @@ absl::Status FlatParamUnit::StartGather(distributed::ProcessGroup* pg) {
     at::NoGradGuard no_grad;
     AllocateStorage();
     absl::StatusOr<distributed::PendingCollective> pending =
-        distributed::StartAllGatherInto(*pg, ShardOnDevice().detach(), flat_);
+        distributed::StartAllGatherInto(*pg, ShardOnDevice(), flat_);
     if (pending.ok()) {
       pending_ = std::move(*pending);
     } else {
@@ -86,10 +86,7 @@ absl::Status FlatParamUnit::StartGather(distributed::ProcessGroup* pg) {
 }
 
 at::Tensor FlatParamUnit::ShardOnDevice() const {
-  if (shard_.device() == flat_.device() && shard_.scalar_type() == flat_.scalar_type()) {
-    return shard_;
-  }
-  return shard_.detach().to(flat_.options());
+  return shard_.detach().to(flat_.options());  // the shard's own storage when they agree
 }
 
 void FlatParamUnit::AllocateStorage() {

@@ -172,8 +172,7 @@ absl::Status FullShardRunner::ReduceUnit(size_t i) {
       if (replicas_ != nullptr) RETURN_IF_ERROR(distributed::AllReduce(*replicas_, reduced));
       const int total = world * (replicas_ != nullptr ? replicas_->world_size() : 1);
       if (total > 1) reduced.div_(static_cast<double>(total));
-      shard_grad.add_(reduced.device() == shard_grad.device() ? reduced
-                                                              : reduced.to(shard_grad.device()));
+      shard_grad.add_(reduced.to(shard_grad.device()));  // no copy on the same device
       for (at::Tensor param : flat.params()) param.mutable_grad().reset();  // a handle
     }
   } catch (const std::exception& e) {

@@ -129,7 +129,7 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
                         .set_requires_grad(true);
       g.partition.mutable_grad() = at::zeros({part}, master_options);
       const at::ScalarType comm = o.comm.communication_dtype.value_or(strategy->dtype_);
-      if (bf16 || (o.offload.optimizer && g.partition.device() != g.flat_params.device())) {
+      if (bf16 || g.partition.device() != g.flat_params.device()) {
         g.grad16 = at::zeros({part}, g.flat_params.options().dtype(bf16 ? comm : at::kFloat));
       }
     }
@@ -287,9 +287,7 @@ absl::Status ZeroStrategy::ShareParameters(const at::Tensor& master, at::Tensor&
   const ZeroCommOptions& c = options_.comm;
   // The fp32 master rounded to the weights' dtype (bf16), then gathered in it.
   const at::Tensor partition =
-      master.scalar_type() == flat_params.scalar_type() && master.device() == flat_params.device()
-          ? master
-          : master.to(flat_params.options());
+      master.to(flat_params.options());  // itself when dtype and device agree
   const int w = world();
   const int64_t part = partition.numel();
   if (!c.allgather_partitions) {
