@@ -230,14 +230,14 @@ std::future<absl::Status> AioEngine::ReadAsync(std::string path, void* data, int
 
 absl::StatusOr<bool> CheckDirectIo(const std::string& folder) {
   struct stat st;
-  if (::stat(folder.c_str(), &st) != 0) return Errno(errno, "nvme_path", folder);
+  if (::stat(folder.c_str(), &st) != 0) return Errno(errno, "folder", folder);
   if (!S_ISDIR(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat("nvme_path ", folder, " is not a folder"));
+    return absl::InvalidArgumentError(absl::StrCat(folder, " is not a folder"));
   }
   const std::string probe = absl::StrCat(folder, "/.loom-odirect-probe-", ::getpid());
   bool direct = false;
   const int fd = OpenFile(probe, O_WRONLY | O_CREAT | O_TRUNC, &direct);
-  if (fd < 0) return Errno(errno, "nvme_path: cannot create files in", folder);
+  if (fd < 0) return Errno(errno, "cannot create files in", folder);
   ::close(fd);
   ::unlink(probe.c_str());
   return direct;

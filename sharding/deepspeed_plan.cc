@@ -8,6 +8,7 @@
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "optim/deepspeed_optim.h"
+#include "sharding/optimizer_swapper.h"
 
 namespace loom::sharding {
 namespace {
@@ -235,10 +236,24 @@ absl::Status PlanOffload(const args::TrainingArguments& args, const args::DeepSp
             "zero_optimization.offload_optimizer.nvme_path: required with \"device\": "
             "\"nvme\"; set it to a folder on a fast local disk");
       }
-      // ZeRO-Infinity's swapper is not in loom yet (its I/O engine is: //aio).
-      return NotYet("zero_optimization.offload_optimizer.device",
-                    "offloading the optimizer to \"nvme\" (ZeRO-Infinity)",
-                    "offload it to \"cpu\"");
+      plan->offload.optimizer_nvme_path = *zero.offload_optimizer->nvme_path;
+      plan->offload.buffer_count = zero.offload_optimizer->buffer_count;
+      plan->offload.sub_group_size = zero.sub_group_size;
+      plan->offload.aio = ds.aio;
+      if (plan->offload.buffer_count < 1) {
+        return Invalid(absl::StrCat("zero_optimization.offload_optimizer.buffer_count: ",
+                                    plan->offload.buffer_count, " must be >= 1"));
+      }
+      if (plan->offload.sub_group_size < 1) {
+        return Invalid(absl::StrCat("zero_optimization.sub_group_size: ", zero.sub_group_size,
+                                    " must be >= 1"));
+      }
+      // The folder and the aio section, before any work (the free space is checked when the
+      // state's size is known, as the strategy is made).
+      RETURN_IF_ERROR_CTX(
+          CheckNvmePath(plan->offload.optimizer_nvme_path, AioOptionsOf(plan->offload.aio))
+              .status(),
+          "--deepspeed");
     }
   }
   if (param_off) {

@@ -2,6 +2,8 @@
 // clear error (naming the key and the fix) for each config loom refuses.
 #include "sharding/deepspeed_plan.h"
 
+#include <cstdlib>
+
 #include "args/training_args_testing.h"
 #include "base/status_macros.h"
 #include "base/status_matchers.h"
@@ -132,6 +134,18 @@ TEST(DeepSpeedPlanTest, Offload) {
                                        "zero_optimization": {"stage": 1,
                                        "offload_optimizer": {"device": "cpu"}}})"));
   EXPECT_TRUE(plan.offload.optimizer);
+  // ZeRO-Infinity: the path, buffers, sub-group size and the aio section (nested, as the doc).
+  const std::string tmp = std::getenv("TEST_TMPDIR");
+  ASSERT_OK_AND_ASSIGN(plan, Plan(R"({"zero_optimization": {"stage": 3, "sub_group_size": 1000,
+                                       "offload_optimizer": {"device": "nvme",
+                                         "nvme_path": ")" + tmp + R"(", "buffer_count": 6},
+                                       "aio": {"block_size": 8192, "queue_depth": 4}}})",
+                                  {"--optim", "adamw_torch_fused"}));
+  EXPECT_EQ(plan.offload.optimizer_nvme_path, tmp);
+  EXPECT_EQ(plan.offload.buffer_count, 6);
+  EXPECT_EQ(plan.offload.sub_group_size, 1000);
+  EXPECT_EQ(plan.offload.aio.block_size, 8192);
+  EXPECT_EQ(plan.offload.aio.queue_depth, 4);
 }
 
 TEST(DeepSpeedPlanTest, DeepSpeedDerivesTheMissingBatchKey) {
@@ -249,12 +263,24 @@ INSTANTIATE_TEST_SUITE_P(
                   {"--optim", "adamw_torch_fused"},
                   kInvalid,
                   {"zero_optimization.offload_optimizer.device", "requires ZeRO stage 3"}},
-        BadConfig{"NvmeNotYet",
+        BadConfig{"NvmePathMissing",
                   R"({"zero_optimization": {"stage": 3,
+                      "offload_optimizer": {"device": "nvme", "nvme_path": "/no/such/nvme"}}})",
+                  {"--optim", "adamw_torch_fused"},
+                  absl::StatusCode::kNotFound,
+                  {"zero_optimization.offload_optimizer.nvme_path", "/no/such/nvme"}},
+        BadConfig{"NvmePathReadOnly",
+                  R"({"zero_optimization": {"stage": 3,
+                      "offload_optimizer": {"device": "nvme", "nvme_path": "/sys"}}})",
+                  {"--optim", "adamw_torch_fused"},
+                  absl::StatusCode::kPermissionDenied,
+                  {"zero_optimization.offload_optimizer.nvme_path", "/sys"}},
+        BadConfig{"AioBlockSize",
+                  R"({"aio": {"block_size": 1000}, "zero_optimization": {"stage": 3,
                       "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp"}}})",
                   {"--optim", "adamw_torch_fused"},
-                  kNotYet,
-                  {"zero_optimization.offload_optimizer.device", "nvme", "offload it to \"cpu\""}},
+                  kInvalid,
+                  {"aio.block_size: 1000"}},
         BadConfig{"NvmeWithoutPath",
                   R"({"zero_optimization": {"stage": 3,
                       "offload_optimizer": {"device": "nvme"}}})",

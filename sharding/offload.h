@@ -8,8 +8,9 @@
 //     reduced gradients are copied there, the optimizer (loom's fused CPU optimizer, chosen by
 //     the Trainer) steps there, and the updated masters are copied back to the device. On a CPU
 //     build the host is the device: the same code runs and only the copies are local.
-//   - optimizer_nvme_path, buffer_count, sub_group_size, aio: ZeRO-Infinity's swap of the
-//     optimizer state to files (not in loom yet: the plan refuses nvme; //aio is its engine).
+//   - optimizer_nvme_path non-empty (stage 3, ZeRO-Infinity): the optimizer state also lives
+//     in swap files under that folder (optimizer_swapper.h), sub_group_size elements at a
+//     time, with buffer_count buffers, through //aio configured by `aio`.
 //   - params (stage 3): the parameter shards live in host memory between uses.
 //
 // Example:
@@ -23,6 +24,7 @@
 #include <cstdint>
 #include <string>
 
+#include "aio/aio_engine.h"
 #include "args/deepspeed_config.h"
 
 namespace loom::sharding {
@@ -48,6 +50,17 @@ inline std::string OffloadSuffix(const OffloadOptions& o) {
   if (o.optimizer && o.params) out += ",";
   if (o.params) out += " params cpu";
   return out + ")";
+}
+
+// The `aio` section as the engine takes it (thread_count: newer DeepSpeed's
+// intra_op_parallelism too).
+inline aio::AioOptions AioOptionsOf(const args::AioConfig& c) {
+  return aio::AioOptions()
+      .set_block_size(c.block_size)
+      .set_queue_depth(c.queue_depth)
+      .set_thread_count(c.thread_count)
+      .set_single_submit(c.single_submit)
+      .set_overlap_events(c.overlap_events);
 }
 
 // fp32 tensors in host memory: CPU, pinned when asked and CUDA is there to use it.

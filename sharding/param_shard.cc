@@ -196,6 +196,17 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
       layout.numel += p.numel();
     }
   }
+  if (!o.offload.optimizer_nvme_path.empty()) {
+    OptimizerSwapperOptions swap;
+    swap.nvme_path = o.offload.optimizer_nvme_path;
+    swap.rank = strategy->rank();
+    swap.aio = AioOptionsOf(o.offload.aio);
+    swap.buffer_count = o.offload.buffer_count;
+    swap.sub_group_size = o.offload.sub_group_size;
+    ASSIGN_OR_RETURN(strategy->swapper_,
+                     OptimizerSwapper::Create(swap, o.optimizer, strategy->Shards()), o.name);
+    LOG(INFO) << "rank " << strategy->rank() << ": " << strategy->swapper_->Describe();
+  }
   return strategy;
 }
 
@@ -249,8 +260,13 @@ absl::StatusOr<std::optional<double>> ParamShardStrategy::ClipGradients(double m
 }
 
 absl::StatusOr<bool> ParamShardStrategy::OptimizerStep() {
-  ASSIGN_OR_RETURN(const bool stepped,
-                   options_.precision->OptimizerStep(*options_.optimizer, Shards()));
+  bool stepped = true;
+  const auto step = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(stepped, options_.precision->OptimizerStep(*options_.optimizer, Shards()));
+    return absl::OkStatus();
+  };
+  // With the state on NVMe: one sub-group at a time, its state swapped in and out around it.
+  RETURN_IF_ERROR_CTX(swapper_ ? swapper_->Step(step) : step(), "the optimizer step");
   // Units gathered between steps (the root) take the updated shards now; the others gather
   // them at their next forward.
   for (FullShardRunner::Piece& piece : runner_->pieces()) {
@@ -290,6 +306,16 @@ absl::Status ParamShardStrategy::EndFullParameters(bool write_back) {
 
 absl::Status ParamShardStrategy::SaveState(const std::string& folder,
                                            const StrategySaveInfo& info) {
+  if (swapper_ == nullptr) return SaveOwnState(folder, info);
+  // The files hold the state as it is in memory: read back from NVMe to save, then out again.
+  RETURN_IF_ERROR_CTX(swapper_->SwapInAll(), "reading the optimizer state back from NVMe");
+  absl::Status saved = SaveOwnState(folder, info);
+  saved.Update(swapper_->SwapOutAll());
+  return saved;
+}
+
+absl::Status ParamShardStrategy::SaveOwnState(const std::string& folder,
+                                              const StrategySaveInfo& info) {
   // Under hybrid sharding the other nodes hold copies of the first node's shards.
   if (replica() != 0) return absl::OkStatus();
   const ZeroFilesInfo files =
@@ -518,7 +544,9 @@ absl::Status ParamShardStrategy::LoadOwnState(const std::string& folder) {
 }
 
 absl::Status ParamShardStrategy::LoadState(const std::string& folder) {
+  if (swapper_ != nullptr) RETURN_IF_ERROR(swapper_->SwapInAll());
   absl::Status loaded = LoadOwnState(folder);
+  if (swapper_ != nullptr) loaded.Update(swapper_->SwapOutAll());
   if (pg_ && pg_->world_size() > 1) {
     at::Tensor failed = at::full({}, loaded.ok() ? 0 : 1, at::kInt);
     RETURN_IF_ERROR_CTX(distributed::AllReduce(*pg_, failed), "resuming ZeRO-3 state");

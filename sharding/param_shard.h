@@ -61,6 +61,7 @@
 #include "nlohmann/json.hpp"
 #include "sharding/full_shard_runner.h"
 #include "sharding/offload.h"
+#include "sharding/optimizer_swapper.h"
 #include "sharding/strategy.h"
 #include "sharding/strategy_pieces.h"
 #include "sharding/zero_checkpoint.h"
@@ -193,12 +194,15 @@ class ParamShardStrategy : public ShardingStrategy {
   int replica() const { return replica_pg_ ? replica_pg_->rank() : 0; }
   std::vector<at::Tensor> Shards() const;
   absl::Status LoadOwnState(const std::string& folder);
+  absl::Status SaveOwnState(const std::string& folder, const StrategySaveInfo& info);
 
   ParamShardOptions options_;
   std::optional<distributed::ProcessGroup> pg_;  // a handle on the caller's group (every rank)
   std::optional<distributed::ProcessGroup> shard_pg_;    // hybrid: this node's ranks
   std::optional<distributed::ProcessGroup> replica_pg_;  // hybrid: this local rank on every node
   std::unique_ptr<FullShardRunner> runner_;
+  // offload_optimizer "nvme": the optimizer state in swap files (ZeRO-Infinity).
+  std::unique_ptr<OptimizerSwapper> swapper_;
   std::vector<ZeroGroupLayout> layout_;
   std::vector<at::Tensor> unsharded_;  // model parameters outside every piece (frozen ones)
 };

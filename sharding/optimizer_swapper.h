@@ -1,0 +1,110 @@
+// OptimizerSwapper: ZeRO-Infinity's optimizer-state offload to NVMe (issue 16; spec/deepspeed.md
+// §1.2 offload_optimizer with "device": "nvme", sub_group_size, buffer_count and the `aio`
+// section; §1.4) — the optimizer's per-parameter state tensors live in swap files and come into
+// host memory one sub-group at a time for the optimizer step, through //aio's engine.
+//
+// Contract:
+//   - CheckNvmePath(path, aio): before any work — `path` exists, is a folder, takes new files,
+//     and aio.block_size is a multiple of its filesystem's block size; errors name the key and
+//     the path. Whether the filesystem takes O_DIRECT comes back (false: buffered I/O, which
+//     Create logs as the fallback taken).
+//   - Create(options, optimizer, shards): `shards` are the optimizer's parameters (contiguous
+//     CPU fp32, each in one of its groups), split in order into sub-groups of at most
+//     sub_group_size elements (one shard at least). The optimizer must be Adam, AdamW (torch's
+//     or loom's fused ones, HF's AdamW) or Adagrad without amsgrad. A scratch folder
+//     nvme_path/loom-swap-rank<R>-XXXXXX (base/scratch_folder.h) holds one file per sub-group;
+//     it is removed when the swapper goes away and when the process is killed by SIGINT,
+//     SIGTERM or SIGHUP. ResourceExhausted, naming the path and the sizes, when the filesystem
+//     has less free space than the files need.
+//   - Step(step_subgroup): for each sub-group in turn, its state is read in (the next one's read
+//     started ahead, so I/O overlaps the step), the optimizer's groups are narrowed to the
+//     sub-group's shards, step_subgroup() runs, the groups are put back, and the state is
+//     written out (in the background; at most buffer_count sub-groups' state in memory). States
+//     the optimizer has not made yet (the first step) are made by that step. All writes have
+//     finished when Step returns.
+//   - SwapInAll / SwapOutAll: every state in memory (to save or load a checkpoint), then every
+//     state back to the files.
+//   - resident_bytes(): state bytes in memory now.
+//
+// Example:
+//   ASSIGN_OR_RETURN(auto swapper, OptimizerSwapper::Create(opts, optimizer, shards));
+//   RETURN_IF_ERROR(swapper->Step([&] { return precision->OptimizerStep(*optimizer, {}).status(); }));
+#ifndef LOOM_SHARDING_OPTIMIZER_SWAPPER_H_
+#define LOOM_SHARDING_OPTIMIZER_SWAPPER_H_
+
+#include <ATen/ATen.h>
+#include <torch/optim/optimizer.h>
+
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "aio/aio_engine.h"
+#include "base/scratch_folder.h"
+
+namespace loom::sharding {
+
+struct OptimizerSwapperOptions {
+  std::string nvme_path;
+  int rank = 0;
+  aio::AioOptions aio;
+  int64_t buffer_count = 4;
+  int64_t sub_group_size = 1000000000;
+};
+
+absl::StatusOr<bool> CheckNvmePath(const std::string& path, const aio::AioOptions& aio);
+// ResourceExhausted, naming the key, `path` and the sizes, when its filesystem has fewer than
+// `bytes` free (statvfs: blocks available to unprivileged users).
+absl::Status CheckSwapSpace(const std::string& path, int64_t bytes);
+
+class OptimizerSwapper {
+ public:
+  static absl::StatusOr<std::unique_ptr<OptimizerSwapper>> Create(
+      const OptimizerSwapperOptions& options, torch::optim::Optimizer* optimizer,
+      std::vector<at::Tensor> shards);
+  ~OptimizerSwapper();
+
+  absl::Status Step(const std::function<absl::Status()>& step_subgroup);
+  absl::Status SwapInAll();
+  absl::Status SwapOutAll();
+
+  int64_t resident_bytes() const;
+  size_t num_sub_groups() const { return groups_.size(); }
+  const std::string& folder() const { return scratch_->path(); }
+  std::string Describe() const;  // one log line: sizes, folder, O_DIRECT or buffered
+
+ private:
+  struct SubGroup {
+    std::vector<size_t> shards;  // indices into shards_
+    int64_t numel = 0;
+    int64_t bytes = 0;  // the file's size (aligned)
+    std::string file;
+    bool on_disk = false;  // the file holds the state; the state tensors are not in memory
+    std::shared_ptr<aio::AlignedBuffer> buffer;  // resident state (views into it) or I/O buffer
+    std::future<absl::Status> reading, writing;
+  };
+
+  OptimizerSwapper() = default;
+  absl::Status StartRead(SubGroup& g);
+  absl::Status FinishRead(SubGroup& g);    // waits, then the state tensors view the buffer
+  absl::Status StartWrite(SubGroup& g);    // packs the state, writes in the background
+  absl::Status FinishWrite(SubGroup& g);   // waits, frees the buffer
+  absl::Status FinishAllWrites();
+
+  OptimizerSwapperOptions options_;
+  torch::optim::Optimizer* optimizer_ = nullptr;
+  std::vector<at::Tensor> shards_;
+  int states_per_element_ = 2;  // Adam: exp_avg, exp_avg_sq; Adagrad: sum
+  bool direct_ = true;
+  std::unique_ptr<aio::AioEngine> engine_;
+  std::unique_ptr<base::ScratchFolder> scratch_;
+  std::vector<SubGroup> groups_;
+};
+
+}  // namespace loom::sharding
+
+#endif  // LOOM_SHARDING_OPTIMIZER_SWAPPER_H_
