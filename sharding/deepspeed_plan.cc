@@ -218,10 +218,6 @@ absl::Status PlanOffload(const args::TrainingArguments& args, const args::DeepSp
         "stage 3 (this config has stage ",
         zero.stage, "); set \"stage\": 3, or offload to \"cpu\""));
   }
-  if (param_nvme) {
-    return NotYet("zero_optimization.offload_param.device", "offloading parameters to \"nvme\"",
-                  "offload the parameters to \"cpu\" (offload_optimizer may stay on \"nvme\")");
-  }
   if (zero.round_robin_gradients) {
     return NotYet("zero_optimization.round_robin_gradients",
                   "true (DeepSpeed's round-robin order of the parameters in each partition)",
@@ -257,8 +253,35 @@ absl::Status PlanOffload(const args::TrainingArguments& args, const args::DeepSp
     }
   }
   if (param_off) {
+    const args::OffloadParamConfig& p = *zero.offload_param;
     plan->offload.params = true;
-    plan->offload.pin_memory = plan->offload.pin_memory || zero.offload_param->pin_memory;
+    plan->offload.pin_memory = plan->offload.pin_memory || p.pin_memory;
+    if (param_nvme) {
+      if (!p.nvme_path || p.nvme_path->empty()) {
+        return Invalid(
+            "zero_optimization.offload_param.nvme_path: required with \"device\": \"nvme\"; "
+            "set it to a folder on a fast local disk");
+      }
+      plan->offload.param_nvme_path = *p.nvme_path;
+      plan->offload.param_buffer_count = p.buffer_count;
+      plan->offload.param_buffer_size = p.buffer_size;
+      plan->offload.max_in_cpu = p.max_in_cpu;
+      plan->offload.aio = ds.aio;
+      for (const auto& [key, v] : {std::pair{"buffer_count", p.buffer_count},
+                                   std::pair{"buffer_size", p.buffer_size}}) {
+        if (v < 1) {
+          return Invalid(absl::StrCat("zero_optimization.offload_param.", key, ": ", v,
+                                      " must be >= 1"));
+        }
+      }
+      if (p.max_in_cpu < 0) {
+        return Invalid(absl::StrCat("zero_optimization.offload_param.max_in_cpu: ", p.max_in_cpu,
+                                    " must be >= 0"));
+      }
+      RETURN_IF_ERROR_CTX(
+          CheckNvmePath(plan->offload.param_nvme_path, AioOptionsOf(plan->offload.aio)).status(),
+          "--deepspeed: zero_optimization.offload_param");
+    }
   }
   // DeepSpeed's engine (_configure_optimizer): with the optimizer offloaded, a client optimizer
   // that is not its CPU Adam is refused unless zero_force_ds_cpu_optimizer is false. loom's CPU

@@ -146,6 +146,16 @@ TEST(DeepSpeedPlanTest, Offload) {
   EXPECT_EQ(plan.offload.sub_group_size, 1000);
   EXPECT_EQ(plan.offload.aio.block_size, 8192);
   EXPECT_EQ(plan.offload.aio.queue_depth, 4);
+  ASSERT_OK_AND_ASSIGN(plan, Plan(R"({"zero_optimization": {"stage": 3,
+                                       "offload_param": {"device": "nvme", "nvme_path": ")" +
+                                      tmp + R"(", "buffer_count": 3, "buffer_size": 5000,
+                                         "max_in_cpu": 7}}})"));
+  EXPECT_TRUE(plan.offload.params);
+  EXPECT_FALSE(plan.offload.optimizer);
+  EXPECT_EQ(plan.offload.param_nvme_path, tmp);
+  EXPECT_EQ(plan.offload.param_buffer_count, 3);
+  EXPECT_EQ(plan.offload.param_buffer_size, 5000);
+  EXPECT_EQ(plan.offload.max_in_cpu, 7);
 }
 
 TEST(DeepSpeedPlanTest, DeepSpeedDerivesTheMissingBatchKey) {
@@ -195,12 +205,23 @@ INSTANTIATE_TEST_SUITE_P(
                   {"--bf16"},
                   kNotYet,
                   {"bf16.enabled", "ZeRO stage 3"}},
-        BadConfig{"Stage3ParameterOffloadToNvme",
-                  R"({"zero_optimization": {"stage": 3,
-                      "offload_param": {"device": "nvme", "nvme_path": "/tmp"}}})",
+        BadConfig{"ParamNvmeWithoutPath",
+                  R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}})",
                   {},
-                  kNotYet,
-                  {"zero_optimization.offload_param.device", "nvme"}},
+                  kInvalid,
+                  {"zero_optimization.offload_param.nvme_path", "required"}},
+        BadConfig{"ParamNvmePathMissing",
+                  R"({"zero_optimization": {"stage": 3,
+                      "offload_param": {"device": "nvme", "nvme_path": "/no/such/nvme"}}})",
+                  {},
+                  absl::StatusCode::kNotFound,
+                  {"offload_param", "/no/such/nvme"}},
+        BadConfig{"ParamBufferSize",
+                  R"({"zero_optimization": {"stage": 3,
+                      "offload_param": {"device": "nvme", "nvme_path": "/tmp", "buffer_size": 0}}})",
+                  {},
+                  kInvalid,
+                  {"zero_optimization.offload_param.buffer_size: 0"}},
         BadConfig{"TrainBatchInconsistent",
                   R"({"train_batch_size": 10, "train_micro_batch_size_per_gpu": 2,
                       "gradient_accumulation_steps": 1})",

@@ -55,7 +55,7 @@ void FlatParamUnit::Release() {
   if (!gathered_) return;
   // A prefetch still writing into the storage finishes first; its error is reported by the
   // next Gather().
-  if (absl::Status s = pending_.Wait(); !s.ok() && prefetch_error_.ok()) prefetch_error_ = s;
+  if (absl::Status s = WaitPending(); !s.ok() && prefetch_error_.ok()) prefetch_error_ = s;
   // FSDP's _free_storage: the views stay, their storage holds no bytes.
   c10::StorageImpl* storage = flat_.storage().unsafeGetStorageImpl();
   storage->set_data_ptr_noswap(at::DataPtr(nullptr, flat_.device()));
@@ -70,6 +70,10 @@ absl::Status FlatParamUnit::StartGather(distributed::ProcessGroup* pg) {
   absl::Status started = absl::OkStatus();
   try {
     at::NoGradGuard no_grad;
+    if (store_ != nullptr) {
+      if (absl::Status fetched = store_->Fetch(shard_); !fetched.ok()) return fetched;
+      evict_after_pending_ = true;
+    }
     AllocateStorage();
     absl::StatusOr<distributed::PendingCollective> pending =
         distributed::StartAllGatherInto(*pg, ShardOnDevice(), flat_);
@@ -81,8 +85,21 @@ absl::Status FlatParamUnit::StartGather(distributed::ProcessGroup* pg) {
   } catch (const std::exception& e) {
     started = base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "prefetching a unit");
   }
-  if (!started.ok()) Release();  // nothing in flight: a later Gather() gathers normally
+  if (!started.ok()) {
+    if (evict_after_pending_) started.Update(store_->Evict(shard_, /*dirty=*/false));
+    evict_after_pending_ = false;
+    Release();  // nothing in flight: a later Gather() gathers normally
+  }
   return started;
+}
+
+absl::Status FlatParamUnit::WaitPending() {
+  absl::Status s = pending_.Wait();
+  if (evict_after_pending_) {
+    evict_after_pending_ = false;
+    s.Update(store_->Evict(shard_, /*dirty=*/false));
+  }
+  return s;
 }
 
 at::Tensor FlatParamUnit::ShardOnDevice() const {
@@ -101,38 +118,46 @@ void FlatParamUnit::AllocateStorage() {
 
 absl::Status FlatParamUnit::Gather(distributed::ProcessGroup* pg) {
   if (!prefetch_error_.ok()) return std::exchange(prefetch_error_, absl::OkStatus());
-  if (pending_.pending()) return pending_.Wait();  // a prefetch: the same gather
+  if (pending_.pending()) return WaitPending();  // a prefetch: the same gather
+  if (store_ != nullptr) RETURN_IF_ERROR(store_->Fetch(shard_));
+  absl::Status status = absl::OkStatus();
   try {
     at::NoGradGuard no_grad;
     if (!gathered_) AllocateStorage();
     if (pg != nullptr && world_ > 1) {
-      RETURN_IF_ERROR(distributed::AllGatherInto(*pg, ShardOnDevice(), flat_));
+      status = distributed::AllGatherInto(*pg, ShardOnDevice(), flat_);
     } else {
       flat_.copy_(shard_);
     }
   } catch (const std::exception& e) {
-    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "gathering a unit");
+    status = base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "gathering a unit");
   }
-  return absl::OkStatus();
+  if (store_ != nullptr) status.Update(store_->Evict(shard_, /*dirty=*/false));
+  return status;
 }
 
 absl::Status FlatParamUnit::WriteBack() {
-  RETURN_IF_ERROR(pending_.Wait());
+  RETURN_IF_ERROR(WaitPending());
   if (!gathered_) {
     return absl::FailedPreconditionError("FlatParamUnit::WriteBack: the unit is released");
   }
+  if (store_ != nullptr) RETURN_IF_ERROR(store_->Fetch(shard_));
+  absl::Status status = absl::OkStatus();
   try {
     at::NoGradGuard no_grad;
     const int64_t part = padded_numel_ / world_;
     shard_.copy_(flat_.slice(0, rank_ * part, (rank_ + 1) * part));
   } catch (const std::exception& e) {
-    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "writing a unit back");
+    status = base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "writing a unit back");
   }
-  return absl::OkStatus();
+  if (store_ != nullptr) status.Update(store_->Evict(shard_, /*dirty=*/status.ok()));
+  return status;
 }
 
 int64_t FlatParamUnit::full_bytes() const { return padded_numel_ * flat_.element_size(); }
 
-int64_t FlatParamUnit::shard_bytes() const { return shard_.numel() * shard_.element_size(); }
+int64_t FlatParamUnit::shard_bytes() const {
+  return static_cast<int64_t>(shard_.storage().nbytes());  // 0 while evicted to a store
+}
 
 }  // namespace loom::sharding

@@ -24,7 +24,9 @@
 //   - WriteBack(): while gathered, this rank's slice of the full buffer copied into the shard
 //     (e.g. after weights were loaded into the full parameters); FailedPrecondition when
 //     released.
-//   - full_bytes() / shard_bytes(): what the full buffer and the shard take.
+//   - full_bytes() / shard_bytes(): what the full buffer and the shard take (the shard: its
+//     resident bytes, 0 while a store holds it evicted).
+//   - set_store(store): the shard lives in a ShardStore between uses (NVMe offload).
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto unit, FlatParamUnit::Create(layer->parameters(), rank, world));
@@ -44,6 +46,7 @@
 #include "absl/status/statusor.h"
 #include "distributed/collectives.h"
 #include "distributed/process_group.h"
+#include "sharding/shard_store.h"
 
 namespace loom::sharding {
 
@@ -64,6 +67,11 @@ class FlatParamUnit {
   bool prefetching() const { return pending_.pending(); }
   absl::Status WriteBack();
 
+  // `store` (may be null; must outlive the unit): the shard's data is fetched from it for each
+  // gather and write-back and evicted after (shard_store.h).
+  void set_store(ShardStore* store) { store_ = store; }
+  ShardStore* store() const { return store_; }
+
   const at::Tensor& shard() const { return shard_; }
   at::Tensor& mutable_shard() { return shard_; }
   int64_t numel() const { return numel_; }
@@ -77,6 +85,8 @@ class FlatParamUnit {
   void AllocateStorage();
   // The shard on the full buffer's device (itself when it is there).
   at::Tensor ShardOnDevice() const;
+  // Waits for the collective in flight; the shard fetched for it is evicted after.
+  absl::Status WaitPending();
 
   std::vector<at::Tensor> params_;
   at::Tensor flat_;   // the full buffer; its storage is freed while released
@@ -88,6 +98,8 @@ class FlatParamUnit {
   bool gathered_ = true;
   distributed::PendingCollective pending_;  // a StartGather not yet waited for
   absl::Status prefetch_error_;             // a prefetch's failure seen by Release()
+  ShardStore* store_ = nullptr;
+  bool evict_after_pending_ = false;  // the shard was fetched for the collective in flight
 };
 
 }  // namespace loom::sharding

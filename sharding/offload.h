@@ -11,7 +11,8 @@
 //   - optimizer_nvme_path non-empty (stage 3, ZeRO-Infinity): the optimizer state also lives
 //     in swap files under that folder (optimizer_swapper.h), sub_group_size elements at a
 //     time, with buffer_count buffers, through //aio configured by `aio`.
-//   - params (stage 3): the parameter shards live in host memory between uses.
+//   - params (stage 3): the parameter shards live in host memory between uses; with
+//     param_nvme_path, the wrapped units' shards in swap files there (param_swapper.h).
 //
 // Example:
 //   OffloadOptions off; off.optimizer = true; off.pin_memory = true;
@@ -37,6 +38,12 @@ struct OffloadOptions {
   int64_t buffer_count = 4;
   int64_t sub_group_size = 1000000000;
   args::AioConfig aio;
+  // offload_param "nvme" (stage 3): the wrapped units' parameter shards in swap files
+  // (param_swapper.h), with offload_param's buffer_count, buffer_size and max_in_cpu.
+  std::string param_nvme_path;  // empty: host memory only
+  int64_t param_buffer_count = 5;
+  int64_t param_buffer_size = 100000000;
+  int64_t max_in_cpu = 1000000000;
 
   bool any() const { return optimizer || params; }
 };
@@ -48,7 +55,7 @@ inline std::string OffloadSuffix(const OffloadOptions& o) {
   std::string out = " (offload:";
   if (o.optimizer) out += o.optimizer_nvme_path.empty() ? " optimizer cpu" : " optimizer nvme";
   if (o.optimizer && o.params) out += ",";
-  if (o.params) out += " params cpu";
+  if (o.params) out += o.param_nvme_path.empty() ? " params cpu" : " params nvme";
   return out + ")";
 }
 

@@ -196,6 +196,31 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
       layout.numel += p.numel();
     }
   }
+  if (!o.offload.param_nvme_path.empty()) {
+    // The wrapped units' shards (the root's, gathered between steps, stay: DeepSpeed keeps
+    // persistent parameters resident too).
+    std::vector<at::Tensor> swapped;
+    std::vector<FlatParamUnit*> units;
+    for (size_t u = 0; u < strategy->runner_->unit_count(); ++u) {
+      if (strategy->runner_->persistent(u)) continue;
+      for (size_t k : strategy->runner_->unit_pieces(u)) {
+        FlatParamUnit* flat = strategy->runner_->pieces()[k].flat.get();
+        swapped.push_back(flat->shard());
+        units.push_back(flat);
+      }
+    }
+    ParamSwapperOptions swap;
+    swap.nvme_path = o.offload.param_nvme_path;
+    swap.rank = strategy->rank();
+    swap.aio = AioOptionsOf(o.offload.aio);
+    swap.buffer_count = o.offload.param_buffer_count;
+    swap.buffer_size = o.offload.param_buffer_size;
+    swap.max_in_cpu = o.offload.max_in_cpu;
+    ASSIGN_OR_RETURN(strategy->param_swapper_, ParamSwapper::Create(swap, std::move(swapped)),
+                     o.name);
+    for (FlatParamUnit* flat : units) flat->set_store(strategy->param_swapper_.get());
+    LOG(INFO) << "rank " << strategy->rank() << ": " << strategy->param_swapper_->Describe();
+  }
   if (!o.offload.optimizer_nvme_path.empty()) {
     OptimizerSwapperOptions swap;
     swap.nvme_path = o.offload.optimizer_nvme_path;
@@ -261,8 +286,17 @@ absl::StatusOr<std::optional<double>> ParamShardStrategy::ClipGradients(double m
 
 absl::StatusOr<bool> ParamShardStrategy::OptimizerStep() {
   bool stepped = true;
+  // The shards the optimizer steps now (one sub-group of them with the state on NVMe) are
+  // fetched for the step and written back after (parameters on NVMe).
   const auto step = [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(stepped, options_.precision->OptimizerStep(*options_.optimizer, Shards()));
+    std::vector<at::Tensor> stepping;
+    for (const auto& group : options_.optimizer->param_groups()) {
+      stepping.insert(stepping.end(), group.params().begin(), group.params().end());
+    }
+    RETURN_IF_ERROR(FetchShards(stepping));
+    absl::StatusOr<bool> s = options_.precision->OptimizerStep(*options_.optimizer, Shards());
+    RETURN_IF_ERROR(EvictShards(stepping, /*dirty=*/true));
+    ASSIGN_OR_RETURN(stepped, std::move(s));
     return absl::OkStatus();
   };
   // With the state on NVMe: one sub-group at a time, its state swapped in and out around it.
@@ -304,13 +338,29 @@ absl::Status ParamShardStrategy::EndFullParameters(bool write_back) {
   return runner_->ReleaseAll(write_back);
 }
 
+absl::Status ParamShardStrategy::FetchShards(const std::vector<at::Tensor>& shards) {
+  if (param_swapper_ == nullptr) return absl::OkStatus();
+  for (const at::Tensor& s : shards) RETURN_IF_ERROR(param_swapper_->Fetch(s));
+  return absl::OkStatus();
+}
+
+absl::Status ParamShardStrategy::EvictShards(const std::vector<at::Tensor>& shards, bool dirty) {
+  if (param_swapper_ == nullptr) return absl::OkStatus();
+  absl::Status status = absl::OkStatus();
+  for (const at::Tensor& s : shards) status.Update(param_swapper_->Evict(s, dirty));
+  return status;
+}
+
 absl::Status ParamShardStrategy::SaveState(const std::string& folder,
                                            const StrategySaveInfo& info) {
-  if (swapper_ == nullptr) return SaveOwnState(folder, info);
-  // The files hold the state as it is in memory: read back from NVMe to save, then out again.
-  RETURN_IF_ERROR_CTX(swapper_->SwapInAll(), "reading the optimizer state back from NVMe");
-  absl::Status saved = SaveOwnState(folder, info);
-  saved.Update(swapper_->SwapOutAll());
+  // What is on NVMe is read back to be saved, and goes back after.
+  if (swapper_ != nullptr) {
+    RETURN_IF_ERROR_CTX(swapper_->SwapInAll(), "reading the optimizer state back from NVMe");
+  }
+  absl::Status saved = FetchShards(Shards());
+  if (saved.ok()) saved = SaveOwnState(folder, info);
+  saved.Update(EvictShards(Shards(), /*dirty=*/false));
+  if (swapper_ != nullptr) saved.Update(swapper_->SwapOutAll());
   return saved;
 }
 
@@ -545,7 +595,9 @@ absl::Status ParamShardStrategy::LoadOwnState(const std::string& folder) {
 
 absl::Status ParamShardStrategy::LoadState(const std::string& folder) {
   if (swapper_ != nullptr) RETURN_IF_ERROR(swapper_->SwapInAll());
+  RETURN_IF_ERROR(FetchShards(Shards()));
   absl::Status loaded = LoadOwnState(folder);
+  loaded.Update(EvictShards(Shards(), /*dirty=*/true));
   if (swapper_ != nullptr) loaded.Update(swapper_->SwapOutAll());
   if (pg_ && pg_->world_size() > 1) {
     at::Tensor failed = at::full({}, loaded.ok() ? 0 : 1, at::kInt);

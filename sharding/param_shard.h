@@ -62,6 +62,7 @@
 #include "sharding/full_shard_runner.h"
 #include "sharding/offload.h"
 #include "sharding/optimizer_swapper.h"
+#include "sharding/param_swapper.h"
 #include "sharding/strategy.h"
 #include "sharding/strategy_pieces.h"
 #include "sharding/zero_checkpoint.h"
@@ -195,11 +196,17 @@ class ParamShardStrategy : public ShardingStrategy {
   std::vector<at::Tensor> Shards() const;
   absl::Status LoadOwnState(const std::string& folder);
   absl::Status SaveOwnState(const std::string& folder, const StrategySaveInfo& info);
+  // Every shard in `shards` fetched from / evicted to the parameter swapper (no-op without).
+  absl::Status FetchShards(const std::vector<at::Tensor>& shards);
+  absl::Status EvictShards(const std::vector<at::Tensor>& shards, bool dirty);
 
   ParamShardOptions options_;
   std::optional<distributed::ProcessGroup> pg_;  // a handle on the caller's group (every rank)
   std::optional<distributed::ProcessGroup> shard_pg_;    // hybrid: this node's ranks
   std::optional<distributed::ProcessGroup> replica_pg_;  // hybrid: this local rank on every node
+  // offload_param "nvme": the wrapped units' shards in swap files (declared before runner_,
+  // whose units use it, so that it outlives them).
+  std::unique_ptr<ParamSwapper> param_swapper_;
   std::unique_ptr<FullShardRunner> runner_;
   // offload_optimizer "nvme": the optimizer state in swap files (ZeRO-Infinity).
   std::unique_ptr<OptimizerSwapper> swapper_;

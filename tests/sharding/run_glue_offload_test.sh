@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # ZeRO-Offload through run_glue under //tools:launch at 2 ranks (issue 16):
 #   1. offload_optimizer cpu at stages 2 and 3, offload_param cpu at stage 3 (alone and with
-#      the optimizer), and offload_optimizer nvme at stage 3 (ZeRO-Infinity, nvme_path in a temp
-#      folder, several sub-groups) each end with weights within 1e-6 of the same stage without
+#      the optimizer), offload_optimizer nvme, and offload_optimizer + offload_param nvme at
+#      stage 3 (ZeRO-Infinity, nvme_path in a temp folder, several sub-groups, max_in_cpu 0 so
+#      every wrapped unit's shard is read back for each use) each end with weights within 1e-6 of the same stage without
 #      offload (clipping on, AdamW from the
 #      config: offloaded runs step with loom's fused CPU Adam, the others with torch's AdamW).
 #   2. A client optimizer: --optim adamw_torch_fused is loom's CPU Adam and is taken; the default
 #      adamw_torch is refused before any work with DeepSpeed's zero_force_ds_cpu_optimizer
 #      message, and taken with "zero_force_ds_cpu_optimizer": false.
-#   3. Resume from an offloaded checkpoint (stage 2 cpu, stage 3 cpu+cpu, stage 3 nvme) equals
+#   3. Resume from an offloaded checkpoint (stage 2 cpu, stage 3 cpu+cpu, stage 3 nvme+nvme) equals
 #      the uninterrupted run bit for bit, losses included.
 #   4. NVMe: no swap file or folder is left under nvme_path after a run, nor after a run killed
 #      with SIGTERM mid-training; a missing, non-folder or read-only nvme_path, a bad
@@ -32,6 +33,7 @@ ds() {  # STAGE ZERO_EXTRA [TOP_EXTRA] [OPTIMIZER(1|0)]
 }
 CPU_OPT=', "offload_optimizer": {"device": "cpu", "pin_memory": true}'
 CPU_PARAM=', "offload_param": {"device": "cpu", "pin_memory": true}'
+nvme_param() { echo ", \"offload_param\": {\"device\": \"nvme\", \"nvme_path\": \"$1\", \"buffer_count\": 3, \"max_in_cpu\": 0}"; }
 nvme_opt() { echo ", \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"$1\", \"buffer_count\": 2}, \"sub_group_size\": 20000, \"aio\": {\"block_size\": ${2:-4096}, \"queue_depth\": 4}"; }
 launched() {  # OUT [flags...]
   local out=$1; shift
@@ -64,6 +66,11 @@ grep -q "NVMe swap: optimizer state of .* in [2-9][0-9]* sub-group(s)" "$T/nvme3
   { grep "NVMe swap" "$T/nvme3.log"; fail "nvme3: no NVMe swap over several sub-groups"; }
 [[ -z "$(ls -A "$T/nvme")" ]] || fail "swap files left under nvme_path: $(ls -AR "$T/nvme")"
 echo "ok: nothing left under nvme_path"
+check nvme3pp ref3 "ZeRO-3 (offload: optimizer nvme, params nvme)" \
+  "$(ds 3 "$(nvme_opt "$T/nvme")$(nvme_param "$T/nvme")")"
+grep -q "NVMe swap: [1-9][0-9]* parameter shard(s)" "$T/nvme3pp.log" ||
+  fail "nvme3pp: no parameter swap in the log"
+[[ -z "$(ls -A "$T/nvme")" ]] || fail "swap files left under nvme_path: $(ls -AR "$T/nvme")"
 
 # 2. Client optimizers.
 # The reference: the same stage with torch's AdamW from --optim (HF's two weight-decay groups).
@@ -96,20 +103,21 @@ resume() {  # NAME CONFIG
 }
 resume res2 "$(ds 2 "$CPU_OPT")"
 resume res3 "$(ds 3 "$CPU_OPT$CPU_PARAM")"
-resume resn "$(ds 3 "$(nvme_opt "$T/nvme")")"
+resume resn "$(ds 3 "$(nvme_opt "$T/nvme")$(nvme_param "$T/nvme")")"
 [[ -z "$(ls -A "$T/nvme")" ]] || fail "swap files left under nvme_path after resuming"
 
 # 4. SIGTERM mid-run: the swap folders are removed by the signal handler.
 timeout 240 "$launch" --standalone --nproc_per_node 2 "$bin" --output_dir "$T/term" \
   "${COMMON[@]}" --max_steps 100000 --save_strategy no \
-  --deepspeed "$(ds 3 "$(nvme_opt "$T/nvme")")" > "$T/term.log" 2>&1 &
+  --deepspeed "$(ds 3 "$(nvme_opt "$T/nvme")$(nvme_param "$T/nvme")")" > "$T/term.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do
   grep -q "'loss'" "$T/term.log" 2>/dev/null && break
   sleep 0.2
 done
 grep -q "'loss'" "$T/term.log" || { kill -9 "$pid"; cat "$T/term.log"; fail "term: no step logged"; }
-[[ $(ls -A "$T/nvme" | wc -l) -eq 2 ]] || fail "term: expected 2 swap folders while training"
+[[ $(ls -A "$T/nvme" | wc -l) -eq 4 ]] ||
+  fail "term: expected 4 swap folders (2 ranks x optimizer, params) while training"
 # SIGTERM to the launcher (as a scheduler stops a job); it forwards it to the ranks. (Not to
 # timeout(1), which would signal its whole process group as well: the launcher, signalled
 # twice, then kills the ranks with SIGKILL, as torchrun does.)
