@@ -90,8 +90,8 @@ absl::StatusOr<std::unique_ptr<AioEngine>> AioEngine::Create(const AioOptions& o
 absl::Status AioEngine::Transfer(int fd, bool write, char* data, int64_t offset, int64_t bytes,
                                  const std::string& path) const {
   const int depth = static_cast<int>(options_.queue_depth);
-  io_context_t ctx = nullptr;
-  if (int rc = io_setup(depth, &ctx); rc < 0) return Errno(-rc, "io_setup for", path);
+  io_context_t ctx = AcquireContext();
+  if (ctx == nullptr) return Errno(EAGAIN, "io_setup for", path);
   std::vector<iocb> cbs(static_cast<size_t>(depth));
   std::vector<iocb*> free_cbs;
   for (iocb& cb : cbs) free_cbs.push_back(&cb);
@@ -160,8 +160,31 @@ absl::Status AioEngine::Transfer(int fd, bool write, char* data, int64_t offset,
     if (got <= 0) break;
     in_flight -= got;
   }
-  io_destroy(ctx);
+  ReleaseContext(ctx);
   return status;
+}
+
+// io_destroy waits for an RCU grace period (milliseconds), so contexts are kept for reuse.
+io_context_t AioEngine::AcquireContext() const {
+  {
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    if (!free_contexts_.empty()) {
+      io_context_t ctx = free_contexts_.back();
+      free_contexts_.pop_back();
+      return ctx;
+    }
+  }
+  io_context_t ctx = nullptr;
+  return io_setup(static_cast<int>(options_.queue_depth), &ctx) < 0 ? nullptr : ctx;
+}
+
+void AioEngine::ReleaseContext(io_context_t ctx) const {
+  std::lock_guard<std::mutex> lock(contexts_mu_);
+  free_contexts_.push_back(ctx);
+}
+
+AioEngine::~AioEngine() {
+  for (io_context_t ctx : free_contexts_) io_destroy(ctx);
 }
 
 absl::Status AioEngine::Run(const std::string& path, bool write, char* data, int64_t bytes) const {
@@ -174,11 +197,6 @@ absl::Status AioEngine::Run(const std::string& path, bool write, char* data, int
   const int fd = OpenFile(target, write ? (O_WRONLY | O_CREAT | O_TRUNC) : O_RDONLY, &direct);
   if (fd < 0) return Errno(errno, write ? "creating" : "opening", target);
   absl::Status status = absl::OkStatus();
-  if (write && bytes > 0) {
-    if (int rc = ::posix_fallocate(fd, 0, bytes); rc != 0) {
-      status = Errno(rc, "allocating", target);
-    }
-  }
   // thread_count ranges of the file side by side, each on its own context.
   const int64_t threads = std::min<int64_t>(options_.thread_count,
                                             std::max<int64_t>(1, bytes / options_.block_size));

@@ -17,6 +17,9 @@
 //     to NAME.partial, then renamed).
 //   - ReadAsync / WriteAsync run the transfer on a thread of their own and return a future:
 //     the caller overlaps I/O with compute (read-ahead, write-behind).
+//   - io contexts are kept for reuse (io_destroy waits for an RCU grace period: creating one
+//     per call cost ~20% of a 256 MB transfer here); the engine is safe to use from several
+//     threads at once.
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto engine, AioEngine::Create(AioOptions().set_block_size(1 << 20)));
@@ -31,7 +34,11 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
+
+#include <libaio.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -95,6 +102,7 @@ class AioEngine {
   // InvalidArgument naming `aio.<key>` for a block_size that is not a positive multiple of
   // kAlignment, or a queue_depth / thread_count below 1.
   static absl::StatusOr<std::unique_ptr<AioEngine>> Create(const AioOptions& options);
+  ~AioEngine();
 
   absl::Status Write(const std::string& path, const void* data, int64_t bytes) const;
   absl::Status Read(const std::string& path, void* data, int64_t bytes) const;
@@ -105,12 +113,16 @@ class AioEngine {
 
  private:
   explicit AioEngine(const AioOptions& o) : options_(o) {}
+  io_context_t AcquireContext() const;  // null when io_setup fails
+  void ReleaseContext(io_context_t ctx) const;
   // One file's transfer at [offset, offset + bytes) through its own io context.
   absl::Status Transfer(int fd, bool write, char* data, int64_t offset, int64_t bytes,
                         const std::string& path) const;
   absl::Status Run(const std::string& path, bool write, char* data, int64_t bytes) const;
 
   AioOptions options_;
+  mutable std::mutex contexts_mu_;
+  mutable std::vector<io_context_t> free_contexts_;  // io contexts kept for the next transfer
 };
 
 // Whether `folder` takes O_DIRECT (a probe file written and removed): true, false (the
