@@ -8,7 +8,7 @@
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "optim/deepspeed_optim.h"
-#include "sharding/optimizer_swapper.h"
+#include "sharding/swap_space.h"
 
 namespace loom::sharding {
 namespace {
@@ -247,7 +247,8 @@ absl::Status PlanOffload(const args::TrainingArguments& args, const args::DeepSp
       // The folder and the aio section, before any work (the free space is checked when the
       // state's size is known, as the strategy is made).
       RETURN_IF_ERROR_CTX(
-          CheckNvmePath(plan->offload.optimizer_nvme_path, AioOptionsOf(plan->offload.aio))
+          CheckNvmePath("zero_optimization.offload_optimizer.nvme_path",
+                        plan->offload.optimizer_nvme_path, AioOptionsOf(plan->offload.aio))
               .status(),
           "--deepspeed");
     }
@@ -279,8 +280,10 @@ absl::Status PlanOffload(const args::TrainingArguments& args, const args::DeepSp
                                     " must be >= 0"));
       }
       RETURN_IF_ERROR_CTX(
-          CheckNvmePath(plan->offload.param_nvme_path, AioOptionsOf(plan->offload.aio)).status(),
-          "--deepspeed: zero_optimization.offload_param");
+          CheckNvmePath("zero_optimization.offload_param.nvme_path", plan->offload.param_nvme_path,
+                        AioOptionsOf(plan->offload.aio))
+              .status(),
+          "--deepspeed");
     }
   }
   // DeepSpeed's engine (_configure_optimizer): with the optimizer offloaded, a client optimizer

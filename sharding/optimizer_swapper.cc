@@ -1,8 +1,5 @@
 #include "sharding/optimizer_swapper.h"
 
-#include <sys/stat.h>
-#include <sys/statvfs.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -75,51 +72,6 @@ int StatesPerElement(torch::optim::Optimizer& opt) {
 
 }  // namespace
 
-absl::StatusOr<bool> CheckNvmePath(const std::string& path, const aio::AioOptions& aio) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    return absl::NotFoundError(absl::StrCat(kPathKey, ": ", path, ": ", std::strerror(errno),
-                                            "; create the folder, or point nvme_path at a "
-                                            "folder on a fast local disk"));
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kPathKey, ": ", path, " is not a folder; point nvme_path at a folder"));
-  }
-  absl::StatusOr<bool> direct = aio::CheckDirectIo(path);
-  if (!direct.ok()) {
-    return absl::Status(direct.status().code(),
-                        absl::StrCat(kPathKey, ": ", direct.status().message(),
-                                     " (the swap files need a writable folder)"));
-  }
-  struct statvfs vfs;
-  if (::statvfs(path.c_str(), &vfs) == 0 && vfs.f_bsize > 0 &&
-      aio.block_size % static_cast<int64_t>(vfs.f_bsize) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "aio.block_size: ", aio.block_size, " is not a multiple of the block size ", vfs.f_bsize,
-        " of the filesystem holding ", path, "; use a multiple of it (e.g. 1048576)"));
-  }
-  RETURN_IF_ERROR(aio::AioEngine::Create(aio).status());
-  return *direct;
-}
-
-absl::Status CheckSwapSpace(const std::string& path, int64_t bytes) {
-  struct statvfs vfs;
-  if (::statvfs(path.c_str(), &vfs) != 0) {
-    return absl::InternalError(absl::StrCat(kPathKey, ": statvfs ", path, ": ",
-                                            std::strerror(errno)));
-  }
-  const long double free_bytes =
-      static_cast<long double>(vfs.f_bavail) * static_cast<long double>(vfs.f_frsize);
-  if (free_bytes < static_cast<long double>(bytes)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        kPathKey, ": ", path, " has ", static_cast<int64_t>(free_bytes),
-        " bytes free but the optimizer's swap files need ", bytes,
-        "; free space there, point nvme_path at a larger disk, or offload to \"cpu\""));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::unique_ptr<OptimizerSwapper>> OptimizerSwapper::Create(
     const OptimizerSwapperOptions& o, torch::optim::Optimizer* optimizer,
     std::vector<at::Tensor> shards) {
@@ -148,8 +100,6 @@ absl::StatusOr<std::unique_ptr<OptimizerSwapper>> OptimizerSwapper::Create(
           "OptimizerSwapper: the shards must be contiguous CPU float32 tensors");
     }
   }
-  ASSIGN_OR_RETURN(swapper->direct_, CheckNvmePath(o.nvme_path, o.aio));
-  ASSIGN_OR_RETURN(swapper->engine_, aio::AioEngine::Create(o.aio));
   swapper->shards_ = std::move(shards);
   // Sub-groups: consecutive shards up to sub_group_size elements (DeepSpeed's sub_group_size).
   int64_t total = 0, largest = 0;
@@ -168,12 +118,11 @@ absl::StatusOr<std::unique_ptr<OptimizerSwapper>> OptimizerSwapper::Create(
     largest = std::max(largest, g.bytes);
   }
   // Every file, plus one being rewritten beside it (NAME.partial).
-  RETURN_IF_ERROR(CheckSwapSpace(o.nvme_path, total + largest));
-  ASSIGN_OR_RETURN(swapper->scratch_,
-                   base::ScratchFolder::Create(o.nvme_path, absl::StrCat("loom-swap-rank", o.rank)),
-                   kPathKey);
+  ASSIGN_OR_RETURN(swapper->space_,
+                   OpenSwapSpace(kPathKey, o.nvme_path, o.aio, total + largest,
+                                 absl::StrCat("loom-swap-rank", o.rank)));
   for (size_t i = 0; i < swapper->groups_.size(); ++i) {
-    swapper->groups_[i].file = absl::StrCat(swapper->scratch_->path(), "/sub_group", i, ".swp");
+    swapper->groups_[i].file = absl::StrCat(swapper->space_.folder->path(), "/sub_group", i, ".swp");
   }
   return swapper;
 }
@@ -193,8 +142,8 @@ std::string OptimizerSwapper::Describe() const {
     bytes += g.bytes;
   }
   return absl::StrCat("NVMe swap: optimizer state of ", numel, " elements (", bytes,
-                      " bytes) in ", groups_.size(), " sub-group(s) under ", scratch_->path(),
-                      direct_ ? " with O_DIRECT" : " with buffered I/O (the filesystem takes no O_DIRECT)",
+                      " bytes) in ", groups_.size(), " sub-group(s) under ", space_.folder->path(),
+                      space_.direct ? " with O_DIRECT" : " with buffered I/O (the filesystem takes no O_DIRECT)",
                       "; buffer_count ", options_.buffer_count, ", aio block_size ",
                       options_.aio.block_size, ", queue_depth ", options_.aio.queue_depth);
 }
@@ -224,7 +173,7 @@ absl::Status OptimizerSwapper::StartRead(SubGroup& g) {
     return absl::ResourceExhaustedError(
         absl::StrCat("no host memory for a ", g.bytes, "-byte swap buffer"));
   }
-  g.reading = engine_->ReadAsync(g.file, g.buffer->data(), g.bytes);
+  g.reading = space_.engine->ReadAsync(g.file, g.buffer->data(), g.bytes);
   return absl::OkStatus();
 }
 
@@ -307,7 +256,7 @@ absl::Status OptimizerSwapper::StartWrite(SubGroup& g) {
     const std::vector<at::Tensor> none(static_cast<size_t>(states_per_element_));
     StateTensors(object, nullptr, &none);
   }
-  g.writing = engine_->WriteAsync(g.file, g.buffer->data(), g.bytes);
+  g.writing = space_.engine->WriteAsync(g.file, g.buffer->data(), g.bytes);
   g.on_disk = true;
   return absl::OkStatus();
 }

@@ -4,18 +4,13 @@
 // host memory one sub-group at a time for the optimizer step, through //aio's engine.
 //
 // Contract:
-//   - CheckNvmePath(path, aio): before any work — `path` exists, is a folder, takes new files,
-//     and aio.block_size is a multiple of its filesystem's block size; errors name the key and
-//     the path. Whether the filesystem takes O_DIRECT comes back (false: buffered I/O, which
-//     Create logs as the fallback taken).
 //   - Create(options, optimizer, shards): `shards` are the optimizer's parameters (contiguous
 //     CPU fp32, each in one of its groups), split in order into sub-groups of at most
 //     sub_group_size elements (one shard at least). The optimizer must be Adam, AdamW (torch's
 //     or loom's fused ones, HF's AdamW) or Adagrad without amsgrad. A scratch folder
 //     nvme_path/loom-swap-rank<R>-XXXXXX (base/scratch_folder.h) holds one file per sub-group;
 //     it is removed when the swapper goes away and when the process is killed by SIGINT,
-//     SIGTERM or SIGHUP. ResourceExhausted, naming the path and the sizes, when the filesystem
-//     has less free space than the files need.
+//     SIGTERM or SIGHUP. The folder and the free space are checked as swap_space.h says.
 //   - Step(step_subgroup): for each sub-group in turn, its state is read in (the next one's read
 //     started ahead, so I/O overlaps the step), the optimizer's groups are narrowed to the
 //     sub-group's shards, step_subgroup() runs, the groups are put back, and the state is
@@ -44,7 +39,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "aio/aio_engine.h"
-#include "base/scratch_folder.h"
+#include "sharding/swap_space.h"
 
 namespace loom::sharding {
 
@@ -56,10 +51,6 @@ struct OptimizerSwapperOptions {
   int64_t sub_group_size = 1000000000;
 };
 
-absl::StatusOr<bool> CheckNvmePath(const std::string& path, const aio::AioOptions& aio);
-// ResourceExhausted, naming the key, `path` and the sizes, when its filesystem has fewer than
-// `bytes` free (statvfs: blocks available to unprivileged users).
-absl::Status CheckSwapSpace(const std::string& path, int64_t bytes);
 
 class OptimizerSwapper {
  public:
@@ -74,7 +65,7 @@ class OptimizerSwapper {
 
   int64_t resident_bytes() const;
   size_t num_sub_groups() const { return groups_.size(); }
-  const std::string& folder() const { return scratch_->path(); }
+  const std::string& folder() const { return space_.folder->path(); }
   std::string Describe() const;  // one log line: sizes, folder, O_DIRECT or buffered
 
  private:
@@ -99,9 +90,7 @@ class OptimizerSwapper {
   torch::optim::Optimizer* optimizer_ = nullptr;
   std::vector<at::Tensor> shards_;
   int states_per_element_ = 2;  // Adam: exp_avg, exp_avg_sq; Adagrad: sum
-  bool direct_ = true;
-  std::unique_ptr<aio::AioEngine> engine_;
-  std::unique_ptr<base::ScratchFolder> scratch_;
+  SwapSpace space_;
   std::vector<SubGroup> groups_;
 };
 

@@ -7,7 +7,7 @@
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "sharding/optimizer_swapper.h"
+#include "sharding/swap_space.h"
 
 namespace loom::sharding {
 namespace {
@@ -56,17 +56,13 @@ absl::StatusOr<std::unique_ptr<ParamSwapper>> ParamSwapper::Create(const ParamSw
     total += bytes;
     largest = std::max(largest, bytes);
   }
-  ASSIGN_OR_RETURN(swapper->direct_, CheckNvmePath(o.nvme_path, o.aio), "offload_param");
-  RETURN_IF_ERROR_CTX(CheckSwapSpace(o.nvme_path, total + largest), "offload_param");
-  ASSIGN_OR_RETURN(swapper->engine_, aio::AioEngine::Create(o.aio));
-  ASSIGN_OR_RETURN(swapper->scratch_,
-                   base::ScratchFolder::Create(
-                       o.nvme_path, absl::StrCat("loom-swap-rank", o.rank, "-params")),
-                   "zero_optimization.offload_param.nvme_path");
+  ASSIGN_OR_RETURN(swapper->space_,
+                   OpenSwapSpace("zero_optimization.offload_param.nvme_path", o.nvme_path, o.aio,
+                                 total + largest, absl::StrCat("loom-swap-rank", o.rank, "-params")));
   for (size_t k = 0; k < shards.size(); ++k) {
     Entry e;
     e.shard = shards[k];
-    e.file = absl::StrCat(swapper->scratch_->path(), "/param", k, ".swp");
+    e.file = absl::StrCat(swapper->space_.folder->path(), "/param", k, ".swp");
     e.bytes = aio::AlignUp(e.shard.numel() * static_cast<int64_t>(sizeof(float)));
     swapper->index_[e.shard.unsafeGetTensorImpl()] = k;
     swapper->resident_elements_ += e.shard.numel();
@@ -86,8 +82,8 @@ std::string ParamSwapper::Describe() const {
   int64_t bytes = 0;
   for (const Entry& e : entries_) bytes += e.bytes;
   return absl::StrCat("NVMe swap: ", entries_.size(), " parameter shard(s) (", bytes,
-                      " bytes) under ", scratch_->path(),
-                      direct_ ? " with O_DIRECT" : " with buffered I/O", "; max_in_cpu ",
+                      " bytes) under ", space_.folder->path(),
+                      space_.direct ? " with O_DIRECT" : " with buffered I/O", "; max_in_cpu ",
                       options_.max_in_cpu, ", buffer_count ", options_.buffer_count);
 }
 
@@ -104,7 +100,7 @@ void ParamSwapper::StartReadAhead(size_t k) {
   } catch (const std::bad_alloc&) {
     return;  // no memory to read ahead: the fetch reads it then
   }
-  e.reading = engine_->ReadAsync(e.file, e.ahead->data(), e.bytes);
+  e.reading = space_.engine->ReadAsync(e.file, e.ahead->data(), e.bytes);
 }
 
 absl::Status ParamSwapper::Fetch(const at::Tensor& shard) {
@@ -118,7 +114,7 @@ absl::Status ParamSwapper::Fetch(const at::Tensor& shard) {
     e->ahead.reset();
   } else {
     buffer = std::make_unique<aio::AlignedBuffer>(e->bytes);
-    RETURN_IF_ERROR(engine_->Read(e->file, buffer->data(), e->bytes));
+    RETURN_IF_ERROR(space_.engine->Read(e->file, buffer->data(), e->bytes));
   }
   Install(e->shard, std::move(buffer));
   e->resident = true;
@@ -141,11 +137,11 @@ absl::Status ParamSwapper::Write(Entry& e) {
   if (reinterpret_cast<uintptr_t>(data) % aio::kAlignment == 0 &&
       static_cast<int64_t>(e.shard.storage().nbytes()) == e.shard.numel() * 4 &&
       e.shard.storage().data_ptr().get_deleter() == &DeleteBuffer) {
-    return engine_->Write(e.file, data, e.bytes);  // our own page-aligned buffer
+    return space_.engine->Write(e.file, data, e.bytes);  // our own page-aligned buffer
   }
   aio::AlignedBuffer staging(e.bytes);
   std::memcpy(staging.data(), data, static_cast<size_t>(e.shard.numel()) * sizeof(float));
-  return engine_->Write(e.file, staging.data(), e.bytes);
+  return space_.engine->Write(e.file, staging.data(), e.bytes);
 }
 
 absl::Status ParamSwapper::Evict(const at::Tensor& shard, bool dirty) {

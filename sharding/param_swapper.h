@@ -7,7 +7,7 @@
 //   - Create(options, shards): each shard (contiguous CPU fp32, storage of its own) gets a file
 //     in a scratch folder nvme_path/loom-swap-rank<R>-params-XXXXXX (removed with the swapper
 //     and on SIGINT/SIGTERM/SIGHUP, base/scratch_folder.h), is written there and evicted.
-//     Errors: the nvme_path checks of optimizer_swapper.h, too little free space, and a shard
+//     Errors: the nvme_path and free-space checks of swap_space.h, and a shard
 //     of more than buffer_size elements (DeepSpeed's buffers hold one parameter each: raise
 //     offload_param.buffer_size).
 //   - Fetch(shard): its bytes back in memory (read straight into page-aligned memory that
@@ -35,8 +35,8 @@
 
 #include "absl/status/statusor.h"
 #include "aio/aio_engine.h"
-#include "base/scratch_folder.h"
 #include "sharding/shard_store.h"
+#include "sharding/swap_space.h"
 
 namespace loom::sharding {
 
@@ -59,7 +59,7 @@ class ParamSwapper : public ShardStore {
   absl::Status Evict(const at::Tensor& shard, bool dirty) override;
 
   int64_t resident_elements() const { return resident_elements_; }
-  const std::string& folder() const { return scratch_->path(); }
+  const std::string& folder() const { return space_.folder->path(); }
   std::string Describe() const;
 
  private:
@@ -78,9 +78,7 @@ class ParamSwapper : public ShardStore {
   absl::Status Write(Entry& e);
 
   ParamSwapperOptions options_;
-  bool direct_ = true;
-  std::unique_ptr<aio::AioEngine> engine_;
-  std::unique_ptr<base::ScratchFolder> scratch_;
+  SwapSpace space_;
   std::vector<Entry> entries_;
   std::map<const c10::TensorImpl*, size_t> index_;
   int64_t resident_elements_ = 0;
