@@ -82,6 +82,7 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
                                    .set_stage(plan->stage)
                                    .set_comm(plan->comm)
                                    .set_offload(plan->offload)
+                                   .set_round_robin_gradients(plan->round_robin_gradients)
                                    .set_ds_config(plan->config.raw, plan->gradient_clipping)));
       return std::unique_ptr<ShardingStrategy>(std::move(zero));
     }

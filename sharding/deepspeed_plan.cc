@@ -71,7 +71,7 @@ const std::map<std::string, KeyRule>& ZeroRules() {
       {"offload_param", {Treat::kImplemented, {}}},
       {"aio", {Treat::kImplemented, {}}},
       {"overlap_comm", {Treat::kImplemented, {}}},
-      {"round_robin_gradients", {Treat::kImplemented, {}}},  // false only (checked below)
+      {"round_robin_gradients", {Treat::kImplemented, {}}},  // stages 1 and 2
       {"load_from_fp32_weights", {Treat::kDefaultOnly, true}},
       {"elastic_checkpoint", {Treat::kDefaultOnly, false}},
       {"ignore_unused_parameters", {Treat::kIgnoredBelowStage3, {}}},
@@ -218,11 +218,13 @@ absl::Status PlanOffload(const args::TrainingArguments& args, const args::DeepSp
         "stage 3 (this config has stage ",
         zero.stage, "); set \"stage\": 3, or offload to \"cpu\""));
   }
-  if (zero.round_robin_gradients) {
-    return NotYet("zero_optimization.round_robin_gradients",
-                  "true (DeepSpeed's round-robin order of the parameters in each partition)",
-                  "set it to false or remove it");
+  if (zero.round_robin_gradients && zero.stage != 1 && zero.stage != 2) {
+    return Invalid(absl::StrCat(
+        "zero_optimization.round_robin_gradients: a ZeRO stage 1 and 2 option (this config has "
+        "stage ",
+        zero.stage, "); remove it"));
   }
+  plan->round_robin_gradients = zero.round_robin_gradients;
   if (opt_off) {
     plan->offload.optimizer = true;
     plan->offload.pin_memory = zero.offload_optimizer->pin_memory;

@@ -17,17 +17,19 @@
 //     gradient_predivide_factor / prescale_gradients with the all-reduce path; the optimizer
 //     and scheduler sections of optim/deepspeed_optim.h; bf16 with stages 1-2;
 //     communication_data_type fp32, or bf16 with bf16; steps_per_print (DeepSpeed's progress
-//     line); zero_allow_untested_optimizer; offload_optimizer cpu (stages 1-3), offload_param
-//     cpu (stage 3), pin_memory; zero_force_ds_cpu_optimizer (DeepSpeed's error
+//     line); zero_allow_untested_optimizer; offload_optimizer cpu (stages 1-3) and nvme
+//     (stage 3: ZeRO-Infinity with nvme_path, buffer_count, sub_group_size and the aio
+//     section, the path checked here), offload_param cpu and nvme (stage 3; buffer_count,
+//     buffer_size, max_in_cpu), pin_memory; zero_force_ds_cpu_optimizer (DeepSpeed's error
 //     for a client optimizer with the optimizer offloaded: loom's CPU optimizers are the
-//     config's Adam/AdamW/Adagrad and --optim adamw_torch_fused);
-//     checkpoint.use_node_local_storage (one node: every rank's files land in the same
-//     folder)), ignored by DeepSpeed itself below stage 3 (stage3_*, sub_group_size,
-//     ignore_unused_parameters), accepted only at its default value (round_robin_gradients
-//     false, wall_clock_breakdown false, ...), or refused: InvalidArgument / Unimplemented
-//     naming the dotted key and the fix. Refused now: nvme offload (ZeRO-Infinity; nvme_path is
-//     checked first), round_robin_gradients
-//     true, offload_param below stage 3 and nvme below stage 3 (DeepSpeed: stage 3 only), fp16
+//     config's Adam/AdamW/Adagrad and --optim adamw_torch_fused); round_robin_gradients
+//     (stages 1 and 2); checkpoint.use_node_local_storage (one node: every rank's files land
+//     in the same folder)), ignored by DeepSpeed itself below stage 3 (stage3_*,
+//     sub_group_size, ignore_unused_parameters), accepted only at its default value
+//     (wall_clock_breakdown false, ...), or refused: InvalidArgument / Unimplemented naming
+//     the dotted key and the fix. Refused now: offload_param below stage 3, offload_optimizer
+//     at stage 0 and nvme below stage 3 (DeepSpeed: stage 3 only), round_robin_gradients at
+//     stages 0 and 3, fp16
 //     enabled (DeepSpeed's loss scaler), bf16 with stage 0, fp16 communication, predivide /
 //     prescale without the all-reduce path, unknown or misspelled keys in any section, an
 //     optimizer section with a non-default --optim, a scheduler section with a non-default
@@ -70,6 +72,7 @@ struct DeepSpeedPlan {
   bool stage3_gather_16bit_weights_on_model_save = false;
   // offload_optimizer / offload_param (issue 16).
   OffloadOptions offload;
+  bool round_robin_gradients = false;  // stages 1 and 2
   std::vector<std::string> warnings;
 
   // DeepSpeed's engine log of its configuration: "DeepSpeedEngine configuration:" and the

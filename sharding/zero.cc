@@ -87,6 +87,7 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
       groups[gi].params.push_back(p);
       groups[gi].numel += p.numel();
     }
+    if (o.round_robin_gradients) groups[gi].params = RoundRobinOrder(groups[gi].params, world);
   }
   try {
     at::NoGradGuard no_grad;
@@ -185,6 +186,20 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
 int ZeroStrategy::world() const { return pg_ ? pg_->world_size() : 1; }
 
 int ZeroStrategy::rank() const { return pg_ ? pg_->rank() : 0; }
+
+std::vector<at::Tensor> RoundRobinOrder(const std::vector<at::Tensor>& params, int world) {
+  // DeepSpeed's _round_robin_reorder: parameter i goes to bucket i % world; the buckets are
+  // concatenated in order, each keeping its parameters' order.
+  std::vector<at::Tensor> out;
+  out.reserve(params.size());
+  for (int bucket = 0; bucket < std::max(1, world); ++bucket) {
+    for (size_t i = static_cast<size_t>(bucket); i < params.size();
+         i += static_cast<size_t>(std::max(1, world))) {
+      out.push_back(params[i]);
+    }
+  }
+  return out;
+}
 
 std::string ZeroStrategy::Name() const {
   return absl::StrCat("ZeRO-", options_.stage, OffloadSuffix(options_.offload));

@@ -111,6 +111,15 @@ struct ZeroOptions : StrategyPieces<ZeroOptions> {
   double gradient_clipping = 0;
   // offload_optimizer (offload.h): the masters and their gradients in host memory.
   OffloadOptions offload;
+  // DeepSpeed's round_robin_gradients: each group's parameters laid out in the flat buffer in
+  // round-robin order over the ranks (RoundRobinOrder), so that every rank's partition holds
+  // a spread of parameters; the checkpoints' param_shapes follow that order, as DeepSpeed's.
+  bool round_robin_gradients = false;
+
+  ZeroOptions& set_round_robin_gradients(bool v) {
+    round_robin_gradients = v;
+    return *this;
+  }
 
   ZeroOptions& set_offload(const OffloadOptions& v) {
     offload = v;
@@ -130,6 +139,10 @@ struct ZeroOptions : StrategyPieces<ZeroOptions> {
     return *this;
   }
 };
+
+// DeepSpeed's _round_robin_reorder of one group's parameters over `world` ranks: parameter i
+// goes to bucket i % world, the buckets concatenated (e.g. 5 over 2: 0, 2, 4, 1, 3).
+std::vector<at::Tensor> RoundRobinOrder(const std::vector<at::Tensor>& params, int world);
 
 class ZeroStrategy : public ShardingStrategy {
  public:

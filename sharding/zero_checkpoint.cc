@@ -92,8 +92,12 @@ absl::StatusOr<std::vector<std::string>> OptimFiles(const std::string& tag_dir) 
   return files;
 }
 
-absl::Status CheckLayout(const std::string& path, const IValue& model_states,
-                         const std::vector<ZeroGroupLayout>& groups) {
+// The checkpoint's param_shapes against this model's groups: the same parameters with the same
+// shapes, in the same order — or, with `any_order` (ZeRO-1/2, whose order round_robin_gradients
+// and the world size change), in any order. Returns the checkpoint's order of names per group.
+absl::StatusOr<std::vector<std::vector<std::string>>> CheckLayout(
+    const std::string& path, const IValue& model_states,
+    const std::vector<ZeroGroupLayout>& groups, bool any_order) {
   ASSIGN_OR_RETURN(IValue shapes, Get(model_states, "param_shapes", path));
   if (!shapes.isList() || shapes.toListRef().size() != groups.size()) {
     return Invalid(
@@ -101,14 +105,12 @@ absl::Status CheckLayout(const std::string& path, const IValue& model_states,
                            " parameter groups but the optimizer has ", groups.size(),
                            " (a checkpoint of another model or optimizer setup)"));
   }
+  std::vector<std::vector<std::string>> saved_order(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) {
     const IValue& group = shapes.toListRef()[g];
     if (!group.isGenericDict()) return Invalid(path, "param_shapes holds a non-dict");
-    const c10::impl::GenericDict d = group.toGenericDict();
-    std::vector<std::string> names;
-    std::vector<std::vector<int64_t>> shapes;
-    for (const auto& entry : d) {
-      names.push_back(entry.key().toStringRef());
+    std::map<std::string, std::vector<int64_t>> saved;
+    for (const auto& entry : group.toGenericDict()) {
       std::vector<int64_t> shape;
       if (entry.value().isTuple()) {
         for (const IValue& dim : entry.value().toTupleRef().elements()) {
@@ -119,27 +121,54 @@ absl::Status CheckLayout(const std::string& path, const IValue& model_states,
           shape.push_back(dim.isInt() ? dim.toInt() : -1);
         }
       }
-      shapes.push_back(std::move(shape));
+      saved_order[g].push_back(entry.key().toStringRef());
+      saved[entry.key().toStringRef()] = std::move(shape);
     }
-    if (names == groups[g].names && shapes != groups[g].shapes) {
-      for (size_t i = 0; i < names.size(); ++i) {
-        if (shapes[i] != groups[g].shapes[i]) {
-          return Invalid(
-              path,
-              absl::StrCat("parameter '", names[i], "' has shape [", absl::StrJoin(shapes[i], ", "),
-                           "] in the checkpoint but [", absl::StrJoin(groups[g].shapes[i], ", "),
-                           "] in this model: the checkpoint is of another model"));
-        }
+    const std::vector<std::string>& names = groups[g].names;
+    const bool same_set =
+        saved.size() == names.size() &&
+        std::all_of(names.begin(), names.end(), [&](const auto& n) { return saved.count(n); });
+    if (!same_set || (!any_order && saved_order[g] != names)) {
+      return Invalid(path, absl::StrCat("parameter group ", g, " holds [",
+                                        absl::StrJoin(saved_order[g], ", "),
+                                        "] but this model's holds [", absl::StrJoin(names, ", "),
+                                        "]: the checkpoint is of another model"));
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (saved[names[i]] != groups[g].shapes[i]) {
+        return Invalid(path, absl::StrCat("parameter '", names[i], "' has shape [",
+                                          absl::StrJoin(saved[names[i]], ", "),
+                                          "] in the checkpoint but [",
+                                          absl::StrJoin(groups[g].shapes[i], ", "),
+                                          "] in this model: the checkpoint is of another model"));
       }
     }
-    if (names != groups[g].names) {
-      return Invalid(
-          path, absl::StrCat("parameter group ", g, " holds [", absl::StrJoin(names, ", "),
-                             "] but this model's holds [", absl::StrJoin(groups[g].names, ", "),
-                             "]: the checkpoint is of another model"));
-    }
   }
-  return absl::OkStatus();
+  return saved_order;
+}
+
+// `full` (a group's flat values with the parameters in `saved` order) with the parameters in
+// the group's own order.
+at::Tensor InLayoutOrder(const at::Tensor& full, const std::vector<std::string>& saved,
+                         const ZeroGroupLayout& layout) {
+  std::map<std::string, int64_t> numel, offset;
+  for (size_t i = 0; i < layout.names.size(); ++i) {
+    int64_t n = 1;
+    for (int64_t d : layout.shapes[i]) n *= d;
+    numel[layout.names[i]] = n;
+  }
+  int64_t at = 0;
+  for (const std::string& name : saved) {
+    offset[name] = at;
+    at += numel[name];
+  }
+  at::Tensor out = at::empty({layout.numel}, full.options());
+  at = 0;
+  for (const std::string& name : layout.names) {
+    out.slice(0, at, at + numel[name]).copy_(full.slice(0, offset[name], offset[name] + numel[name]));
+    at += numel[name];
+  }
+  return out;
 }
 
 // `latest` read and its tag folder checked: the tag, or NotFound naming the file / folder.
@@ -367,12 +396,17 @@ absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
   const std::string tag_dir = folder + "/" + out.tag;
   const std::string model_path = tag_dir + "/" + kZeroModelStatesFile;
   ASSIGN_OR_RETURN(IValue model_states, checkpoint::LoadPickle(model_path));
-  RETURN_IF_ERROR(CheckLayout(model_path, model_states, groups));
+  ASSIGN_OR_RETURN(const std::vector<std::vector<std::string>> saved_order,
+                   CheckLayout(model_path, model_states, groups, /*any_order=*/true));
   ASSIGN_OR_RETURN(std::vector<std::string> files, OptimFiles(tag_dir));
   const int saved = static_cast<int>(files.size());
   out.saved_world_size = saved;
-  // The same world size: this rank's file alone holds its partitions (no other rank's is read).
-  const bool same_world = saved == world_size;
+  bool same_order = true;
+  for (size_t g = 0; g < groups.size(); ++g) same_order &= saved_order[g] == groups[g].names;
+  // The same world size and order: this rank's file alone holds its partitions (no other
+  // rank's is read). Otherwise (another world size, or round_robin_gradients changing the
+  // order) every rank's file is read and the group's values laid out again.
+  const bool same_world = saved == world_size && same_order;
   const int expected_pieces = same_world ? 1 : saved;
   // Per group: the concatenation over saved ranks of the fp32 partitions, and of each
   // partitioned state tensor; rank 0's other state values and param_groups.
@@ -428,10 +462,13 @@ absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
           own.slice(0, 0, pieces[0].numel()).copy_(pieces[0]);
           return own;
         }
-        const at::Tensor full = at::cat(pieces);
+        at::Tensor full = at::cat(pieces);
         if (full.numel() < numel) {
           return Invalid(tag_dir, absl::StrCat(what, " of group ", g, " holds ", full.numel(),
                                                " elements for ", numel, " parameters"));
+        }
+        if (saved_order[g] != groups[g].names) {
+          full = InLayoutOrder(full.slice(0, 0, numel), saved_order[g], groups[g]);
         }
         at::Tensor padded_full = at::zeros({padded}, full.options());
         padded_full.slice(0, 0, numel).copy_(full.slice(0, 0, numel));
@@ -481,7 +518,7 @@ absl::StatusOr<Zero3Read> ReadZero3Partitions(const std::string& folder,
         ": not a ZeRO stage 3 checkpoint (a stage 1 or 2 one resumes with that stage)"));
   }
   ASSIGN_OR_RETURN(IValue model_states, checkpoint::LoadPickle(model_path));
-  RETURN_IF_ERROR(CheckLayout(model_path, model_states, groups));
+  RETURN_IF_ERROR(CheckLayout(model_path, model_states, groups, /*any_order=*/false).status());
   ASSIGN_OR_RETURN(std::vector<std::string> files, OptimFiles(tag_dir));
   const int saved = static_cast<int>(files.size());
   out.saved_world_size = saved;

@@ -14,9 +14,15 @@
 #   4. NVMe: no swap file or folder is left under nvme_path after a run, nor after a run killed
 #      with SIGTERM mid-training; a missing, non-folder or read-only nvme_path, a bad
 #      aio.block_size and a too-small filesystem are each one clear error before training.
+#   6. round_robin_gradients (with offload_optimizer cpu, where DeepSpeed meant it) at stage 2 on
+#      2 ranks equals the run without it (1e-6); its checkpoint keeps DeepSpeed's round-robin
+#      param_shapes order, consolidates independently to model.safetensors, resumes bitwise on
+#      2 ranks, and on 4 ranks (another order) and 1 rank without it within 1e-6 of the
+#      uninterrupted run.
 #   usage: run_glue_offload_test.sh RUN_GLUE LAUNCH COMPARE_PY DEMO_MODEL_SH SAME_LOGS_PY
+#          CHECK_ZERO_PY
 set -euo pipefail
-bin=$1 launch=$2 compare=$3 demo_model=$4 same_logs_py=$5
+bin=$1 launch=$2 compare=$3 demo_model=$4 same_logs_py=$5 check=$6
 T="$TEST_TMPDIR"
 PY=/usr/bin/python3
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -25,7 +31,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 COMMON=(--model_name_or_path "$T/m" --task_name sst2 --data_dir "$T/m/synthetic_data" --do_train
         --max_seq_length 32 --logging_steps 1 --report_to none --disable_tqdm --seed 7
         --max_grad_norm 0.05 --learning_rate 1e-3 --weight_decay 0.01
-        --per_device_train_batch_size 4 --gradient_accumulation_steps 2)
+        --gradient_accumulation_steps 2)
+BATCH=(--per_device_train_batch_size 4)  # 2 ranks: a global batch of 16
 ds() {  # STAGE ZERO_EXTRA [TOP_EXTRA] [OPTIMIZER(1|0)]
   local opt='"optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"}},'
   [[ "${4:-1}" == 1 ]] || opt=''
@@ -38,7 +45,7 @@ nvme_opt() { echo ", \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\"
 launched() {  # OUT [flags...]
   local out=$1; shift
   timeout 240 "$launch" --standalone --nproc_per_node 2 "$bin" --output_dir "$out" \
-    "${COMMON[@]}" "$@" > "$out.log" 2>&1 || { cat "$out.log"; fail "$out: $*"; }
+    "${COMMON[@]}" "${BATCH[@]}" "$@" > "$out.log" 2>&1 || { cat "$out.log"; fail "$out: $*"; }
 }
 same() {  # REF OUT TOL WHAT
   "$PY" "$compare" "$1/model.safetensors" "$2/model.safetensors" "$3" || fail "$4"
@@ -78,7 +85,7 @@ launched "$T/ref2c" --max_steps 4 --save_strategy no --deepspeed "$(ds 2 '' '' 0
 check fused2 ref2c "ZeRO-2 (offload: optimizer cpu)" "$(ds 2 "$CPU_OPT" '' 0)" --optim adamw_torch_fused
 set +e
 timeout 120 "$launch" --standalone --nproc_per_node 2 "$bin" --output_dir "$T/refused" \
-  "${COMMON[@]}" --max_steps 4 --deepspeed "$(ds 2 "$CPU_OPT" '' 0)" > "$T/refused.log" 2>&1
+  "${COMMON[@]}" "${BATCH[@]}" --max_steps 4 --deepspeed "$(ds 2 "$CPU_OPT" '' 0)" > "$T/refused.log" 2>&1
 rc=$?
 set -e
 [[ $rc -ne 0 ]] || fail "a client torch AdamW with the optimizer offloaded was accepted"
@@ -108,7 +115,7 @@ resume resn "$(ds 3 "$(nvme_opt "$T/nvme")$(nvme_param "$T/nvme")")"
 
 # 4. SIGTERM mid-run: the swap folders are removed by the signal handler.
 timeout 240 "$launch" --standalone --nproc_per_node 2 "$bin" --output_dir "$T/term" \
-  "${COMMON[@]}" --max_steps 100000 --save_strategy no \
+  "${COMMON[@]}" "${BATCH[@]}" --max_steps 100000 --save_strategy no \
   --deepspeed "$(ds 3 "$(nvme_opt "$T/nvme")$(nvme_param "$T/nvme")")" > "$T/term.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do
@@ -138,7 +145,7 @@ refused() {  # WHAT CONFIG EXPECTED...
   local what=$1 config=$2; shift 2
   set +e
   timeout 120 "$launch" --standalone --nproc_per_node 2 "$bin" --output_dir "$T/bad" \
-    "${COMMON[@]}" --max_steps 4 --deepspeed "$config" > "$T/bad.log" 2>&1
+    "${COMMON[@]}" "${BATCH[@]}" --max_steps 4 --deepspeed "$config" > "$T/bad.log" 2>&1
   local rc=$?
   set -e
   [[ $rc -ne 0 ]] || fail "$what: accepted"
@@ -170,3 +177,35 @@ if unshare -m true 2>/dev/null; then
 else
   echo "note: no mount namespace here; the free-space check is tested by optimizer_swapper_test"
 fi
+
+# 6. round_robin_gradients.
+RR=', "round_robin_gradients": true'
+check rr2 off2 "ZeRO-2 (offload: optimizer cpu)" "$(ds 2 "$CPU_OPT$RR")"
+launched "$T/rr" --max_steps 6 --save_steps 2 --deepspeed "$(ds 2 "$CPU_OPT$RR")"
+"$PY" - "$T/rr/checkpoint-2" <<'PY' || fail "round-robin order not in param_shapes"
+import glob, sys, torch
+states = torch.load(glob.glob(sys.argv[1] + "/global_step*/mp_rank_00_model_states.pt")[0])
+names = [list(g.keys()) for g in states["param_shapes"]]
+module = list(states["module"].keys())
+for group in names:
+    order = [n for n in module if n in group]
+    want = order[0::2] + order[1::2]  # DeepSpeed's _round_robin_reorder over 2 ranks
+    assert group == want, (group[:4], want[:4])
+print("param_shapes in round-robin order:", [len(g) for g in names])
+PY
+"$PY" "$check" "$T/rr/checkpoint-2" 2 2 > /dev/null || fail "round-robin checkpoint consolidation"
+mkdir -p "$T/rrr" && cp -r "$T/rr/checkpoint-2" "$T/rrr/"
+launched "$T/rrr" --max_steps 6 --save_steps 2 --deepspeed "$(ds 2 "$CPU_OPT$RR")" \
+  --resume_from_checkpoint "$T/rrr/checkpoint-2"
+same "$T/rr" "$T/rrr" 0 "round-robin resume on 2 ranks"
+for world in 4 1; do
+  rr=$([[ $world == 4 ]] && echo "$RR" || echo "")
+  out="$T/rr_w$world"
+  mkdir -p "$out" && cp -r "$T/rr/checkpoint-2" "$out/"
+  timeout 240 "$launch" --standalone --nproc_per_node "$world" "$bin" --output_dir "$out" \
+    "${COMMON[@]}" --max_steps 6 --save_steps 2 --deepspeed "$(ds 2 "$CPU_OPT$rr")" \
+    --resume_from_checkpoint "$out/checkpoint-2" --per_device_train_batch_size $((8 / world)) \
+    > "$out.log" 2>&1 || { cat "$out.log"; fail "round-robin checkpoint resumed on $world ranks"; }
+  same "$T/rr" "$out" 1e-6 "round-robin checkpoint resumed on $world ranks"
+done
+echo "ok: round_robin_gradients: == without, DeepSpeed's order in the files, resumed on 2 (bitwise), 4 and 1 ranks"
