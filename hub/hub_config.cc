@@ -1,0 +1,73 @@
+#include "hub/hub_config.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace loom::hub {
+
+std::string HubUrlFromEnvironment() {
+  const char* url = std::getenv("LOOM_HUB_URL");
+  std::string out = url != nullptr && *url != '\0' ? url : "https://huggingface.co";
+  while (!out.empty() && out.back() == '/') out.pop_back();
+  return out;
+}
+
+absl::StatusOr<std::string> RemoteUrl(const std::string& model_id, const std::string& hub_url) {
+  if (model_id.empty()) return absl::InvalidArgumentError("--hub_model_id: empty");
+  std::string url;
+  if (model_id.find("://") != std::string::npos || model_id[0] == '/' || model_id[0] == '.') {
+    url = model_id;
+  } else {
+    url = absl::StrCat(hub_url, "/", model_id);
+  }
+  const size_t scheme = url.find("://");
+  if (scheme != std::string::npos) {
+    const size_t host_end = url.find('/', scheme + 3);
+    const std::string authority = url.substr(scheme + 3, host_end == std::string::npos
+                                                             ? std::string::npos
+                                                             : host_end - scheme - 3);
+    if (authority.find('@') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          "--hub_model_id / LOOM_HUB_URL: the remote URL carries credentials, which would be "
+          "written into .git/config; give the URL without them and the token with --hub_token "
+          "or HF_TOKEN");
+    }
+  }
+  return url;
+}
+
+std::string DefaultModelId(const std::string& output_dir) {
+  std::filesystem::path p(output_dir);
+  while (!p.empty() && p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
+}
+
+std::optional<HubToken> ResolveHubToken(const std::string& flag) {
+  if (!flag.empty()) return HubToken{flag, "--hub_token"};
+  if (const char* t = std::getenv("HF_TOKEN"); t != nullptr && *t != '\0') {
+    return HubToken{std::string(absl::StripAsciiWhitespace(t)), "HF_TOKEN"};
+  }
+  std::string home_dir;
+  if (const char* h = std::getenv("HF_HOME"); h != nullptr && *h != '\0') {
+    home_dir = h;
+  } else if (const char* home = std::getenv("HOME"); home != nullptr) {
+    home_dir = absl::StrCat(home, "/.cache/huggingface");
+  }
+  if (home_dir.empty()) return std::nullopt;
+  const std::string path = home_dir + "/token";
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string token(absl::StripAsciiWhitespace(text.str()));
+  if (token.empty()) return std::nullopt;
+  return HubToken{std::move(token), path};
+}
+
+}  // namespace loom::hub

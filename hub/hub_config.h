@@ -1,0 +1,40 @@
+// Where --push_to_hub pushes and with which token (issue 17; spec/trainer.md §4.4).
+//
+// Contract:
+//   - RemoteUrl(model_id, hub_url): a model_id that is a URL (has "://") or a local path
+//     (starts with '/' or '.') is the remote as it is; "user/name" or "name" is hub_url +
+//     "/" + model_id (the Hub's layout: https://huggingface.co/user/name). hub_url: --hub_url
+//     is not an HF flag, so the environment's LOOM_HUB_URL, else https://huggingface.co.
+//     A URL carrying credentials (scheme://user:secret@host) is InvalidArgument: it would be
+//     written into .git/config; the token goes in --hub_token / HF_TOKEN instead.
+//   - ResolveHubToken(flag): --hub_token, else HF_TOKEN, else the file `huggingface-cli login`
+//     writes ($HF_HOME/token, HF_HOME defaulting to ~/.cache/huggingface), trimmed; nullopt
+//     when there is none. `source` says where it came from (for logs — never the token).
+//   - DefaultModelId(output_dir): HF's default hub_model_id, the output folder's name.
+//
+// Example:
+//   ASSIGN_OR_RETURN(std::string url, RemoteUrl(args.hub_model_id(), HubUrlFromEnvironment()));
+//   std::optional<HubToken> token = ResolveHubToken(args.hub_token());
+#ifndef LOOM_HUB_HUB_CONFIG_H_
+#define LOOM_HUB_HUB_CONFIG_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace loom::hub {
+
+std::string HubUrlFromEnvironment();
+absl::StatusOr<std::string> RemoteUrl(const std::string& model_id, const std::string& hub_url);
+std::string DefaultModelId(const std::string& output_dir);
+
+struct HubToken {
+  std::string token;
+  std::string source;  // "--hub_token", "HF_TOKEN" or the token file's path
+};
+std::optional<HubToken> ResolveHubToken(const std::string& flag);
+
+}  // namespace loom::hub
+
+#endif  // LOOM_HUB_HUB_CONFIG_H_

@@ -1,0 +1,126 @@
+#include "hub/repository.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "base/status_macros.h"
+
+namespace loom::hub {
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& LfsPatterns() {
+  static const auto* patterns = new std::vector<std::string>{
+      "*.7z", "*.arrow", "*.bin", "*.bz2", "*.ckpt", "*.ftz", "*.gz", "*.h5", "*.joblib",
+      "*.lfs.*", "*.mlmodel", "*.model", "*.msgpack", "*.npy", "*.npz", "*.onnx", "*.ot",
+      "*.parquet", "*.pb", "*.pickle", "*.pkl", "*.pt", "*.pth", "*.rar", "*.safetensors",
+      "saved_model/**/*", "*.tar.*", "*.tar", "*.tflite", "*.tgz", "*.wasm", "*.xz", "*.zip",
+      "*.zst", "*tfevents*"};
+  return *patterns;
+}
+
+namespace {
+
+std::string ReadText(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HubRepository>> HubRepository::Open(const RepositoryOptions& o) {
+  std::error_code ec;
+  fs::create_directories(o.folder, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--output_dir ", o.folder, ": cannot create it: ", ec.message()));
+  }
+  auto repo = absl::WrapUnique(new HubRepository(o));
+  Git& git = repo->git_;
+  const std::string remote = o.remote_url;
+  if (fs::exists(fs::path(o.folder) / ".git")) {
+    absl::StatusOr<GitResult> origin = git.Run({"remote", "get-url", "origin"});
+    if (!origin.ok()) return origin.status();
+    const std::string current(absl::StripAsciiWhitespace(origin->output));
+    if (origin->exit_code != 0 || current != remote) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--push_to_hub: ", o.folder, " is a git repository whose origin is '",
+          origin->exit_code == 0 ? current : "(none)", "', not ", remote,
+          "; use an output_dir that is a clone of the Hub repository, or a new folder"));
+    }
+  } else {
+    RETURN_IF_ERROR(git.Check({"init", "-q", "-b", "main"}, "creating the repository").status());
+    RETURN_IF_ERROR(
+        git.Check({"remote", "add", "origin", remote}, "setting the remote").status());
+    // A remote with history: start from its main branch (its files stay).
+    absl::StatusOr<GitResult> fetched = git.Run({"fetch", "-q", "origin", "main"});
+    if (!fetched.ok()) return fetched.status();
+    if (fetched->exit_code == 0) {
+      RETURN_IF_ERROR(git.Check({"reset", "-q", "origin/main"}, "starting from the remote's "
+                                                                   "main branch")
+                          .status());
+      RETURN_IF_ERROR(git.Check({"branch", "-q", "--set-upstream-to=origin/main"},
+                                "tracking the remote's main branch")
+                          .status());
+    }
+  }
+  RETURN_IF_ERROR(git.Check({"lfs", "install", "--local"}, "installing git-lfs").status());
+  RETURN_IF_ERROR(repo->WriteGitFiles());
+  return repo;
+}
+
+absl::Status HubRepository::WriteGitFiles() {
+  const fs::path folder(options_.folder);
+  if (!fs::exists(folder / ".gitattributes")) {
+    std::ofstream out(folder / ".gitattributes");
+    for (const std::string& p : LfsPatterns()) {
+      out << p << " filter=lfs diff=lfs merge=lfs -text\n";
+    }
+    if (!out) return absl::InternalError(absl::StrCat("writing ", options_.folder, "/.gitattributes"));
+  }
+  const std::string existing = ReadText(folder / ".gitignore");
+  std::set<std::string> have;
+  for (absl::string_view line : absl::StrSplit(existing, '\n')) have.insert(std::string(line));
+  std::string add;
+  for (const std::string& line : options_.ignore) {
+    if (have.count(line) == 0) add += line + "\n";
+  }
+  if (!add.empty()) {
+    std::ofstream out(folder / ".gitignore", std::ios::app);
+    if (!existing.empty() && existing.back() != '\n') out << "\n";
+    out << add;
+    if (!out) return absl::InternalError(absl::StrCat("writing ", options_.folder, "/.gitignore"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> HubRepository::Commit(const std::string& message) {
+  RETURN_IF_ERROR(git_.Check({"add", "--ignore-removal", "."}, "staging the files").status());
+  absl::StatusOr<GitResult> staged = git_.Run({"diff", "--cached", "--quiet"});
+  if (!staged.ok()) return staged.status();
+  if (staged->exit_code == 0) return false;  // nothing changed
+  // The user's identity where git has one, else loom's.
+  absl::StatusOr<GitResult> name = git_.Run({"config", "user.name"});
+  std::vector<std::string> args;
+  if (!name.ok() || name->exit_code != 0) {
+    args = {"-c", "user.name=loom", "-c", "user.email=loom@localhost"};
+  }
+  args.insert(args.end(), {"commit", "-q", "-m", message});
+  RETURN_IF_ERROR(git_.Check(args, "committing").status());
+  return true;
+}
+
+absl::Status HubRepository::Push() {
+  return git_
+      .Check({"push", "-q", "--set-upstream", "origin", "HEAD:main"},
+             absl::StrCat("pushing to ", options_.remote_url))
+      .status();
+}
+
+}  // namespace loom::hub

@@ -1,0 +1,83 @@
+// HubRepository: output_dir as a git repository synced with a Hub model repository (or any
+// git remote) — HF's init_hf_repo / push_to_hub plumbing for --push_to_hub (issue 17;
+// spec/trainer.md §4.4), over the git and git-lfs programs (git.h says why).
+//
+// Contract:
+//   - Open(options): output_dir (made if missing) becomes a repository on branch main with
+//     origin = remote_url (without credentials): an existing repository must already have that
+//     origin (HF: "an existing output_dir must be a local clone of the repo"), else
+//     FailedPrecondition naming both. When the remote already has a main branch, the local
+//     branch starts from it (files the remote has and output_dir lacks are kept). git-lfs is
+//     installed in the repository; .gitattributes tracks the Hub's large/binary patterns with
+//     LFS (written unless present); .gitignore holds `ignore` (added to what is there).
+//   - Commit(message): every change under output_dir (except what .gitignore excludes;
+//     removals are not committed) in one commit with `message`; false when nothing changed.
+//   - Push(): the commits to origin's main, the token through git.h's in-memory helper;
+//     Unavailable naming the remote (never the token) and git's masked output on failure.
+//
+// Example:
+//   ASSIGN_OR_RETURN(auto repo, HubRepository::Open(RepositoryOptions()
+//       .set_folder("/out").set_remote_url(url).set_token(token)));
+//   ASSIGN_OR_RETURN(bool committed, repo->Commit("Training in progress, step 500"));
+//   if (committed) RETURN_IF_ERROR(repo->Push());
+#ifndef LOOM_HUB_REPOSITORY_H_
+#define LOOM_HUB_REPOSITORY_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hub/git.h"
+
+namespace loom::hub {
+
+// The Hub's default .gitattributes patterns (large and binary files stored with LFS).
+const std::vector<std::string>& LfsPatterns();
+
+struct RepositoryOptions {
+  std::string folder;
+  std::string remote_url;
+  std::optional<std::string> token;
+  std::vector<std::string> ignore = {"checkpoint-*/", "tmp-checkpoint-*"};
+  int timeout_s = 3600;
+
+  RepositoryOptions& set_folder(std::string v) {
+    folder = std::move(v);
+    return *this;
+  }
+  RepositoryOptions& set_remote_url(std::string v) {
+    remote_url = std::move(v);
+    return *this;
+  }
+  RepositoryOptions& set_token(std::optional<std::string> v) {
+    token = std::move(v);
+    return *this;
+  }
+  RepositoryOptions& set_ignore(std::vector<std::string> v) {
+    ignore = std::move(v);
+    return *this;
+  }
+};
+
+class HubRepository {
+ public:
+  static absl::StatusOr<std::unique_ptr<HubRepository>> Open(const RepositoryOptions& options);
+
+  absl::StatusOr<bool> Commit(const std::string& message);
+  absl::Status Push();
+  const std::string& remote_url() const { return options_.remote_url; }
+
+ private:
+  explicit HubRepository(const RepositoryOptions& o)
+      : options_(o), git_(o.folder, o.token, o.timeout_s) {}
+  absl::Status WriteGitFiles();
+
+  RepositoryOptions options_;
+  Git git_;
+};
+
+}  // namespace loom::hub
+
+#endif  // LOOM_HUB_REPOSITORY_H_

@@ -1,0 +1,147 @@
+// HubRepository against a real bare repository over file:// (git-lfs's standalone transfer):
+// commits with HF's messages pushed and cloned back, weights stored with LFS, checkpoint folders
+// left out by .gitignore, nothing to commit, reopening, a wrong origin, and a remote that
+// already has history (its files kept).
+#include "hub/repository.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "base/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace loom::hub {
+namespace {
+
+namespace fs = std::filesystem;
+using ::loom::base::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string Tmp() { return std::getenv("TEST_TMPDIR"); }
+
+void Write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+std::string Read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+std::string Random(size_t n, unsigned seed) {
+  std::mt19937 g(seed);
+  std::string out(n, '\0');
+  for (char& c : out) c = static_cast<char>(g());
+  return out;
+}
+
+// A bare remote whose HEAD is main.
+std::string BareRemote(const std::string& name) {
+  const std::string path = Tmp() + "/" + name + ".git";
+  Git git(Tmp(), std::nullopt);
+  EXPECT_OK(git.Check({"init", "-q", "--bare", "-b", "main", path}, "bare").status());
+  return "file://" + path;
+}
+
+std::string Clone(const std::string& url, const std::string& name) {
+  const std::string dest = Tmp() + "/" + name;
+  Git git(Tmp(), std::nullopt);
+  EXPECT_OK(git.Check({"clone", "-q", "-b", "main", url, dest}, "clone").status());
+  return dest;
+}
+
+TEST(RepositoryTest, CommitsAndPushesWithLfs) {
+  const std::string url = BareRemote("r1");
+  const fs::path out = Tmp() + "/out1";
+  const std::string weights = Random(300000, 1);
+  Write(out / "config.json", "{\"a\": 1}\n");
+  Write(out / "model.safetensors", weights);
+  Write(out / "checkpoint-5/model.safetensors", "not pushed");
+  Write(out / "tmp-checkpoint-9/x", "not pushed");
+  ASSERT_OK_AND_ASSIGN(auto repo,
+                       HubRepository::Open(RepositoryOptions().set_folder(out).set_remote_url(url)));
+  EXPECT_THAT(Read(out / ".gitattributes"),
+              HasSubstr("*.safetensors filter=lfs diff=lfs merge=lfs -text\n"));
+  EXPECT_EQ(Read(out / ".gitignore"), "checkpoint-*/\ntmp-checkpoint-*\n");
+  ASSERT_OK_AND_ASSIGN(bool committed, repo->Commit("Training in progress, step 5"));
+  EXPECT_TRUE(committed);
+  ASSERT_OK(repo->Push());
+  ASSERT_OK_AND_ASSIGN(committed, repo->Commit("Training in progress, step 5"));
+  EXPECT_FALSE(committed) << "nothing changed";
+  Write(out / "config.json", "{\"a\": 2}\n");
+  ASSERT_OK_AND_ASSIGN(committed, repo->Commit("End of training"));
+  EXPECT_TRUE(committed);
+  ASSERT_OK(repo->Push());
+
+  const fs::path clone = Clone(url, "c1");
+  EXPECT_EQ(Read(clone / "model.safetensors"), weights);
+  EXPECT_EQ(Read(clone / "config.json"), "{\"a\": 2}\n");
+  EXPECT_FALSE(fs::exists(clone / "checkpoint-5"));
+  EXPECT_FALSE(fs::exists(clone / "tmp-checkpoint-9"));
+  Git git(clone, std::nullopt);
+  ASSERT_OK_AND_ASSIGN(std::string log, git.Check({"log", "--format=%s"}, "log"));
+  EXPECT_EQ(log, "End of training\nTraining in progress, step 5\n");
+  ASSERT_OK_AND_ASSIGN(std::string lfs, git.Check({"lfs", "ls-files", "--name-only"}, "lfs"));
+  EXPECT_EQ(lfs, "model.safetensors\n");
+  // The remote stores a pointer in git and the bytes in its LFS store.
+  ASSERT_OK_AND_ASSIGN(std::string blob, git.Check({"show", "HEAD:model.safetensors"}, "show"));
+  EXPECT_THAT(blob, HasSubstr("version https://git-lfs.github.com/spec/v1"));
+
+  // Reopening the folder keeps going; another remote is refused.
+  ASSERT_OK(HubRepository::Open(RepositoryOptions().set_folder(out).set_remote_url(url)).status());
+  EXPECT_THAT(HubRepository::Open(RepositoryOptions().set_folder(out).set_remote_url(
+                  "file:///elsewhere.git")),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("not file:///elsewhere.git")));
+}
+
+TEST(RepositoryTest, RemoteWithHistoryKeepsItsFiles) {
+  const std::string url = BareRemote("r2");
+  {
+    const fs::path first = Tmp() + "/first";
+    Write(first / "README.md", "---\nlicense: mit\n---\n");
+    ASSERT_OK_AND_ASSIGN(auto repo, HubRepository::Open(
+                                        RepositoryOptions().set_folder(first).set_remote_url(url)));
+    ASSERT_OK(repo->Commit("initial commit").status());
+    ASSERT_OK(repo->Push());
+  }
+  const fs::path out = Tmp() + "/out2";
+  Write(out / "config.json", "{}\n");
+  ASSERT_OK_AND_ASSIGN(auto repo,
+                       HubRepository::Open(RepositoryOptions().set_folder(out).set_remote_url(url)));
+  ASSERT_OK_AND_ASSIGN(bool committed, repo->Commit("Training in progress, epoch 1"));
+  EXPECT_TRUE(committed);
+  ASSERT_OK(repo->Push());
+  const fs::path clone = Clone(url, "c2");
+  EXPECT_EQ(Read(clone / "README.md"), "---\nlicense: mit\n---\n");
+  EXPECT_EQ(Read(clone / "config.json"), "{}\n");
+  ASSERT_OK_AND_ASSIGN(std::string log,
+                       Git(clone, std::nullopt).Check({"log", "--format=%s"}, "log"));
+  EXPECT_EQ(log, "Training in progress, epoch 1\ninitial commit\n");
+}
+
+TEST(RepositoryTest, PushFailureNamesTheRemoteNotTheToken) {
+  const std::string token = "hf_NotInAnyMessage42";
+  const fs::path out = Tmp() + "/out3";
+  Write(out / "config.json", "{}\n");
+  const std::string url = "file://" + Tmp() + "/missing-remote.git";
+  ASSERT_OK_AND_ASSIGN(auto repo, HubRepository::Open(RepositoryOptions()
+                                                          .set_folder(out)
+                                                          .set_remote_url(url)
+                                                          .set_token(token)));
+  ASSERT_OK(repo->Commit("Training in progress, step 1").status());
+  absl::Status pushed = repo->Push();
+  EXPECT_THAT(pushed, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("pushing to " + url)));
+  EXPECT_THAT(std::string(pushed.message()), Not(HasSubstr(token)));
+  EXPECT_THAT(Read(out / ".git/config"), Not(HasSubstr(token)));
+}
+
+}  // namespace
+}  // namespace loom::hub
