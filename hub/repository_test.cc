@@ -1,11 +1,19 @@
 // HubRepository against a real bare repository over file:// (git-lfs's standalone transfer):
 // commits with HF's messages pushed and cloned back, weights stored with LFS, checkpoint folders
 // left out by .gitignore, nothing to commit, reopening, a wrong origin, and a remote that
-// already has history (its files kept).
+// already has history (its files kept); and against an HTTP git server on 127.0.0.1 that
+// requires the token (git http-backend plus an LFS API, testdata/git_http_server.py): the right
+// token pushes (LFS included) and clones back, a wrong one is a clear error without the token.
 #include "hub/repository.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -141,6 +149,75 @@ TEST(RepositoryTest, PushFailureNamesTheRemoteNotTheToken) {
   EXPECT_THAT(pushed, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("pushing to " + url)));
   EXPECT_THAT(std::string(pushed.message()), Not(HasSubstr(token)));
   EXPECT_THAT(Read(out / ".git/config"), Not(HasSubstr(token)));
+}
+
+// The test server, started for one test and stopped after it.
+class HttpRemote {
+ public:
+  explicit HttpRemote(const std::string& token) {
+    root_ = Tmp() + "/http-root";
+    fs::create_directories(root_);
+    const std::string port_file = Tmp() + "/http-port";
+    fs::remove(port_file);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::execl("/usr/bin/python3", "python3", "hub/testdata/git_http_server.py", root_.c_str(),
+              port_file.c_str(), token.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 200 && !fs::exists(port_file); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    port_ = Read(port_file);
+  }
+  ~HttpRemote() {
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  std::string Url(const std::string& repo) const {
+    return "http://127.0.0.1:" + port_ + "/" + repo;
+  }
+  bool up() const { return !port_.empty(); }
+
+ private:
+  std::string root_, port_;
+  pid_t pid_ = -1;
+};
+
+TEST(RepositoryTest, HttpRemoteWithTheToken) {
+  const std::string token = "hf_HttpSecret0123456789";
+  HttpRemote server(token);
+  ASSERT_TRUE(server.up()) << "the test git server did not start";
+  const std::string url = server.Url("user/bert-mrpc");
+  const fs::path out = Tmp() + "/out4";
+  const std::string weights = Random(150000, 7);
+  Write(out / "model.safetensors", weights);
+  Write(out / "config.json", "{}\n");
+  ASSERT_OK_AND_ASSIGN(auto repo, HubRepository::Open(RepositoryOptions()
+                                                          .set_folder(out)
+                                                          .set_remote_url(url)
+                                                          .set_token(token)));
+  ASSERT_OK(repo->Commit("Training in progress, step 10").status());
+  ASSERT_OK(repo->Push());
+  EXPECT_THAT(Read(out / ".git/config"), Not(HasSubstr(token)));
+  // Cloned back with the token (the same in-memory helper), LFS bytes included.
+  const fs::path clone = Tmp() + "/c4";
+  ASSERT_OK(Git(Tmp(), token).Check({"clone", "-q", "-b", "main", url, clone.string()}, "clone")
+                .status());
+  EXPECT_EQ(Read(clone / "model.safetensors"), weights);
+  // A wrong token: refused, the message names the remote and not the token.
+  const std::string wrong = "hf_WrongToken987";
+  ASSERT_OK_AND_ASSIGN(auto bad, HubRepository::Open(RepositoryOptions()
+                                                         .set_folder(out)
+                                                         .set_remote_url(url)
+                                                         .set_token(wrong)));
+  Write(out / "config.json", "{\"changed\": true}\n");
+  ASSERT_OK(bad->Commit("Training in progress, step 20").status());
+  absl::Status pushed = bad->Push();
+  EXPECT_THAT(pushed, StatusIs(absl::StatusCode::kUnavailable,
+                               HasSubstr("pushing to " + url)));
+  EXPECT_THAT(std::string(pushed.message()), HasSubstr("Authentication failed"));
+  EXPECT_THAT(std::string(pushed.message()), Not(HasSubstr(wrong)));
 }
 
 }  // namespace
