@@ -100,8 +100,12 @@ absl::Status HubRepository::WriteGitFiles() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> HubRepository::Commit(const std::string& message) {
-  RETURN_IF_ERROR(git_.Check({"add", "--ignore-removal", "."}, "staging the files").status());
+absl::StatusOr<bool> HubRepository::Commit(const std::string& message, const Paths& paths) {
+  std::vector<std::string> add = {"add", paths.removals ? "--all" : "--ignore-removal"};
+  if (paths.force) add.push_back("--force");
+  add.push_back("--");
+  add.insert(add.end(), paths.specs.begin(), paths.specs.end());
+  RETURN_IF_ERROR(git_.Check(add, "staging the files").status());
   absl::StatusOr<GitResult> staged = git_.Run({"diff", "--cached", "--quiet"});
   if (!staged.ok()) return staged.status();
   if (staged->exit_code == 0) return false;  // nothing changed

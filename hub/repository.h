@@ -10,8 +10,9 @@
 //     branch starts from it (files the remote has and output_dir lacks are kept). git-lfs is
 //     installed in the repository; .gitattributes tracks the Hub's large/binary patterns with
 //     LFS (written unless present); .gitignore holds `ignore` (added to what is there).
-//   - Commit(message): every change under output_dir (except what .gitignore excludes;
-//     removals are not committed) in one commit with `message`; false when nothing changed.
+//   - Commit(message[, paths]): every change under output_dir (except what .gitignore
+//     excludes; removals are not committed) — or under `paths` — in one commit with
+//     `message`; false when nothing changed.
 //   - Push(): the commits to origin's main, the token through git.h's in-memory helper;
 //     Unavailable naming the remote (never the token) and git's masked output on failure.
 //
@@ -65,7 +66,15 @@ class HubRepository {
  public:
   static absl::StatusOr<std::unique_ptr<HubRepository>> Open(const RepositoryOptions& options);
 
-  absl::StatusOr<bool> Commit(const std::string& message);
+  // What Commit stages: git pathspecs (default the whole folder; ":(exclude)x" excludes), with
+  // `force` also what .gitignore excludes, with `removals` also deleted files.
+  struct Paths {
+    std::vector<std::string> specs = {"."};
+    bool force = false;
+    bool removals = false;
+  };
+  absl::StatusOr<bool> Commit(const std::string& message, const Paths& paths);
+  absl::StatusOr<bool> Commit(const std::string& message) { return Commit(message, Paths()); }
   absl::Status Push();
   const std::string& remote_url() const { return options_.remote_url; }
 

@@ -6,14 +6,8 @@
 // token pushes (LFS included) and clones back, a wrong one is a clear error without the token.
 #include "hub/repository.h"
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <thread>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -22,6 +16,7 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hub/testing_remote.h"
 
 namespace loom::hub {
 namespace {
@@ -151,42 +146,9 @@ TEST(RepositoryTest, PushFailureNamesTheRemoteNotTheToken) {
   EXPECT_THAT(Read(out / ".git/config"), Not(HasSubstr(token)));
 }
 
-// The test server, started for one test and stopped after it.
-class HttpRemote {
- public:
-  explicit HttpRemote(const std::string& token) {
-    root_ = Tmp() + "/http-root";
-    fs::create_directories(root_);
-    const std::string port_file = Tmp() + "/http-port";
-    fs::remove(port_file);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::execl("/usr/bin/python3", "python3", "hub/testdata/git_http_server.py", root_.c_str(),
-              port_file.c_str(), token.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    for (int i = 0; i < 200 && !fs::exists(port_file); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    port_ = Read(port_file);
-  }
-  ~HttpRemote() {
-    ::kill(pid_, SIGTERM);
-    ::waitpid(pid_, nullptr, 0);
-  }
-  std::string Url(const std::string& repo) const {
-    return "http://127.0.0.1:" + port_ + "/" + repo;
-  }
-  bool up() const { return !port_.empty(); }
-
- private:
-  std::string root_, port_;
-  pid_t pid_ = -1;
-};
-
 TEST(RepositoryTest, HttpRemoteWithTheToken) {
   const std::string token = "hf_HttpSecret0123456789";
-  HttpRemote server(token);
+  testing::HttpRemote server(Tmp() + "/http-root", token);
   ASSERT_TRUE(server.up()) << "the test git server did not start";
   const std::string url = server.Url("user/bert-mrpc");
   const fs::path out = Tmp() + "/out4";

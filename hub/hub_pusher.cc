@@ -1,0 +1,179 @@
+#include "hub/hub_pusher.h"
+
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace loom::hub {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr char kLastCheckpoint[] = "last-checkpoint";
+
+// HF's modeling files (config, weights in either format, their sharded forms) and the
+// arguments file: what _push_from_checkpoint copies to output_dir.
+bool IsModelingFile(const std::string& name) {
+  return name == "config.json" || name == "model.safetensors" || name == "pytorch_model.bin" ||
+         name == "training_args.bin" || name == "model.safetensors.index.json" ||
+         name == "pytorch_model.bin.index.json" ||
+         (name.rfind("model-", 0) == 0 && name.size() > 12 &&
+          name.substr(name.size() - 12) == ".safetensors") ||
+         (name.rfind("pytorch_model-", 0) == 0 && name.size() > 4 &&
+          name.substr(name.size() - 4) == ".bin");
+}
+
+// `from` copied to `to`: written beside it and renamed over it. A copy, not a hard link: a
+// later write into output_dir in place must never reach the checkpoint's file.
+absl::Status CopyFile(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  const fs::path tmp = to.string() + ".loom-tmp";
+  fs::remove(tmp, ec);
+  fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
+  if (!ec) fs::rename(tmp, to, ec);
+  if (ec) {
+    fs::remove(tmp);
+    return absl::InternalError(
+        absl::StrCat("copying ", from.string(), " to ", to.string(), ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+// `from` as the folder `to`: built beside it (a name .gitignore's "_*" hides) and swapped in
+// by renames, so that a push running meanwhile sees the old folder or the new one.
+absl::Status ReplaceTree(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  const fs::path building = to.parent_path() / ("_" + to.filename().string() + ".new");
+  const fs::path old = to.parent_path() / ("_" + to.filename().string() + ".old");
+  fs::remove_all(building, ec);
+  fs::remove_all(old, ec);
+  fs::create_directories(building, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat("creating ", building.string(), ": ", ec.message()));
+  }
+  for (const auto& entry : fs::recursive_directory_iterator(from)) {
+    const fs::path dest = building / fs::relative(entry.path(), from);
+    if (entry.is_directory()) {
+      fs::create_directories(dest, ec);
+    } else {
+      RETURN_IF_ERROR(CopyFile(entry.path(), dest));
+    }
+  }
+  if (fs::exists(to)) fs::rename(to, old, ec);
+  if (!ec) fs::rename(building, to, ec);
+  if (ec) return absl::InternalError(absl::StrCat("replacing ", to.string(), ": ", ec.message()));
+  fs::remove_all(old, ec);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<HubStrategy> ParseHubStrategy(const std::string& name) {
+  if (name == "end") return HubStrategy::kEnd;
+  if (name == "every_save") return HubStrategy::kEverySave;
+  if (name == "checkpoint") return HubStrategy::kCheckpoint;
+  if (name == "all_checkpoints") return HubStrategy::kAllCheckpoints;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--hub_strategy: '", name, "' is not one of end, every_save, checkpoint, all_checkpoints"));
+}
+
+absl::StatusOr<std::unique_ptr<HubPusher>> HubPusher::Create(HubPusherOptions options) {
+  auto pusher = absl::WrapUnique(new HubPusher(std::move(options)));
+  const HubPusherOptions& o = pusher->options_;
+  std::vector<std::string> ignore = {"_*", "tmp-checkpoint-*"};
+  if (o.strategy != HubStrategy::kAllCheckpoints) ignore.push_back("checkpoint-*/");
+  ASSIGN_OR_RETURN(pusher->repo_, HubRepository::Open(RepositoryOptions()
+                                                          .set_folder(o.output_dir)
+                                                          .set_remote_url(o.remote_url)
+                                                          .set_token(o.token)
+                                                          .set_ignore(ignore)));
+  return pusher;
+}
+
+HubPusher::~HubPusher() {
+  if (running_.valid()) running_.wait();
+}
+
+bool HubPusher::push_in_progress() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_.valid() &&
+         running_.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+}
+
+void HubPusher::Start(std::function<absl::Status()> job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_future<absl::Status> before = running_;
+  ++pushes_started_;
+  auto on_failure = options_.on_failure;
+  running_ = std::async(std::launch::async, [before, job = std::move(job), on_failure] {
+               if (before.valid()) before.wait();  // one push at a time, in order
+               absl::Status s = job();
+               if (!s.ok() && on_failure) on_failure(s);
+               return s;
+             }).share();
+}
+
+absl::Status HubPusher::OnCheckpoint(const std::string& checkpoint_folder,
+                                     const std::string& message) {
+  if (options_.strategy == HubStrategy::kEnd) return absl::OkStatus();
+  if (!options_.always_push && push_in_progress()) {
+    ++pushes_skipped_;  // HF: a new push only when the previous one finished
+    return absl::OkStatus();
+  }
+  // The files are copied now, as HF's _push_from_checkpoint copies them (later writes into
+  // output_dir — the final save_model — win over them); the commits and the push run in the
+  // background. Each file is replaced by a rename, so a push still running (always_push)
+  // reads whole files.
+  const fs::path out(options_.output_dir);
+  for (const auto& entry : fs::directory_iterator(checkpoint_folder)) {
+    if (entry.is_regular_file() && IsModelingFile(entry.path().filename().string())) {
+      RETURN_IF_ERROR(CopyFile(entry.path(), out / entry.path().filename()));
+    }
+  }
+  const std::string name = fs::path(checkpoint_folder).filename().string();
+  const HubStrategy strategy = options_.strategy;
+  // checkpoint: the checkpoint goes to last-checkpoint/; all_checkpoints: under its own name.
+  const std::string in_repo = strategy == HubStrategy::kCheckpoint ? kLastCheckpoint : name;
+  const bool with_checkpoint =
+      strategy == HubStrategy::kCheckpoint || strategy == HubStrategy::kAllCheckpoints;
+  if (strategy == HubStrategy::kCheckpoint) {
+    RETURN_IF_ERROR(ReplaceTree(checkpoint_folder, out / kLastCheckpoint));
+  }
+  HubRepository* repo = repo_.get();
+  Start([repo, with_checkpoint, in_repo, message]() -> absl::Status {
+    // The model commit: everything but checkpoints (HF's ignore_patterns "_*", "checkpoint-*").
+    HubRepository::Paths model;
+    model.specs = {".", ":(exclude)checkpoint-*", absl::StrCat(":(exclude)", kLastCheckpoint)};
+    RETURN_IF_ERROR(repo->Commit(message, model).status());
+    if (with_checkpoint) {
+      HubRepository::Paths checkpoint;
+      checkpoint.specs = {in_repo};
+      checkpoint.force = true;
+      checkpoint.removals = true;
+      RETURN_IF_ERROR(repo->Commit(absl::StrCat(message, ", checkpoint"), checkpoint).status());
+    }
+    return repo->Push();
+  });
+  return absl::OkStatus();
+}
+
+absl::Status HubPusher::Push(const std::string& message, bool blocking) {
+  HubRepository* repo = repo_.get();
+  Start([repo, message]() -> absl::Status {
+    RETURN_IF_ERROR(repo->Commit(message).status());
+    return repo->Push();
+  });
+  return blocking ? Wait() : absl::OkStatus();
+}
+
+absl::Status HubPusher::Wait() {
+  std::shared_future<absl::Status> running;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running = running_;
+  }
+  return running.valid() ? running.get() : absl::OkStatus();
+}
+
+}  // namespace loom::hub

@@ -1,0 +1,68 @@
+// Test remotes for //hub's tests: HttpRemote runs testdata/git_http_server.py (git's smart HTTP
+// plus an LFS API, every request needing the token) on 127.0.0.1 for the life of the object;
+// BareRemote makes a bare repository served over file://.
+#ifndef LOOM_HUB_TESTING_REMOTE_H_
+#define LOOM_HUB_TESTING_REMOTE_H_
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "hub/git.h"
+
+namespace loom::hub::testing {
+
+class HttpRemote {
+ public:
+  // `delay_s`: every push request is held that long (a slow remote).
+  HttpRemote(const std::string& root, const std::string& token, double delay_s = 0) {
+    std::filesystem::create_directories(root);
+    const std::string port_file = root + ".port";
+    std::filesystem::remove(port_file);
+    const std::string delay = std::to_string(delay_s);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::execl("/usr/bin/python3", "python3", "hub/testdata/git_http_server.py", root.c_str(),
+              port_file.c_str(), token.c_str(), delay.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 200 && !std::filesystem::exists(port_file); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::ifstream in(port_file);
+    std::getline(in, port_);
+  }
+  ~HttpRemote() {
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  HttpRemote(const HttpRemote&) = delete;
+  HttpRemote& operator=(const HttpRemote&) = delete;
+
+  std::string Url(const std::string& repo) const {
+    return "http://127.0.0.1:" + port_ + "/" + repo;
+  }
+  bool up() const { return !port_.empty(); }
+
+ private:
+  std::string port_;
+  pid_t pid_ = -1;
+};
+
+// A bare repository at `path` whose HEAD is main, as a file:// URL ("" on failure).
+inline std::string BareRemote(const std::string& path) {
+  Git git("/", std::nullopt);
+  return git.Check({"init", "-q", "--bare", "-b", "main", path}, "bare").ok() ? "file://" + path
+                                                                               : "";
+}
+
+}  // namespace loom::hub::testing
+
+#endif  // LOOM_HUB_TESTING_REMOTE_H_
