@@ -28,23 +28,9 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 
 std::string Tmp() { return std::getenv("TEST_TMPDIR"); }
-
-void Write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
-std::string Read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-std::string Random(size_t n, unsigned seed) {
-  std::mt19937 g(seed);
-  std::string out(n, '\0');
-  for (char& c : out) c = static_cast<char>(g());
-  return out;
-}
+using testing::Random;
+using testing::Read;
+using testing::Write;
 
 // checkpoint-N as the Trainer writes it.
 fs::path Checkpoint(const fs::path& out, int step) {

@@ -27,31 +27,10 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 std::string Tmp() { return std::getenv("TEST_TMPDIR"); }
+using testing::Random;
+using testing::Read;
+using testing::Write;
 
-void Write(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
-std::string Read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-std::string Random(size_t n, unsigned seed) {
-  std::mt19937 g(seed);
-  std::string out(n, '\0');
-  for (char& c : out) c = static_cast<char>(g());
-  return out;
-}
-
-// A bare remote whose HEAD is main.
-std::string BareRemote(const std::string& name) {
-  const std::string path = Tmp() + "/" + name + ".git";
-  Git git(Tmp(), std::nullopt);
-  EXPECT_OK(git.Check({"init", "-q", "--bare", "-b", "main", path}, "bare").status());
-  return "file://" + path;
-}
 
 std::string Clone(const std::string& url, const std::string& name) {
   const std::string dest = Tmp() + "/" + name;
@@ -61,7 +40,7 @@ std::string Clone(const std::string& url, const std::string& name) {
 }
 
 TEST(RepositoryTest, CommitsAndPushesWithLfs) {
-  const std::string url = BareRemote("r1");
+  const std::string url = testing::BareRemote(Tmp() + "/r1.git");
   const fs::path out = Tmp() + "/out1";
   const std::string weights = Random(300000, 1);
   Write(out / "config.json", "{\"a\": 1}\n");
@@ -106,7 +85,7 @@ TEST(RepositoryTest, CommitsAndPushesWithLfs) {
 }
 
 TEST(RepositoryTest, RemoteWithHistoryKeepsItsFiles) {
-  const std::string url = BareRemote("r2");
+  const std::string url = testing::BareRemote(Tmp() + "/r2.git");
   {
     const fs::path first = Tmp() + "/first";
     Write(first / "README.md", "---\nlicense: mit\n---\n");

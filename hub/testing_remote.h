@@ -1,6 +1,7 @@
-// Test remotes for //hub's tests: HttpRemote runs testdata/git_http_server.py (git's smart HTTP
-// plus an LFS API, every request needing the token) on 127.0.0.1 for the life of the object;
-// BareRemote makes a bare repository served over file://.
+// Test remotes and files for //hub's tests: HttpRemote runs testdata/git_http_server.py (git's
+// smart HTTP plus an LFS API, every request needing the token) on 127.0.0.1 for the life of the
+// object; BareRemote makes a bare repository served over file://; Write / Read / Random handle
+// the files the tests push.
 #ifndef LOOM_HUB_TESTING_REMOTE_H_
 #define LOOM_HUB_TESTING_REMOTE_H_
 
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -18,6 +20,24 @@
 #include "hub/git.h"
 
 namespace loom::hub::testing {
+
+inline void Write(const std::filesystem::path& p, const std::string& text) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+inline std::string Read(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+// n pseudo-random bytes (the same for the same seed).
+inline std::string Random(size_t n, unsigned seed) {
+  std::mt19937 g(seed);
+  std::string out(n, '\0');
+  for (char& c : out) c = static_cast<char>(g());
+  return out;
+}
 
 class HttpRemote {
  public:
