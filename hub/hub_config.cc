@@ -12,8 +12,12 @@
 namespace loom::hub {
 
 std::string HubUrlFromEnvironment() {
-  const char* url = std::getenv("LOOM_HUB_URL");
-  std::string out = url != nullptr && *url != '\0' ? url : "https://huggingface.co";
+  // LOOM_HUB_URL, else huggingface_hub's own HF_ENDPOINT, else the Hub.
+  std::string out = "https://huggingface.co";
+  for (const char* name : {"HF_ENDPOINT", "LOOM_HUB_URL"}) {
+    const char* url = std::getenv(name);
+    if (url != nullptr && *url != '\0') out = url;
+  }
   while (!out.empty() && out.back() == '/') out.pop_back();
   return out;
 }

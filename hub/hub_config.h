@@ -3,8 +3,9 @@
 // Contract:
 //   - RemoteUrl(model_id, hub_url): a model_id that is a URL (has "://") or a local path
 //     (starts with '/' or '.') is the remote as it is; "user/name" or "name" is hub_url +
-//     "/" + model_id (the Hub's layout: https://huggingface.co/user/name). hub_url: --hub_url
-//     is not an HF flag, so the environment's LOOM_HUB_URL, else https://huggingface.co.
+//     "/" + model_id (the Hub's layout: https://huggingface.co/user/name). hub_url comes from
+//     the environment (TrainingArguments has no such field, and loom adds none): LOOM_HUB_URL,
+//     else HF_ENDPOINT (huggingface_hub's variable), else https://huggingface.co.
 //     A URL carrying credentials (scheme://user:secret@host) is InvalidArgument: it would be
 //     written into .git/config; the token goes in --hub_token / HF_TOKEN instead.
 //   - ResolveHubToken(flag): --hub_token, else HF_TOKEN, else the file `huggingface-cli login`

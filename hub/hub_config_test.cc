@@ -36,7 +36,11 @@ TEST(HubConfigTest, RemoteUrl) {
                                                    HasSubstr("hub_model_id")));
   ::setenv("LOOM_HUB_URL", "http://127.0.0.1:1234/", 1);
   EXPECT_EQ(HubUrlFromEnvironment(), "http://127.0.0.1:1234");
+  ::setenv("HF_ENDPOINT", "http://127.0.0.1:99", 1);
+  EXPECT_EQ(HubUrlFromEnvironment(), "http://127.0.0.1:1234");  // LOOM_HUB_URL first
   ::unsetenv("LOOM_HUB_URL");
+  EXPECT_EQ(HubUrlFromEnvironment(), "http://127.0.0.1:99");
+  ::unsetenv("HF_ENDPOINT");
   EXPECT_EQ(HubUrlFromEnvironment(), "https://huggingface.co");
 }
 
