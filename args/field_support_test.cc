@@ -98,7 +98,7 @@ TEST(FieldSupportTest, NotYetAndUnsupportedFieldsAreRefusedNamingTheFlag) {
     EXPECT_THAT(got.status().message(), HasSubstr(SpecOf(f).support_note()));
     ++refused;
   }
-  EXPECT_GT(refused, 20);
+  EXPECT_GT(refused, 10);
 }
 
 TEST(FieldSupportTest, NotApplicableFieldsWarnAndResolve) {
@@ -122,11 +122,18 @@ TEST(FieldSupportTest, DefaultValuesAreAccepted) {
   EXPECT_THAT(warnings, Not(Contains(HasSubstr("is ignored by loom"))));
 }
 
-TEST(FieldSupportTest, HubTokenValueNeverInTheMessage) {
-  absl::StatusOr<TrainingArguments> got = Resolve({"--hub_token", "hf_SECRET123"});
-  EXPECT_THAT(got, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--hub_token")));
-  EXPECT_THAT(got.status().message(), Not(HasSubstr("hf_SECRET123")));
-  got = Resolve({"--push_to_hub_token", "hf_SECRET123"});
+TEST(FieldSupportTest, HubTokenValueNeverInTheMessages) {
+  // The deprecated spelling is mapped with a warning that names the flag, not the value.
+  std::vector<std::string> warnings;
+  absl::StatusOr<TrainingArguments> got =
+      Resolve({"--push_to_hub_token", "hf_SECRET123", "--push_to_hub"}, &warnings);
+  ASSERT_OK(got.status());
+  EXPECT_EQ(got->hub_token(), "hf_SECRET123");
+  EXPECT_THAT(warnings, Contains(HasSubstr("push_to_hub_token")));
+  for (const std::string& w : warnings) EXPECT_THAT(w, Not(HasSubstr("hf_SECRET123")));
+  // A refused flag next to the token: the error does not carry it either.
+  got = Resolve({"--hub_token", "hf_SECRET123", "--debug", "underflow_overflow"});
+  EXPECT_FALSE(got.ok());
   EXPECT_THAT(got.status().message(), Not(HasSubstr("hf_SECRET123")));
 }
 

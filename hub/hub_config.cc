@@ -22,10 +22,15 @@ std::string HubUrlFromEnvironment() {
   return out;
 }
 
+bool IsHubRepoId(const std::string& model_id) {
+  return !model_id.empty() && model_id.find("://") == std::string::npos && model_id[0] != '/' &&
+         model_id[0] != '.';
+}
+
 absl::StatusOr<std::string> RemoteUrl(const std::string& model_id, const std::string& hub_url) {
   if (model_id.empty()) return absl::InvalidArgumentError("--hub_model_id: empty");
   std::string url;
-  if (model_id.find("://") != std::string::npos || model_id[0] == '/' || model_id[0] == '.') {
+  if (!IsHubRepoId(model_id)) {
     url = model_id;
   } else {
     url = absl::StrCat(hub_url, "/", model_id);

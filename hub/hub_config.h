@@ -27,6 +27,8 @@
 namespace loom::hub {
 
 std::string HubUrlFromEnvironment();
+// "user/name" or "name" (mapped under the hub URL), not a URL or a path.
+bool IsHubRepoId(const std::string& model_id);
 absl::StatusOr<std::string> RemoteUrl(const std::string& model_id, const std::string& hub_url);
 std::string DefaultModelId(const std::string& output_dir);
 

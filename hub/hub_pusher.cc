@@ -121,32 +121,60 @@ absl::Status HubPusher::OnCheckpoint(const std::string& checkpoint_folder,
     ++pushes_skipped_;  // HF: a new push only when the previous one finished
     return absl::OkStatus();
   }
-  // The files are copied now, as HF's _push_from_checkpoint copies them (later writes into
-  // output_dir — the final save_model — win over them); the commits and the push run in the
-  // background. Each file is replaced by a rename, so a push still running (always_push)
-  // reads whole files.
+  // The files are copied now (HF's _push_from_checkpoint copies them before returning), into
+  // a folder of this push's own ("_*": ignored by git); the background job moves them into
+  // output_dir right before its commit, so a queued push (always_push) commits its own
+  // checkpoint's files, not a later one's.
   const fs::path out(options_.output_dir);
+  const fs::path pending = out / absl::StrCat("_push-", ++pending_seq_);
+  std::error_code ec;
+  fs::remove_all(pending, ec);
+  fs::create_directories(pending, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat("creating ", pending.string(), ": ", ec.message()));
+  }
+  std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(checkpoint_folder)) {
-    if (entry.is_regular_file() && IsModelingFile(entry.path().filename().string())) {
-      RETURN_IF_ERROR(CopyFile(entry.path(), out / entry.path().filename()));
+    const std::string file = entry.path().filename().string();
+    if (entry.is_regular_file() && IsModelingFile(file)) {
+      RETURN_IF_ERROR(CopyFile(entry.path(), pending / file));
+      files.push_back(file);
     }
   }
   const std::string name = fs::path(checkpoint_folder).filename().string();
   const HubStrategy strategy = options_.strategy;
-  // checkpoint: the checkpoint goes to last-checkpoint/; all_checkpoints: under its own name.
-  const std::string in_repo = strategy == HubStrategy::kCheckpoint ? kLastCheckpoint : name;
-  const bool with_checkpoint =
-      strategy == HubStrategy::kCheckpoint || strategy == HubStrategy::kAllCheckpoints;
   if (strategy == HubStrategy::kCheckpoint) {
-    RETURN_IF_ERROR(ReplaceTree(checkpoint_folder, out / kLastCheckpoint));
+    RETURN_IF_ERROR(ReplaceTree(checkpoint_folder, pending / kLastCheckpoint));
   }
   HubRepository* repo = repo_.get();
-  Start([repo, with_checkpoint, in_repo, message]() -> absl::Status {
+  Start([repo, strategy, out, pending, files, name, message]() -> absl::Status {
+    // This push's files into output_dir, each by a rename.
+    std::error_code ec;
+    for (const std::string& f : files) {
+      fs::rename(pending / f, out / f, ec);
+      if (ec) {
+        return absl::InternalError(
+            absl::StrCat("moving ", (pending / f).string(), " into ", out.string(), ": ",
+                         ec.message()));
+      }
+    }
+    if (strategy == HubStrategy::kCheckpoint) {
+      const fs::path last = out / kLastCheckpoint, old = out / "_last-checkpoint.old";
+      fs::remove_all(old, ec);
+      if (fs::exists(last)) fs::rename(last, old, ec);
+      if (!ec) fs::rename(pending / kLastCheckpoint, last, ec);
+      if (ec) return absl::InternalError(absl::StrCat("replacing ", last.string(), ": ", ec.message()));
+      fs::remove_all(old, ec);
+    }
+    fs::remove_all(pending, ec);
     // The model commit: everything but checkpoints (HF's ignore_patterns "_*", "checkpoint-*").
     HubRepository::Paths model;
     model.specs = {".", ":(exclude)checkpoint-*", absl::StrCat(":(exclude)", kLastCheckpoint)};
     RETURN_IF_ERROR(repo->Commit(message, model).status());
-    if (with_checkpoint) {
+    // checkpoint: last-checkpoint/; all_checkpoints: the folder under its own name (unless
+    // --save_total_limit removed it meanwhile).
+    const std::string in_repo = strategy == HubStrategy::kCheckpoint ? kLastCheckpoint : name;
+    if (strategy != HubStrategy::kEverySave && fs::exists(out / in_repo)) {
       HubRepository::Paths checkpoint;
       checkpoint.specs = {in_repo};
       checkpoint.force = true;

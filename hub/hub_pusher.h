@@ -9,16 +9,18 @@
 //     but "end": when the previous push has not finished it returns at once without pushing
 //     (HF's rule) unless always_push, which queues it after the running one. Otherwise the
 //     modeling files (config.json, model.safetensors, pytorch_model.bin, any sharded weights
-//     with their index, training_args.bin) are copied from the checkpoint into output_dir now
-//     (as HF copies them; each replaced by a rename), with "checkpoint" the whole checkpoint
-//     into last-checkpoint/ (swapped in by renames); then in the background a commit
-//     `message` ("Training in progress, step N" / "..., epoch N") over everything but
-//     checkpoints, with "checkpoint" / "all_checkpoints" a second commit "<message>,
-//     checkpoint" over last-checkpoint/ or the checkpoint folder itself, and the push. As in
-//     HF, a queued push commits what is in output_dir when it runs.
-//   - Push(message, blocking): HF's Trainer.push_to_hub — waits for a running push, then
-//     commits everything in output_dir (not the checkpoints) and pushes, in the foreground
-//     when `blocking`.
+//     with their index, training_args.bin) — with "checkpoint" the whole checkpoint too — are
+//     copied now (as HF copies them) into a folder of this push's own (output_dir/_push-<n>,
+//     ignored by git); in the background the push moves them into output_dir (each file by a
+//     rename; last-checkpoint/ swapped in by renames), commits `message` ("Training in
+//     progress, step N" / "..., epoch N") over everything but checkpoints, with "checkpoint" /
+//     "all_checkpoints" a second commit "<message>, checkpoint" over last-checkpoint/ or the
+//     checkpoint folder itself (skipped when --save_total_limit removed that folder first),
+//     and pushes. So each queued push commits its own checkpoint's files.
+//   - Push(message, blocking): HF's Trainer.push_to_hub — after a running push, commits
+//     everything in output_dir (not the checkpoints) and pushes, in the foreground when
+//     `blocking`. A caller writing the final model first calls Wait(): a queued checkpoint
+//     push moves its own files into output_dir when it runs.
 //   - Wait(): the running push's outcome (OK when none). A failed background push is a
 //     warning the caller logs (training goes on); Push(blocking) returns its error.
 //   - pushes_started() / pushes_skipped(): counts, for logs and tests.
@@ -83,6 +85,7 @@ class HubPusher {
   std::unique_ptr<HubRepository> repo_;
   mutable std::mutex mu_;  // guards repo_ use by the background job and running_
   std::shared_future<absl::Status> running_;
+  int pending_seq_ = 0;  // names each push's folder of copied files
   int pushes_started_ = 0;
   int pushes_skipped_ = 0;
 };

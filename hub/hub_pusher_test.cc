@@ -159,7 +159,10 @@ TEST(HubPusherTest, SlowRemoteSkipsOrQueuesWithoutBlocking) {
     EXPECT_LT(timed(2), 0.5) << "the save waited for the running push";
     EXPECT_TRUE(pusher->push_in_progress());
     EXPECT_EQ(pusher->pushes_skipped(), always ? 0 : 1);
-    Write(out / "model.safetensors", Random(2000, 77));  // the Trainer's final save_model
+    // The Trainer's final save_model, after the running (and queued) pushes finished, as
+    // Trainer::PushToHub waits: a queued push moves its own checkpoint's files in.
+    EXPECT_OK(pusher->Wait());
+    Write(out / "model.safetensors", Random(2000, 77));
     ASSERT_OK(pusher->Push("End of training", /*blocking=*/true));
     EXPECT_FALSE(pusher->push_in_progress());
     const fs::path clone = Clone(server.Url(repo), always ? "always-clone" : "skip-clone", token);
@@ -169,13 +172,18 @@ TEST(HubPusherTest, SlowRemoteSkipsOrQueuesWithoutBlocking) {
       EXPECT_THAT(log, ElementsAre("End of training", "Training in progress, step 1"));
       EXPECT_EQ(Read(clone / "config.json"), "{\"step\": 1}\n");
     } else {
-      // Queued, step 2's push ran after the first; as in HF, a queued push commits what is in
-      // output_dir when it runs, so it may already hold the final model, leaving the final
-      // push nothing to commit.
-      ASSERT_GE(log.size(), 2u);
-      EXPECT_EQ(log[log.size() - 1], "Training in progress, step 1");
-      EXPECT_EQ(log[log.size() - 2], "Training in progress, step 2");
+      // Queued, step 2's push ran after the first, with step 2's own files.
+      EXPECT_THAT(log, ElementsAre("End of training", "Training in progress, step 2",
+                                   "Training in progress, step 1"));
       EXPECT_EQ(Read(clone / "config.json"), "{\"step\": 2}\n");
+      EXPECT_EQ(Git(clone.string(), std::nullopt)
+                    .Run({"show", "HEAD~1:config.json"})
+                    ->output,
+                "{\"step\": 2}\n");
+      EXPECT_EQ(Git(clone.string(), std::nullopt)
+                    .Run({"show", "HEAD~2:config.json"})
+                    ->output,
+                "{\"step\": 1}\n");
     }
     EXPECT_TRUE(Read(clone / "model.safetensors") == Random(2000, 77)) << "the final model";
   }

@@ -121,10 +121,16 @@ absl::StatusOr<bool> HubRepository::Commit(const std::string& message, const Pat
 }
 
 absl::Status HubRepository::Push() {
-  return git_
-      .Check({"push", "-q", "--set-upstream", "origin", "HEAD:main"},
-             absl::StrCat("pushing to ", options_.remote_url))
-      .status();
+  absl::Status pushed = git_
+                            .Check({"push", "-q", "--set-upstream", "origin", "HEAD:main"},
+                                   absl::StrCat("pushing to ", options_.remote_url))
+                            .status();
+  if (!pushed.ok()) pushed.SetPayload(kPushFailedPayload, absl::Cord(options_.remote_url));
+  return pushed;
+}
+
+bool IsPushFailure(const absl::Status& status) {
+  return status.GetPayload(kPushFailedPayload).has_value();
 }
 
 }  // namespace loom::hub

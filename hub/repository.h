@@ -14,7 +14,8 @@
 //     excludes; removals are not committed) — or under `paths` — in one commit with
 //     `message`; false when nothing changed.
 //   - Push(): the commits to origin's main, the token through git.h's in-memory helper;
-//     Unavailable naming the remote (never the token) and git's masked output on failure.
+//     on failure git's error naming the remote (never the token) with git's masked output,
+//     marked so that IsPushFailure(status) tells it from a local error.
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto repo, HubRepository::Open(RepositoryOptions()
@@ -33,6 +34,11 @@
 #include "hub/git.h"
 
 namespace loom::hub {
+
+// The payload URL Push() marks its failures with (the remote's URL as the payload).
+inline constexpr char kPushFailedPayload[] = "loom.hub/push-failed";
+// A failure of the remote (unreachable, refused, rejected), not of the local folder.
+bool IsPushFailure(const absl::Status& status);
 
 // The Hub's default .gitattributes patterns (large and binary files stored with LFS).
 const std::vector<std::string>& LfsPatterns();

@@ -159,6 +159,8 @@ TEST(RepositoryTest, HttpRemoteWithTheToken) {
                                HasSubstr("pushing to " + url)));
   EXPECT_THAT(std::string(pushed.message()), HasSubstr("Authentication failed"));
   EXPECT_THAT(std::string(pushed.message()), Not(HasSubstr(wrong)));
+  EXPECT_TRUE(IsPushFailure(pushed));  // the remote's failure, not the folder's
+  EXPECT_FALSE(IsPushFailure(absl::InternalError("writing a file")));
 }
 
 }  // namespace

@@ -49,8 +49,9 @@ class HttpRemote {
     const std::string delay = std::to_string(delay_s);
     pid_ = ::fork();
     if (pid_ == 0) {
+      ::setenv("GIT_SERVER_TOKEN", token.c_str(), 1);  // not in argv: tests grep cmdlines
       ::execl("/usr/bin/python3", "python3", "hub/testdata/git_http_server.py", root.c_str(),
-              port_file.c_str(), token.c_str(), delay.c_str(), static_cast<char*>(nullptr));
+              port_file.c_str(), delay.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
     for (int i = 0; i < 200 && !std::filesystem::exists(port_file); ++i) {

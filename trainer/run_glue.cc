@@ -22,6 +22,7 @@
 #include "glog/logging.h"
 #include "glue/data_files.h"
 #include "glue/tasks.h"
+#include "hub/repository.h"
 #include "models/bert/pretrained.h"
 #include "sharding/create_strategy.h"
 #include "sharding/deepspeed_plan.h"
@@ -435,9 +436,18 @@ absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::Tra
     ASSIGN_OR_RETURN(TrainOutput result, trainer->Train(resume));
     Metrics metrics = result.metrics;
     metrics["train_samples"] = train->Size();
-    RETURN_IF_ERROR(trainer->SaveModel());  // and the tokenizer, as HF's Trainer does
+    // The tokenizer first: HF's save_model writes it with the model, so "Model save" (the push
+    // SaveModel makes with --push_to_hub) carries it.
     if (trainer->parallel().ShouldSave(trainer->args())) {  // HF: save_model's should_save
+      RETURN_IF_ERROR(base::MakeDirs(t.output_dir()));
       RETURN_IF_ERROR(loaded.tokenizer.SavePretrained(t.output_dir()));
+    }
+    // With --push_to_hub this pushes "Model save"; when the remote fails, the run still writes
+    // its metrics and evaluates (output_dir complete), and the final push below reports it.
+    absl::Status saved = trainer->SaveModel();
+    if (!saved.ok() && !hub::IsPushFailure(saved)) return saved;
+    if (!saved.ok()) {
+      LOG(WARNING) << saved.message() << " (the \"End of training\" push tries again)";
     }
     trainer->LogMetrics("train", metrics);
     RETURN_IF_ERROR(trainer->SaveMetrics("train", metrics));
@@ -481,7 +491,25 @@ absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::Tra
       }
     }
   }
-  return absl::OkStatus();
+
+  // HF run_glue's model card arguments, then push_to_hub (blocking: its failure is this run's
+  // error) or, without --push_to_hub, just the card.
+  ModelCardOptions card;
+  if (m.has_model_name_or_path()) card.finetuned_from = m.model_name_or_path();
+  card.tasks = {"text-classification"};
+  if (task_name) {
+    card.language = {"en"};
+    card.dataset_tags = {"glue"};
+    card.dataset_args = {*task_name};
+    card.dataset = {"GLUE " + absl::AsciiStrToUpper(*task_name)};
+    // What HF reads off the "glue" dataset it evaluated on (or trained on, without --do_eval).
+    card.dataset_metadata = {nlohmann::ordered_json{
+        {"config", *task_name},
+        {"split", !t.do_eval() ? "train" : *task_name == "mnli" ? "validation_matched"
+                                                                 : "validation"}}};
+  }
+  if (t.push_to_hub()) return trainer->PushToHub("End of training", /*blocking=*/true, card);
+  return trainer->CreateModelCard(card);
 }
 
 }  // namespace loom::trainer

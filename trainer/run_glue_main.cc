@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "absl/status/status.h"
+#include "args/argv_secrets.h"
 #include "args/parser.h"
 #include "args/training_args.h"
 #include "base/cpu_memory_limit.h"
@@ -45,6 +46,8 @@ int main(int argc, char** argv) {
     std::cerr << "run_glue: error: " << s.message() << "\n";
     return 2;
   }
+  // --hub_token & co. off `ps` from here on (the parser holds its own copies).
+  loom::args::HideSecretArgs(argc, argv);
   if (parser.help_requested()) {
     std::cout << parser.Help();
     return 0;

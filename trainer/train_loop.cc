@@ -377,6 +377,7 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
     RETURN_IF_ERROR(Log(metrics));
     RETURN_IF_ERROR(CleanUpCheckpointsAtEnd());
     RETURN_IF_ERROR(callbacks_.OnTrainEnd(args_, state_, control_));
+    FinishCurrentPush();  // HF: wait for the checkpoint push to be uploaded
     ctx.train_dataloader = nullptr;
     TrainOutput output;
     output.global_step = state_.global_step;

@@ -2,6 +2,8 @@
 // training loop is in train_loop.cc and the evaluation loop in evaluation_loop.cc.
 #include "trainer/trainer.h"
 
+#include "hub/hub_pusher.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
 
@@ -129,6 +131,8 @@ absl::Status Trainer::Init() {
   }
 
   RETURN_IF_ERROR(PrepareModelFeatures());
+  // HF __init__: the hub repository (output_dir as its clone) before any training.
+  if (args_.push_to_hub()) RETURN_IF_ERROR(InitHfRepo());
   // Default callbacks first, then the caller's, then the progress display (HF order).
   callbacks_.AddCallback(std::make_shared<DefaultFlowCallback>());
   for (const std::string& integration : args_.report_to()) {

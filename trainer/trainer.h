@@ -64,9 +64,14 @@
 #include "trainer/memory_tracker.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"
+#include "trainer/model_card.h"
 #include "trainer/parallel_context.h"
 #include "trainer/resume_position.h"
 #include "trainer/trainer_state.h"
+
+namespace loom::hub {
+class HubPusher;
+}  // namespace loom::hub
 
 namespace loom::trainer {
 
@@ -232,7 +237,24 @@ class Trainer {
   // HF save_model: the weights (model.safetensors or pytorch_model.bin), config.json and
   // training_args.bin into `output_dir` (default args.output_dir), on the saving process(es)
   // (HF should_save: the world main process, or each node's local main with save_on_each_node).
+  // With --push_to_hub, then PushToHub("Model save") (HF; blocking). A collective: every rank
+  // calls it.
   absl::Status SaveModel(std::optional<std::string> output_dir = std::nullopt);
+
+  // --- Hub (spec/trainer.md §4.4; trainer_hub.cc, over //hub) ---
+  // HF push_to_hub: saves the model into output_dir (every rank calls it), then the main
+  // process writes the model card (`card`: create_model_card's arguments; model_name defaults
+  // to hub_model_id's last part), waits for a running checkpoint push and commits output_dir
+  // (not checkpoint-*/, not "_*") with `commit_message` and pushes it — in the foreground when
+  // `blocking`, when the error is returned (naming the remote, never the token); else in the
+  // background, where a failure is a warning. Works without --push_to_hub too (HF opens the
+  // repository then).
+  absl::Status PushToHub(const std::string& commit_message = "End of training",
+                         bool blocking = true, const ModelCardOptions& card = {});
+  // HF create_model_card: README.md in output_dir (main process only), HF's text.
+  absl::Status CreateModelCard(const ModelCardOptions& card = {});
+  // The pusher of a --push_to_hub run (null on other ranks and without it).
+  const hub::HubPusher* hub_pusher() const { return hub_pusher_.get(); }
 
   // --- Accessors ---
   const args::TrainingArguments& args() const { return args_; }
@@ -276,6 +298,15 @@ class Trainer {
   // convert_outputs_to_fp32); what ComputeLoss and PredictionStep call the model with.
   ModelOutput CallModel(Model& model, const data::Batch& inputs) const;
   std::vector<std::string> LabelNames() const;
+  // save_model(_internal_call=True): the files only, no push.
+  absl::Status SaveModelFiles(const std::string& dir);
+  // HF init_hf_repo (on the main process; every rank learns whether it worked): output_dir as
+  // the hub repository's clone, hub_model_id -> remote, the token resolved.
+  absl::Status InitHfRepo();
+  // HF _push_from_checkpoint after `folder` was committed (main process; not with "end").
+  absl::Status PushFromCheckpoint(const std::string& folder);
+  // HF _finish_current_push: waits for a running push; its failure is a warning.
+  void FinishCurrentPush();
 
   args::TrainingArguments args_;
   TrainerOptions options_;
@@ -299,6 +330,8 @@ class Trainer {
   std::unique_ptr<MemoryTracker> memory_tracker_;
   // The precision policy's loop pieces (autocast, loss scaling), chosen once in Init.
   std::unique_ptr<precision::TrainingPrecision> precision_;
+  // --push_to_hub's repository and push schedule, on the main process only.
+  std::unique_ptr<hub::HubPusher> hub_pusher_;
 
  private:
   absl::Status Seed();

@@ -67,7 +67,13 @@ absl::Status Trainer::LoadWeights(const std::string& dir, bool strategy_files_ho
 }
 
 absl::Status Trainer::SaveModel(std::optional<std::string> output_dir) {
-  const std::string dir = output_dir.value_or(args_.output_dir());
+  RETURN_IF_ERROR(SaveModelFiles(output_dir.value_or(args_.output_dir())));
+  // HF: a save_model() call by the user pushes (blocking) with --push_to_hub.
+  if (args_.push_to_hub()) return PushToHub("Model save", /*blocking=*/true);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::SaveModelFiles(const std::string& dir) {
   if (SavesNoWeights()) {
     // HF's save_model under ZeRO-3 when the 16-bit weights are not gathered: the DeepSpeed
     // checkpoint instead of a weights file (spec/deepspeed.md §6.1).
@@ -197,6 +203,8 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
   absl::Status committed = absl::OkStatus();
   if (saver) {
     committed = staged->Commit().status();
+    // HF order: the hub push (its files copied now, pushed in the background), then rotation.
+    if (committed.ok() && hub_pusher_ != nullptr) committed = PushFromCheckpoint(final_dir);
     if (committed.ok()) committed = Rotate(args_, state_);
   }
   // Nobody goes on (and e.g. reads the folder) before it is committed, and a failed commit
@@ -239,9 +247,18 @@ absl::StatusOr<std::string> Trainer::ResolveResumeFolder(const ResumeFrom& resum
     }
     return last.path.string();
   }
-  RETURN_IF_ERROR_CTX(checkpoint::VerifyFolder(resume.path, verify).status(),
-                      "resume_from_checkpoint");
-  return resume.path;
+  std::string path = resume.path;
+  std::error_code ec;
+  const std::filesystem::path in_output = std::filesystem::path(args_.output_dir()) / path;
+  if (!std::filesystem::exists(path, ec) && std::filesystem::path(path).is_relative() &&
+      std::filesystem::is_directory(in_output, ec)) {
+    // "last-checkpoint" (what hub_strategy checkpoint pushes) names output_dir/last-checkpoint
+    // when the working directory has no such folder (spec/trainer.md §4.4).
+    path = in_output.string();
+    LOG(INFO) << "resume_from_checkpoint " << resume.path << ": resuming from " << path;
+  }
+  RETURN_IF_ERROR_CTX(checkpoint::VerifyFolder(path, verify).status(), "resume_from_checkpoint");
+  return path;
 }
 
 absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(

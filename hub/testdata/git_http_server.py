@@ -1,11 +1,15 @@
-"""git_http_server.py ROOT PORT_FILE TOKEN [DELAY_S]: a git server over HTTP on 127.0.0.1 for
-//hub's tests (issue 17) — git's own smart-HTTP CGI (git http-backend) for the repositories under
-ROOT, plus the Git LFS batch API with the basic transfer adapter (objects kept under
-ROOT/lfs/<oid>, their URLs signed as a real LFS server signs them), every other request refused
-with 401 unless its Basic-auth password is TOKEN. The
-port it listens on is written to PORT_FILE. DELAY_S slows every push request down (the
-asynchrony tests). Repositories are created on first push (bare, HEAD main), as the Hub creates
-them with create_repo."""
+"""git_http_server.py ROOT PORT_FILE [DELAY_S]: a git server over HTTP on 127.0.0.1 for //hub's
+tests (issue 17) — git's own smart-HTTP CGI (git http-backend) for the repositories under ROOT,
+plus the Git LFS batch API with the basic transfer adapter (objects kept under ROOT/lfs/<oid>,
+their URLs signed as a real LFS server signs them), and the Hub's POST /api/repos/create
+({"name", "organization", "private"}; 409 when the repository exists; the visibility is kept in
+<repo>.git/loom-visibility). Every other request is refused with 401 unless its Basic-auth
+password (or Bearer token) is the environment's GIT_SERVER_TOKEN — from the environment, so that
+tests sampling /proc/*/cmdline for the token do not find it in the server's own. The port it
+listens on is written to PORT_FILE. DELAY_S slows every push request down (the asynchrony
+tests). With EXIT_AFTER_PUSHES=N in the environment the server exits after its N-th push (a
+remote going down mid-run). Repositories are otherwise created on first push (bare, HEAD
+main)."""
 import base64
 import hashlib
 import hmac
@@ -17,8 +21,11 @@ import subprocess
 import sys
 import time
 
-ROOT, PORT_FILE, TOKEN = sys.argv[1], sys.argv[2], sys.argv[3]
-DELAY = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
+ROOT, PORT_FILE = sys.argv[1], sys.argv[2]
+TOKEN = os.environ["GIT_SERVER_TOKEN"]
+DELAY = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+EXIT_AFTER_PUSHES = int(os.environ.get("EXIT_AFTER_PUSHES", "0"))
+PUSHES = [0]
 SECRET = os.urandom(16)  # signs LFS object URLs (as a real LFS server signs its hrefs)
 
 
@@ -38,6 +45,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             user_pass = base64.b64decode(auth[6:]).decode()
             if user_pass.split(":", 1)[-1] == TOKEN:
                 return True
+        if auth == "Bearer " + TOKEN:
+            return True
         self.send_response(401)
         self.send_header("WWW-Authenticate", 'Basic realm="loom-test"')
         self.send_header("Content-Length", "0")
@@ -108,6 +117,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(404)
         return self.reply(404)
 
+    def create_repo(self, req):
+        name = req["name"] if not req.get("organization") else req["organization"] + "/" + req["name"]
+        full = os.path.join(ROOT, name + ".git")
+        if os.path.exists(full):
+            return self.reply(409, json.dumps({"error": "You already created this model repo"}).encode(),
+                              "application/json")
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", full], check=True)
+        with open(os.path.join(full, "loom-visibility"), "w") as f:
+            f.write("private" if req.get("private") else "public")
+        url = "http://127.0.0.1:%d/%s" % (self.server.server_address[1], name)
+        return self.reply(200, json.dumps({"url": url}).encode(), "application/json")
+
     def handle_any(self):
         data = self.body()  # read first: a refused request's body must not be taken as the next
         if "/lfs-object/" in self.path:
@@ -117,6 +138,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif not self.authorized():
             return
         path = self.path
+        if path == "/api/repos/create" and self.command == "POST":
+            return self.create_repo(json.loads(data))
         if "/info/lfs/" in path or "/lfs-object/" in path:
             marker = "/info/lfs/" if "/info/lfs/" in path else "/lfs-object/"
             repo, rest = path.split(marker, 1)
@@ -157,6 +180,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
+        if "git-receive-pack" in path and self.command == "POST" and EXIT_AFTER_PUSHES:
+            PUSHES[0] += 1
+            if PUSHES[0] >= EXIT_AFTER_PUSHES:
+                self.wfile.flush()
+                sys.stderr.write("git_http_server: going down after %d pushes\n" % PUSHES[0])
+                os._exit(0)
 
     do_GET = handle_any
     do_POST = handle_any
