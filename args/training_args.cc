@@ -2,6 +2,8 @@
 // comments cite spec/trainer.md sections; message texts follow HF's so users can search them.
 #include "args/training_args.h"
 
+#include "hub/hub_config.h"
+
 #include <unistd.h>
 
 #include <cmath>
@@ -446,6 +448,14 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
         "Transformers. Use `--hub_model_id` instead and pass the full repo name to this argument "
         "(in this case ",
         a->hub_model_id(), ")."));
+  }
+  // A git URL or path has no visibility to set (hub/hub_api.h): refused before any work.
+  if (a->push_to_hub() && a->hub_private_repo() && a->has_hub_model_id() &&
+      !hub::IsHubRepoId(a->hub_model_id())) {
+    return Invalid(absl::StrCat(
+        "--hub_private_repo: --hub_model_id ", a->hub_model_id(),
+        " is a git URL or path, which has no visibility to set; drop the flag, or give "
+        "hub_model_id as user/name of a Hub-compatible server (LOOM_HUB_URL / HF_ENDPOINT)"));
   }
   RETURN_IF_ERROR(ResolveDeepSpeed(*a, options.world_size, &warnings));
   if (options.reject_unsupported) RETURN_IF_ERROR(CheckSupported(given, *a, options, &warnings));

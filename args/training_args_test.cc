@@ -138,6 +138,17 @@ TEST(DerivedDefaultsTest, ReportTo) {
   EXPECT_INVALID(({"--report_to", "tensorbored"}), "--report_to: unknown integration");
 }
 
+TEST(TrainingArgumentsTest, HubPrivateRepoNeedsAHubRepoId) {
+  EXPECT_THAT(Resolve({"--push_to_hub", "--hub_private_repo", "--hub_model_id",
+                       "file:///srv/m.git"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--hub_private_repo: --hub_model_id file:///srv/m.git")));
+  EXPECT_THAT(Resolve({"--push_to_hub", "--hub_private_repo", "--hub_model_id", "/srv/m.git"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--hub_private_repo")));
+  EXPECT_OK(Resolve({"--push_to_hub", "--hub_private_repo", "--hub_model_id", "me/m"}).status());
+  EXPECT_OK(Resolve({"--push_to_hub", "--hub_private_repo"}).status());  // output_dir's name
+}
+
 TEST(DerivedDefaultsTest, DeprecatedAliasesMapWithAWarning) {
   std::vector<std::string> w;
   ASSERT_OK_AND_ASSIGN(auto a, Resolve({"--evaluation_strategy", "epoch", "--no_cuda",

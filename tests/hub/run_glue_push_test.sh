@@ -19,10 +19,11 @@
 #      git pushed.
 #   6. Failures: the remote going down mid-run (warnings, training completes, the final push is a
 #      non-zero exit naming the remote, output_dir complete); a wrong token (the same at the end).
-#   usage: run_glue_push_test.sh RUN_GLUE SERVER_PY DEMO_MODEL_SH SAME_LOGS_PY
+#   7. Two ranks under //tools:launch: the same history as one process; only rank 0 pushes.
+#   usage: run_glue_push_test.sh RUN_GLUE SERVER_PY DEMO_MODEL_SH SAME_LOGS_PY LAUNCH
 set -euo pipefail
 bin=$(realpath "$1") server_py=$(realpath "$2") demo_model=$(realpath "$3")
-same_logs=$(realpath "$4")
+same_logs=$(realpath "$4") launch=$(realpath "$5")
 T="$TEST_TMPDIR"
 PY=/usr/bin/python3
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -257,4 +258,19 @@ grep -q "run_glue: error: .*127.0.0.1:$PORT/user/wrong" "$T/out-wrong.log" ||
 [[ -s "$T/out-wrong/model.safetensors" && -s "$T/out-wrong/checkpoint-2/optimizer.pt" ]] ||
   fail "wrong token: output_dir incomplete"
 echo "ok: wrong token: a clear error at the final push, exit non-zero, output_dir intact"
+stop_server
+
+# 7. Two ranks: rank 0 alone pushes.
+git init -q --bare -b main "$T/ranks.git"
+timeout 300 "$launch" --standalone --nproc_per_node 2 --prefix_output "$bin" \
+  --output_dir "$T/out-ranks" "${COMMON[@]}" --per_device_train_batch_size 2 --max_steps 4 \
+  --save_steps 2 --push_to_hub --hub_strategy checkpoint --hub_always_push \
+  --hub_model_id "file://$T/ranks.git" > "$T/out-ranks.log" 2>&1 ||
+  { cat "$T/out-ranks.log"; fail "2 ranks: run failed"; }
+[[ "$(history_of "$T/ranks.git")" == "${EXPECTED[checkpoint]}" ]] ||
+  fail "2 ranks: history $(history_of "$T/ranks.git")"
+grep -q "^\[rank 0\]:.*Pushing .*checkpoint-2 in the background" "$T/out-ranks.log" ||
+  fail "2 ranks: rank 0 did not push"
+! grep -q "^\[rank 1\]:.*\(Pushing\|Not pushing\|checkpoint push\)" "$T/out-ranks.log" || fail "2 ranks: rank 1 touched the hub"
+echo "ok: 2 ranks: HF's history, pushed by rank 0 only"
 echo "PASS"

@@ -37,7 +37,7 @@ while IFS=$'\037' read -r field support seq2seq example note; do
   fi
   checked=$((checked + 1))
 done < <(tr '\t' '\037' < "$TEST_TMPDIR/table.tsv")
-[[ $checked -ge 20 ]] || fail "only $checked refusals checked"
+[[ $checked -ge 10 ]] || fail "only $checked refusals checked"
 
 # The README's honest-flag cases, each refused before any work.
 expect_refusal() {
@@ -80,7 +80,7 @@ expect_refusal "--fp16 with --half_precision_backend apex" --fp16 --half_precisi
 # --fsdp: HF's rules (spec/trainer.md §8), before any work.
 expect_refusal "Using fsdp only works in distributed training." --fsdp full_shard
 expect_refusal "Using --fsdp xxx together with --deepspeed is not possible, deactivate one of those flags." --fsdp full_shard --deepspeed '{"zero_optimization": {"stage": 2}}'
-expect_refusal "--push_to_hub is not implemented in loom yet" --push_to_hub
+expect_refusal "--hub_private_repo: --hub_model_id file:///x.git is a git URL or path" --push_to_hub --hub_model_id file:///x.git --hub_private_repo
 expect_refusal "--gradient_checkpointing_kwargs: unknown key \"debug\"" --gradient_checkpointing --gradient_checkpointing_kwargs '{"debug": true}'
 if [[ $("$show_args" --support_table | grep -c $'^use_cpu\timplemented') -ne 1 ]]; then fail "use_cpu row"; fi
 # --fp16 on this CPU-only LibTorch: refused with the advice to use --bf16.
