@@ -361,6 +361,37 @@ int64_t BatchCount(int64_t examples, const DataLoaderOptions& o) {
 }
 }  // namespace
 
+namespace {
+
+// Reports each batch handed out to the loader's BatchObserver.
+class ObservedIterator : public BatchIterator {
+ public:
+  ObservedIterator(std::unique_ptr<BatchIterator> inner, DataLoader::BatchObserver observer,
+                   int64_t epoch, int64_t first, int64_t num_batches)
+      : inner_(std::move(inner)),
+        observer_(std::move(observer)),
+        epoch_(epoch),
+        next_(first),
+        num_batches_(num_batches) {}
+  BatchResult Next() override {
+    BatchResult batch = inner_->Next();
+    if (batch.ok() && batch->has_value()) {
+      observer_(epoch_, next_, num_batches_ >= 0 && next_ == num_batches_ - 1);
+      ++next_;
+    }
+    return batch;
+  }
+
+ private:
+  std::unique_ptr<BatchIterator> inner_;
+  DataLoader::BatchObserver observer_;
+  int64_t epoch_;
+  int64_t next_;
+  int64_t num_batches_;
+};
+
+}  // namespace
+
 std::optional<int64_t> DataLoader::NumBatches() const {
   if (sampler_ == nullptr) return std::nullopt;
   return BatchCount(sampler_->Size(), options_);
@@ -405,14 +436,19 @@ absl::StatusOr<std::unique_ptr<BatchIterator>> DataLoader::Epoch(int64_t epoch,
                                     absl::StrCat("DataLoader epoch ", epoch));
   }
   const Guard guard(epoch, skip_batches);
+  std::unique_ptr<BatchIterator> it;
   if (options_.num_workers == 0) {
-    return std::make_unique<InlineIterator>(std::move(source), guard);
+    it = std::make_unique<InlineIterator>(std::move(source), guard);
+  } else {
+    auto prefetch = std::make_unique<PrefetchIterator>(
+        std::move(source), guard,
+        static_cast<int64_t>(options_.num_workers) * options_.prefetch_factor);
+    RETURN_IF_ERROR(prefetch->Start(options_.num_workers));
+    it = std::move(prefetch);
   }
-  auto it = std::make_unique<PrefetchIterator>(
-      std::move(source), guard,
-      static_cast<int64_t>(options_.num_workers) * options_.prefetch_factor);
-  RETURN_IF_ERROR(it->Start(options_.num_workers));
-  return it;
+  if (!observer_) return it;
+  return std::make_unique<ObservedIterator>(std::move(it), observer_, epoch, skip_batches,
+                                            NumBatches().value_or(-1));
 }
 
 }  // namespace loom::data

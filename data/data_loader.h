@@ -47,6 +47,7 @@
 #define LOOM_DATA_DATA_LOADER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -120,6 +121,14 @@ class DataLoader {
   const std::shared_ptr<const Dataset>& dataset() const { return dataset_; }
   const Sampler* sampler() const { return sampler_.get(); }
   const std::shared_ptr<IterableDataset>& iterable_dataset() const { return iterable_; }
+  const std::shared_ptr<const Collator>& collator() const { return collator_; }
+
+  // Called by the iterators of later Epoch() calls as each batch is handed out, with the
+  // epoch, the batch's number in the epoch and whether it is the epoch's last (map-style: its
+  // number is NumBatches() - 1; iterable: known only at the end, so always false) — what
+  // accelerate's DataLoaderShard reports as end_of_dataloader.
+  using BatchObserver = std::function<void(int64_t epoch, int64_t batch, bool last)>;
+  void SetBatchObserver(BatchObserver observer) { observer_ = std::move(observer); }
 
  private:
   DataLoader() = default;
@@ -129,6 +138,7 @@ class DataLoader {
   std::unique_ptr<Sampler> sampler_;
   std::shared_ptr<IterableDataset> iterable_;
   std::shared_ptr<const Collator> collator_;
+  BatchObserver observer_;
 };
 
 }  // namespace loom::data

@@ -426,3 +426,30 @@ TEST(DataLoaderIterableTest, StreamErrorsNameTheBatchAndExample) {
 
 }  // namespace
 }  // namespace loom::data
+
+namespace loom::data {
+namespace {
+
+TEST(DataLoaderObserverTest, ReportsEachBatchAndTheLast) {
+  for (int workers : {0, 2}) {
+    auto ds = std::make_shared<CountingDataset>(10);
+    ASSERT_OK_AND_ASSIGN(auto loader,
+                         DataLoader::Create(DataLoaderOptions().set_batch_size(4).set_num_workers(
+                                                workers),
+                                            ds, std::make_unique<SequentialSampler>(10),
+                                            std::make_shared<DefaultCollator>()));
+    std::vector<std::string> seen;
+    loader->SetBatchObserver([&](int64_t epoch, int64_t batch, bool last) {
+      seen.push_back(absl::StrCat(epoch, ":", batch, last ? "L" : ""));
+    });
+    ASSERT_OK_AND_ASSIGN(auto it, loader->Epoch(3, /*skip_batches=*/1));
+    while (true) {
+      ASSERT_OK_AND_ASSIGN(std::optional<Batch> b, it->Next());
+      if (!b) break;
+    }
+    EXPECT_THAT(seen, ElementsAre("3:1", "3:2L")) << workers << " workers";
+  }
+}
+
+}  // namespace
+}  // namespace loom::data

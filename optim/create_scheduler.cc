@@ -312,4 +312,14 @@ absl::StatusOr<std::unique_ptr<LrScheduler>> CreateScheduler(const args::Trainin
   }
 }
 
+absl::StatusOr<std::unique_ptr<LrScheduler>> GetScheduler(const std::string& name,
+                                                          torch::optim::Optimizer* optimizer,
+                                                          int64_t num_warmup_steps,
+                                                          int64_t num_training_steps) {
+  args::TrainingArguments a;
+  a.set_lr_scheduler_type(name);
+  a.set_warmup_steps(num_warmup_steps);
+  return CreateScheduler(a, optimizer, num_training_steps);
+}
+
 }  // namespace loom::optim

@@ -173,6 +173,14 @@ absl::StatusOr<std::unique_ptr<LrScheduler>> CreateScheduler(
     const args::TrainingArguments& args, torch::optim::Optimizer* optimizer,
     int64_t num_training_steps, std::vector<std::string>* warnings = nullptr);
 
+// transformers.get_scheduler(name, optimizer, num_warmup_steps, num_training_steps): the
+// schedule --lr_scheduler_type `name` with --warmup_steps num_warmup_steps gives (what custom
+// loops call, e.g. the Accelerate tutorial's get_scheduler("linear", ...)).
+absl::StatusOr<std::unique_ptr<LrScheduler>> GetScheduler(const std::string& name,
+                                                          torch::optim::Optimizer* optimizer,
+                                                          int64_t num_warmup_steps,
+                                                          int64_t num_training_steps);
+
 }  // namespace loom::optim
 
 #endif  // LOOM_OPTIM_LR_SCHEDULER_H_

@@ -92,6 +92,19 @@ TEST(CreateSchedulerTest, LinearWarmupFromTrainingArguments) {
   EXPECT_EQ(GroupLrs(*optimizer)[0], 0.1);
 }
 
+// transformers.get_scheduler("linear", optimizer, num_warmup_steps=2, num_training_steps=4).
+TEST(CreateSchedulerTest, GetSchedulerIsHfsGetScheduler) {
+  auto optimizer = TwoGroupSgd();
+  ASSERT_OK_AND_ASSIGN(auto scheduler, GetScheduler("linear", optimizer.get(), 2, 4));
+  std::vector<double> group0;
+  for (int k = 0; k <= 4; ++k) {
+    group0.push_back(GroupLrs(*optimizer)[0]);
+    scheduler->Step();
+  }
+  EXPECT_THAT(group0, Pointwise(DoubleEq(), {0.0, 0.05, 0.1, 0.05, 0.0}));
+  EXPECT_FALSE(GetScheduler("sideways", optimizer.get(), 0, 4).ok());
+}
+
 TEST(CreateSchedulerTest, PolynomialUsesTheDefaultsLrForBothGroups) {
   auto optimizer = TwoGroupSgd();
   ASSERT_OK_AND_ASSIGN(auto scheduler, CreateScheduler(Args("polynomial", R"({"lr_end": 0.01})"),

@@ -169,6 +169,11 @@ absl::StatusOr<RngState> Decode(const c10::IValue& root, const std::string& path
 }  // namespace
 
 absl::Status SaveRngState(const RngState& state, const std::string& path) {
+  return SaveRngState(state, path, RngFileOptions());
+}
+
+absl::Status SaveRngState(const RngState& state, const std::string& path,
+                          const RngFileOptions& options) {
   RETURN_IF_ERROR(CheckStateTensor(state.cpu, path, kCpuKey));
   for (size_t i = 0; i < state.cuda.size(); ++i) {
     RETURN_IF_ERROR(CheckStateTensor(state.cuda[i], path, absl::StrCat(kCudaKey, "[", i, "]")));
@@ -193,6 +198,17 @@ absl::Status SaveRngState(const RngState& state, const std::string& path) {
       dict.insert(kPythonKey, PythonEntry(seed));
       if (std::optional<Mt19937State> numpy = NumpyStateAfterSeed(seed)) {
         dict.insert(kNumpyKey, NumpyEntry(*numpy));
+        if (options.accelerate_keys) dict.insert("numpy_random_seed", NumpyEntry(*numpy));
+      }
+      if (options.accelerate_keys) dict.insert("random_state", PythonEntry(seed));
+    }
+    if (options.accelerate_keys) {
+      // accelerate's random_states_<i>.pkl names for the same states.
+      dict.insert("torch_manual_seed", state.cpu.contiguous());
+      if (!state.cuda.empty()) {
+        c10::List<at::Tensor> cuda;
+        for (const at::Tensor& t : state.cuda) cuda.push_back(t.contiguous());
+        dict.insert("torch_cuda_manual_seed", std::move(cuda));
       }
     }
     bytes = torch::pickle_save(c10::IValue(std::move(dict)));

@@ -66,6 +66,16 @@ inline constexpr int64_t kRngStateVersion = 1;
 // Writes `state` to `path` atomically; see the header comment for the layout.
 absl::Status SaveRngState(const RngState& state, const std::string& path);
 
+struct RngFileOptions {
+  // Also accelerate's save_state names (random_states_<i>.pkl): "random_state" (= "python"),
+  // "numpy_random_seed" (= "numpy"), "torch_manual_seed" (= "cpu"), "torch_cuda_manual_seed"
+  // (= "cuda"), so accelerate's load_state can read the file (the first two only exist when
+  // the states were seeded: host_base_seed).
+  bool accelerate_keys = false;
+};
+absl::Status SaveRngState(const RngState& state, const std::string& path,
+                          const RngFileOptions& options);
+
 // Reads and validates a file written by SaveRngState (or by Python in the same layout).
 absl::StatusOr<RngState> LoadRngState(const std::string& path);
 

@@ -119,4 +119,9 @@ ModelStateBytes ReplicatedStrategy::StateBytes() const {
   return ModuleAndOptimizerBytes(*model_, *optimizer_);
 }
 
+const distributed::DdpStats* ReplicatedStrategy::ddp_stats() const {
+  const auto* ddp = dynamic_cast<const distributed::DistributedDataParallel*>(sync_.get());
+  return ddp != nullptr ? &ddp->stats() : nullptr;
+}
+
 }  // namespace loom::sharding

@@ -56,6 +56,8 @@ class ReplicatedStrategy : public ShardingStrategy {
   absl::StatusOr<bool> OptimizerStep() override;
   void ZeroGrad() override;
   ModelStateBytes StateBytes() const override;
+  // DDP's communication counters (null for one process): what tests count traffic with.
+  const distributed::DdpStats* ddp_stats() const;
 
  private:
   ReplicatedStrategy(const ReplicatedOptions& o, std::unique_ptr<distributed::GradientSync> sync,

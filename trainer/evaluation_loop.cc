@@ -75,20 +75,11 @@ struct StepRecord {
   at::Tensor inputs;
 };
 
-// HF's accelerator.pad_across_processes(t, dim=1, pad_index=-100): right-pads dim 1 to the
-// longest across ranks (sequence outputs of dynamically padded batches differ per rank).
-absl::StatusOr<at::Tensor> PadAcrossProcesses(ParallelContext& parallel, const at::Tensor& t) {
+// HF's accelerator.pad_across_processes(t, dim=1, pad_index=-100) for tensors with a dim 1:
+// sequence outputs of dynamically padded batches differ in length per rank.
+absl::StatusOr<at::Tensor> PadDim1(ParallelContext& parallel, const at::Tensor& t) {
   if (t.dim() < 2) return t;
-  ASSIGN_OR_RETURN(std::vector<at::Tensor> lengths,
-                   parallel.GatherRows(at::full({1}, t.size(1), at::kLong)), "dim 1 sizes");
-  int64_t longest = 0;
-  for (const at::Tensor& l : lengths) longest = std::max(longest, l.item<int64_t>());
-  if (t.size(1) == longest) return t;
-  std::vector<int64_t> shape = t.sizes().vec();
-  shape[1] = longest;
-  at::Tensor padded = at::full(shape, -100, t.options());
-  padded.narrow(1, 0, t.size(1)).copy_(t);
-  return padded;
+  return parallel.PadAcrossProcesses(t, 1, -100);
 }
 
 // Every rank's record of this step, in rank order (one process: just `mine`). A padding step
@@ -111,7 +102,7 @@ absl::StatusOr<std::vector<StepRecord>> GatherStep(ParallelContext& parallel, St
   auto gather_list = [&](const std::vector<at::Tensor>& mine_list,
                          std::vector<at::Tensor> StepRecord::*field) -> absl::Status {
     for (const at::Tensor& t : mine_list) {
-      ASSIGN_OR_RETURN(at::Tensor padded, PadAcrossProcesses(parallel, rows(t).cpu()));
+      ASSIGN_OR_RETURN(at::Tensor padded, PadDim1(parallel, rows(t).cpu()));
       ASSIGN_OR_RETURN(std::vector<at::Tensor> parts, parallel.GatherRows(padded), "predictions");
       for (size_t r = 0; r < all.size(); ++r) (all[r].*field).push_back(parts[r]);
     }
@@ -120,7 +111,7 @@ absl::StatusOr<std::vector<StepRecord>> GatherStep(ParallelContext& parallel, St
   RETURN_IF_ERROR(gather_list(mine.logits, &StepRecord::logits));
   RETURN_IF_ERROR(gather_list(mine.labels, &StepRecord::labels));
   if (mine.inputs.defined()) {
-    ASSIGN_OR_RETURN(at::Tensor padded, PadAcrossProcesses(parallel, rows(mine.inputs).cpu()));
+    ASSIGN_OR_RETURN(at::Tensor padded, PadDim1(parallel, rows(mine.inputs).cpu()));
     ASSIGN_OR_RETURN(std::vector<at::Tensor> parts, parallel.GatherRows(padded), "inputs");
     for (size_t r = 0; r < all.size(); ++r) all[r].inputs = parts[r];
   }

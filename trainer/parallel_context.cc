@@ -92,6 +92,26 @@ absl::StatusOr<std::vector<at::Tensor>> ParallelContext::GatherRows(const at::Te
   return distributed::AllGatherVariableLength(*pg_, tensor.contiguous());
 }
 
+absl::StatusOr<at::Tensor> ParallelContext::PadAcrossProcesses(const at::Tensor& t, int64_t dim,
+                                                               double pad_index, bool pad_first) {
+  if (!pg_ || t.dim() == 0) return t;
+  if (dim < 0) dim += t.dim();
+  if (dim < 0 || dim >= t.dim()) {
+    return absl::InvalidArgumentError(absl::StrCat("PadAcrossProcesses: dim ", dim,
+                                                   " is outside a tensor of ", t.dim(), " dims"));
+  }
+  ASSIGN_OR_RETURN(std::vector<at::Tensor> sizes,
+                   GatherRows(at::full({1}, t.size(dim), at::kLong)), "pad_across_processes");
+  int64_t longest = 0;
+  for (const at::Tensor& l : sizes) longest = std::max(longest, l.item<int64_t>());
+  if (t.size(dim) == longest) return t;
+  std::vector<int64_t> shape = t.sizes().vec();
+  shape[static_cast<size_t>(dim)] = longest;
+  at::Tensor padded = at::full(shape, pad_index, t.options());
+  padded.narrow(dim, pad_first ? longest - t.size(dim) : 0, t.size(dim)).copy_(t);
+  return padded;
+}
+
 absl::Status ParallelContext::AgreeOnStatus(const absl::Status& mine, const std::string& what) {
   if (!pg_) return mine;
   ASSIGN_OR_RETURN(const float all_ok, MeanFloat(mine.ok() ? 1.0f : 0.0f), what);

@@ -14,7 +14,7 @@
 //   - Collectives are no-ops (or identities) for one process; with several, every rank must
 //     call them in the same order: Barrier, BroadcastString (from rank 0), MeanFloat (a float32
 //     mean over ranks in rank order, HF's _nested_gather(tr_loss).mean()), GatherRows (each
-//     rank's tensor, dim 0 may differ, in rank order).
+//     rank's tensor, dim 0 may differ, in rank order), PadAcrossProcesses.
 //   - ShareFromSaver(args, value): every rank ends with the value of the rank that saves for
 //     it: rank 0's, or with save_on_each_node its node's local rank 0's (through the store).
 //   - AgreeOnStatus(mine, what): every rank learns whether all succeeded: returns `mine` when it
@@ -71,6 +71,11 @@ class ParallelContext {
   absl::Status ShareFromSaver(const args::TrainingArguments& args, std::string& value);
   absl::StatusOr<float> MeanFloat(float value);
   absl::StatusOr<std::vector<at::Tensor>> GatherRows(const at::Tensor& tensor);
+  // accelerate's pad_across_processes: `t` padded along `dim` with `pad_index` to the longest
+  // size any rank has there (at the end, or at the front with pad_first); unchanged for one
+  // process, a 0-d tensor or a dim every rank has the same size in. A collective.
+  absl::StatusOr<at::Tensor> PadAcrossProcesses(const at::Tensor& t, int64_t dim = 0,
+                                                double pad_index = 0, bool pad_first = false);
   absl::Status AgreeOnStatus(const absl::Status& mine, const std::string& what);
   absl::Status MainProcessFirst(bool local, const std::function<absl::Status()>& fn);
 

@@ -1,0 +1,490 @@
+#include "accelerate/accelerator.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "accelerate/prepared.h"
+#include "args/training_args.h"
+#include "base/file_util.h"
+#include "base/status_macros.h"
+#include "base/torch_status.h"
+#include "checkpoint/model_weights.h"
+#include "checkpoint/module_state.h"
+#include "data/shard_sampler.h"
+#include "glog/logging.h"
+#include "logging/jsonl_sink.h"
+#include "logging/tensorboard_sink.h"
+#include "sharding/create_strategy.h"
+#include "threads/thread_plan.h"
+#include "trainer/run_setup.h"
+
+namespace loom::accelerate {
+namespace {
+
+std::optional<std::string> Env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+// accelerate's str_to_bool for ACCELERATE_USE_CPU & co.
+absl::StatusOr<bool> EnvBool(const char* name, const std::string& value) {
+  const std::string v = absl::AsciiStrToLower(value);
+  if (v == "1" || v == "true" || v == "yes" || v == "y" || v == "on" || v == "t") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "n" || v == "off" || v == "f") return false;
+  return absl::InvalidArgumentError(absl::StrCat(name, "=", value, " is not a boolean"));
+}
+
+// Everything but the sampled indices past the first `skip` (a prepared loader's resumed epoch).
+class SkippingSampler : public data::Sampler {
+ public:
+  SkippingSampler(std::unique_ptr<data::Sampler> inner, int64_t skip)
+      : inner_(std::move(inner)), skip_(skip) {}
+  int64_t Size() const override { return std::max<int64_t>(0, inner_->Size() - skip_); }
+  std::vector<int64_t> Indices(int64_t epoch) const override {
+    std::vector<int64_t> all = inner_->Indices(epoch);
+    const size_t from = std::min(all.size(), static_cast<size_t>(skip_));
+    return std::vector<int64_t>(all.begin() + static_cast<std::ptrdiff_t>(from), all.end());
+  }
+
+ private:
+  std::unique_ptr<data::Sampler> inner_;
+  int64_t skip_;
+};
+
+// What GatherForMetrics needs from a prepared loader's batches (accelerate's
+// DataLoaderStateMixin): end_of_dataloader, and the real samples of the last round.
+void ObserveLoader(data::DataLoader& loader, const std::shared_ptr<AcceleratorState>& state,
+                   int64_t total_examples, int64_t round_size, bool drop_last) {
+  std::weak_ptr<AcceleratorState> weak = state;
+  loader.SetBatchObserver([weak, total_examples, round_size, drop_last](int64_t, int64_t,
+                                                                       bool last) {
+    std::shared_ptr<AcceleratorState> s = weak.lock();
+    if (s == nullptr) return;
+    s->end_of_dataloader = last;
+    s->remainder = drop_last ? -1 : total_examples % round_size;
+  });
+}
+
+}  // namespace
+
+AccumulateScope::AccumulateScope(AcceleratorState* state) : state_(state) {
+  // accelerate's _do_sync: the loader's last batch always synchronizes (and restarts the
+  // count); otherwise every gradient_accumulation_steps-th micro-step does.
+  if (state_->end_of_dataloader) {
+    state_->step = 0;
+    state_->sync_gradients = true;
+  } else {
+    state_->step += 1;
+    state_->sync_gradients = state_->step % state_->gradient_accumulation_steps == 0;
+  }
+}
+
+AccumulateScope::~AccumulateScope() = default;
+
+absl::StatusOr<std::unique_ptr<Accelerator>> Accelerator::Create(AcceleratorOptions o) {
+  auto state = std::make_shared<AcceleratorState>();
+  // Unset options: accelerate's environment (what `accelerate launch` exports), then defaults.
+  std::string mixed = o.mixed_precision.value_or(Env("ACCELERATE_MIXED_PRECISION").value_or("no"));
+  mixed = absl::AsciiStrToLower(mixed);
+  if (mixed != "no" && mixed != "bf16" && mixed != "fp16") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Accelerator: mixed_precision '", mixed, "' is not one of no, bf16, fp16 (fp8 is not "
+        "available in loom)"));
+  }
+  int ga = 1;
+  if (o.gradient_accumulation_steps) {
+    ga = *o.gradient_accumulation_steps;
+  } else if (auto env = Env("ACCELERATE_GRADIENT_ACCUMULATION_STEPS")) {
+    if (!absl::SimpleAtoi(*env, &ga)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ACCELERATE_GRADIENT_ACCUMULATION_STEPS=", *env, " is not a number"));
+    }
+  }
+  if (ga < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Accelerator: gradient_accumulation_steps must be >= 1, got ", ga));
+  }
+  bool cpu = false;
+  if (o.cpu) {
+    cpu = *o.cpu;
+  } else if (auto env = Env("ACCELERATE_USE_CPU")) {
+    ASSIGN_OR_RETURN(cpu, EnvBool("ACCELERATE_USE_CPU", *env));
+  }
+  // The shared pieces read TrainingArguments: the Accelerator's settings as those flags.
+  args::TrainingArguments& a = state->args;
+  a.set_output_dir(o.project_dir.empty() ? "." : o.project_dir);
+  a.set_gradient_accumulation_steps(ga);
+  a.set_use_cpu(cpu);
+  if (mixed == "bf16") a.set_bf16(true);
+  if (mixed == "fp16") a.set_fp16(true);
+  a.add_report_to("none");
+  ASSIGN_OR_RETURN(std::vector<std::string> warnings, args::PostInit(&a), "Accelerator");
+  for (const std::string& w : warnings) LOG(WARNING) << w;
+  ASSIGN_OR_RETURN(state->parallel,
+                   trainer::ParallelContext::Create(std::move(o.process_group), a),
+                   "Accelerator: joining the process group");
+  ASSIGN_OR_RETURN(trainer::RunSetup setup,
+                   trainer::ResolveRunSetup(a, state->parallel.local_rank(),
+                                            state->parallel.world_size()),
+                   absl::StrCat("Accelerator (mixed_precision ", mixed, ")"));
+  for (const std::string& w : setup.precision.warnings) LOG(WARNING) << w;
+  RETURN_IF_ERROR(threads::ApplyThreadPlan(setup.threads));
+  ASSIGN_OR_RETURN(state->precision, precision::TrainingPrecision::Create(setup.precision.policy),
+                   "Accelerator");
+  state->device = setup.device;
+  state->mixed_precision = mixed;
+  state->gradient_accumulation_steps = ga;
+  state->split_batches = o.split_batches;
+  state->even_batches = o.even_batches;
+  auto accelerator = absl::WrapUnique(new Accelerator(std::move(state)));
+  accelerator->project_dir_ = o.project_dir;
+  accelerator->log_with_ = o.log_with;
+  return accelerator;
+}
+
+Accelerator::~Accelerator() = default;
+
+absl::Status Accelerator::PrepareOne(std::shared_ptr<modeling::Model>& model) {
+  AcceleratorState& s = *state_;
+  if (model == nullptr) return absl::InvalidArgumentError("Accelerator::Prepare: a null model");
+  if (model == s.prepared_model || model == s.model ||
+      dynamic_cast<PreparedModel*>(model.get()) != nullptr) {
+    return absl::FailedPreconditionError(
+        "Accelerator::Prepare: this model was already prepared; prepare each model once and "
+        "use the prepared one");
+  }
+  if (s.model != nullptr) {
+    return absl::UnimplementedError(
+        "Accelerator::Prepare: a second model; loom's Accelerator trains one model (and one "
+        "optimizer) per Accelerator");
+  }
+  try {
+    model->to(s.device);
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                                    "Accelerator::Prepare: placing the model");
+  }
+  s.model = model;
+  s.prepared_model = std::make_shared<PreparedModel>(model, state_);
+  model = s.prepared_model;
+  return MaybeCreateStrategy();
+}
+
+absl::Status Accelerator::PrepareOne(std::shared_ptr<torch::optim::Optimizer>& optimizer) {
+  AcceleratorState& s = *state_;
+  if (optimizer == nullptr) {
+    return absl::InvalidArgumentError("Accelerator::Prepare: a null optimizer");
+  }
+  if (optimizer == s.prepared_optimizer || optimizer == s.optimizer) {
+    return absl::FailedPreconditionError(
+        "Accelerator::Prepare: this optimizer was already prepared");
+  }
+  if (s.optimizer != nullptr) {
+    return absl::UnimplementedError(
+        "Accelerator::Prepare: a second optimizer; loom's Accelerator trains one model and one "
+        "optimizer per Accelerator");
+  }
+  s.optimizer = optimizer;
+  s.prepared_optimizer = std::make_shared<AcceleratedOptimizer>(optimizer, state_);
+  optimizer = s.prepared_optimizer;
+  return MaybeCreateStrategy();
+}
+
+absl::Status Accelerator::PrepareOne(std::shared_ptr<data::DataLoader>& loader) {
+  AcceleratorState& s = *state_;
+  if (loader == nullptr) return absl::InvalidArgumentError("Accelerator::Prepare: a null loader");
+  if (loader->sampler() == nullptr) {
+    return absl::UnimplementedError(
+        "Accelerator::Prepare: a loader over an iterable dataset; prepare a map-style one");
+  }
+  const data::DataLoaderOptions& lo = loader->options();
+  const int n = s.parallel.world_size();
+  data::DataLoaderOptions options = lo;
+  std::unique_ptr<data::Sampler> sampler;
+  if (n == 1) {
+    // accelerate shards only across several processes: one keeps the batches as they are.
+    sampler = std::make_unique<BorrowedSampler>(loader);
+  } else {
+    ASSIGN_OR_RETURN(std::unique_ptr<data::BatchShardSampler> shard,
+                   data::BatchShardSampler::Create(
+                       std::make_unique<BorrowedSampler>(loader),
+                       data::BatchShardOptions()
+                           .set_batch_size(lo.batch_size)
+                           .set_drop_last(lo.drop_last)
+                           .set_num_processes(n)
+                           .set_process_index(s.parallel.rank())
+                           .set_split_batches(s.split_batches)
+                           .set_even_batches(s.even_batches)),
+                   "Accelerator::Prepare: sharding the loader");
+    options.batch_size = shard->BatchSizePerRank();
+    sampler = std::move(shard);
+  }
+  const int64_t total = loader->dataset()->Size();  // accelerate's len(dataset)
+  ASSIGN_OR_RETURN(std::unique_ptr<data::DataLoader> prepared,
+                   data::DataLoader::Create(options, loader->dataset(), std::move(sampler),
+                                            std::make_shared<DeviceCollator>(loader->collator(),
+                                                                             s.device)),
+                   "Accelerator::Prepare");
+  ObserveLoader(*prepared, state_, total, s.split_batches ? lo.batch_size : lo.batch_size * n,
+                lo.drop_last);
+  loader = std::move(prepared);
+  return absl::OkStatus();
+}
+
+absl::Status Accelerator::PrepareOne(std::shared_ptr<optim::LrScheduler>& scheduler) {
+  if (scheduler == nullptr) {
+    return absl::InvalidArgumentError("Accelerator::Prepare: a null scheduler");
+  }
+  if (dynamic_cast<AcceleratedScheduler*>(scheduler.get()) != nullptr) {
+    return absl::FailedPreconditionError(
+        "Accelerator::Prepare: this scheduler was already prepared");
+  }
+  auto prepared = std::make_shared<AcceleratedScheduler>(scheduler, state_);
+  state_->schedulers.push_back(prepared);
+  scheduler = prepared;
+  return absl::OkStatus();
+}
+
+absl::Status Accelerator::MaybeCreateStrategy() {
+  AcceleratorState& s = *state_;
+  if (s.model == nullptr || s.optimizer == nullptr || s.strategy != nullptr) {
+    return absl::OkStatus();
+  }
+  const std::optional<distributed::ProcessGroup>& pg = s.parallel.process_group();
+  ASSIGN_OR_RETURN(s.strategy,
+                   sharding::CreateStrategy(sharding::StrategyOptions()
+                                                .set_args(&s.args)
+                                                .set_model(s.model.get())
+                                                .set_optimizer(s.optimizer.get())
+                                                .set_precision(s.precision.get())
+                                                .set_process_group(pg ? &*pg : nullptr)),
+                   "Accelerator::Prepare: setting up data parallelism");
+  LOG(INFO) << "Accelerator: data parallelism: " << s.strategy->Name() << " on "
+            << s.device.str() << ", mixed precision " << s.mixed_precision
+            << ", gradient accumulation " << s.gradient_accumulation_steps;
+  return absl::OkStatus();
+}
+
+absl::Status Accelerator::Backward(const at::Tensor& loss) {
+  AcceleratorState& s = *state_;
+  if (s.strategy == nullptr) {
+    return absl::FailedPreconditionError(
+        "Accelerator::Backward: nothing to train yet; pass the model and the optimizer through "
+        "Prepare(...) first");
+  }
+  if (!loss.defined()) {
+    return absl::InvalidArgumentError(
+        "Accelerator::Backward: the loss is undefined (did the batch carry the labels?)");
+  }
+  RestoreGradients(s);  // a forward not made through the prepared model
+  try {
+    s.precision->ScaleLoss(loss / static_cast<double>(s.gradient_accumulation_steps)).backward();
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "Accelerator::Backward");
+  }
+  RETURN_IF_ERROR_CTX(s.strategy->AfterBackward(), "Accelerator::Backward");
+  if (s.sync_gradients) {
+    ++s.communicating_backwards;
+  } else {
+    StashGradients(s);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<double>> Accelerator::ClipGradNorm(double max_norm) {
+  AcceleratorState& s = *state_;
+  if (s.strategy == nullptr || !s.sync_gradients) {
+    return absl::FailedPreconditionError(
+        "Accelerator::ClipGradNorm: only on a micro-step that synchronizes gradients (check "
+        "SyncGradients()) of a prepared model and optimizer");
+  }
+  ASSIGN_OR_RETURN(std::optional<double> norm, s.strategy->ClipGradients(max_norm),
+                   "Accelerator::ClipGradNorm");
+  s.clipped_this_window = true;
+  return norm;
+}
+
+absl::Status Accelerator::ClipGradValue(double clip_value) {
+  AcceleratorState& s = *state_;
+  if (s.strategy == nullptr || !s.sync_gradients) {
+    return absl::FailedPreconditionError(
+        "Accelerator::ClipGradValue: only on a micro-step that synchronizes gradients (check "
+        "SyncGradients()) of a prepared model and optimizer");
+  }
+  const std::string name = s.strategy->Name();
+  if (name != "single process" && name != "DDP") {
+    return absl::UnimplementedError(absl::StrCat(
+        "Accelerator::ClipGradValue with ", name,
+        ": the gradients are sharded; use ClipGradNorm, which covers every shard"));
+  }
+  RETURN_IF_ERROR(s.strategy->ClipGradients(0.0).status());  // unscale
+  s.clipped_this_window = true;
+  for (at::Tensor& p : s.model->parameters()) {
+    if (p.grad().defined()) p.mutable_grad().clamp_(-clip_value, clip_value);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<at::Tensor> Accelerator::Gather(const at::Tensor& t) {
+  const at::Tensor rows = t.dim() == 0 ? t.unsqueeze(0) : t;
+  ASSIGN_OR_RETURN(std::vector<at::Tensor> parts, state_->parallel.GatherRows(rows.cpu()),
+                   "Accelerator::Gather");
+  return at::cat(parts, 0).to(t.device());
+}
+
+absl::StatusOr<at::Tensor> Accelerator::GatherForMetrics(const at::Tensor& t) {
+  ASSIGN_OR_RETURN(at::Tensor all, Gather(t));
+  const AcceleratorState& s = *state_;
+  // accelerate: in the loader's last batch, only `remainder` gathered samples are real; the
+  // rest are the samples even_batches repeated to fill the round.
+  if (s.end_of_dataloader && s.remainder > 0 && all.size(0) > s.remainder) {
+    return all.narrow(0, 0, s.remainder);
+  }
+  return all;
+}
+
+absl::StatusOr<at::Tensor> Accelerator::Reduce(const at::Tensor& t, const std::string& op) {
+  if (op != "sum" && op != "mean") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Accelerator::Reduce: reduction '", op, "' is not sum or mean"));
+  }
+  ASSIGN_OR_RETURN(std::vector<at::Tensor> parts,
+                   state_->parallel.GatherRows(t.unsqueeze(0).cpu()), "Accelerator::Reduce");
+  at::Tensor sum = at::cat(parts, 0).sum(0);
+  if (op == "mean") sum = sum / static_cast<double>(parts.size());
+  return sum.to(t.scalar_type()).to(t.device());
+}
+
+absl::StatusOr<at::Tensor> Accelerator::PadAcrossProcesses(const at::Tensor& t, int64_t dim,
+                                                           double pad_index, bool pad_first) {
+  return state_->parallel.PadAcrossProcesses(t, dim, pad_index, pad_first);
+}
+
+absl::Status Accelerator::WaitForEveryone() { return state_->parallel.Barrier(); }
+
+int Accelerator::num_processes() const { return state_->parallel.world_size(); }
+int Accelerator::process_index() const { return state_->parallel.rank(); }
+int Accelerator::local_process_index() const { return state_->parallel.local_rank(); }
+
+absl::Status Accelerator::MainProcessFirst(const std::function<absl::Status()>& fn) {
+  return state_->parallel.MainProcessFirst(/*local=*/false, fn);
+}
+
+absl::Status Accelerator::LocalMainProcessFirst(const std::function<absl::Status()>& fn) {
+  return state_->parallel.MainProcessFirst(/*local=*/true, fn);
+}
+
+void Accelerator::Print(const std::string& text) const {
+  if (IsLocalMainProcess()) std::cout << text << std::endl;
+}
+
+std::shared_ptr<modeling::Model> Accelerator::UnwrapModel(
+    const std::shared_ptr<modeling::Model>& model) {
+  if (auto* prepared = dynamic_cast<PreparedModel*>(model.get())) return prepared->module();
+  return model;
+}
+
+precision::AutocastGuard Accelerator::Autocast() const {
+  return precision::AutocastGuard(state_->precision->ForwardAutocast());
+}
+
+absl::StatusOr<std::shared_ptr<data::DataLoader>> Accelerator::SkipFirstBatches(
+    const std::shared_ptr<data::DataLoader>& loader, int64_t num_batches) {
+  if (loader == nullptr || loader->sampler() == nullptr || num_batches < 0) {
+    return absl::InvalidArgumentError(
+        "Accelerator::SkipFirstBatches: a map-style loader and num_batches >= 0");
+  }
+  const data::DataLoaderOptions& o = loader->options();
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<data::DataLoader> skipping,
+      data::DataLoader::Create(
+          o, loader->dataset(),
+          std::make_unique<SkippingSampler>(std::make_unique<BorrowedSampler>(loader),
+                                            num_batches * o.batch_size),
+          loader->collator()),
+      "Accelerator::SkipFirstBatches");
+  const AcceleratorState& s = *state_;
+  // The same end-of-loader report as the (prepared) loader it skips into: a round is every
+  // rank's batch.
+  const int64_t round = o.batch_size * s.parallel.world_size();
+  ObserveLoader(*skipping, state_, loader->dataset()->Size(), round, o.drop_last);
+  return std::shared_ptr<data::DataLoader>(std::move(skipping));
+}
+
+absl::Status Accelerator::SaveModel(const std::shared_ptr<modeling::Model>& model,
+                                    const std::string& dir, uint64_t max_shard_size,
+                                    bool safe_serialization) {
+  std::shared_ptr<modeling::Model> module = UnwrapModel(model);
+  AcceleratorState& s = *state_;
+  if (s.strategy != nullptr) RETURN_IF_ERROR(s.strategy->BeginFullParameters());
+  absl::Status written = absl::OkStatus();
+  if (IsMainProcess()) {
+    written = [&]() -> absl::Status {
+      RETURN_IF_ERROR(base::MakeDirs(dir));
+      checkpoint::SaveModelWeightsOptions options;
+      options.max_shard_size = max_shard_size;
+      options.safe_serialization = safe_serialization;
+      RETURN_IF_ERROR(
+          checkpoint::SaveModelWeights(dir, checkpoint::ModuleStateDict(*module), options)
+              .status());
+      const std::string config = module->ConfigJson();
+      if (!config.empty()) RETURN_IF_ERROR(base::WriteFileAtomically(dir + "/config.json", config));
+      return absl::OkStatus();
+    }();
+  }
+  if (s.strategy != nullptr) RETURN_IF_ERROR(s.strategy->EndFullParameters(false));
+  return s.parallel.AgreeOnStatus(written, absl::StrCat("Accelerator::SaveModel ", dir));
+}
+
+absl::Status Accelerator::InitTrackers(const std::string& project_name,
+                                       const logging::Scalars& config) {
+  if (!IsMainProcess()) return absl::OkStatus();
+  const std::string dir =
+      absl::StrCat(project_dir_.empty() ? "." : project_dir_, "/", project_name);
+  for (const std::string& name : log_with_) {
+    const bool all = name == "all";
+    if (name == "tensorboard" || all) {
+      ASSIGN_OR_RETURN(std::unique_ptr<logging::TensorBoardSink> tb,
+                       logging::TensorBoardSink::Create(dir), "Accelerator::InitTrackers");
+      trackers_.push_back(std::move(tb));
+    }
+    if (name == "jsonl" || all) {
+      ASSIGN_OR_RETURN(std::unique_ptr<logging::JsonlSink> jsonl,
+                       logging::JsonlSink::Create(dir + "/metrics.jsonl"),
+                       "Accelerator::InitTrackers");
+      trackers_.push_back(std::move(jsonl));
+    }
+    if (!all && name != "tensorboard" && name != "jsonl") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Accelerator: log_with '", name, "' is not available in loom; use tensorboard, jsonl "
+          "or all"));
+    }
+  }
+  // accelerate's store_init_configuration: the run's configuration, here as step-0 scalars.
+  if (!config.empty()) {
+    logging::Scalars prefixed;
+    for (const auto& [k, v] : config) prefixed.emplace_back("config/" + k, v);
+    RETURN_IF_ERROR(Log(prefixed, 0));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Accelerator::Log(const logging::Scalars& values, int64_t step) {
+  if (!IsMainProcess()) return absl::OkStatus();
+  for (auto& sink : trackers_) {
+    RETURN_IF_ERROR(sink->WriteScalars(step, values, logging::WallTimeSeconds()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Accelerator::EndTraining() {
+  for (auto& sink : trackers_) RETURN_IF_ERROR(sink->Flush());
+  trackers_.clear();
+  return absl::OkStatus();
+}
+
+}  // namespace loom::accelerate

@@ -1,0 +1,59 @@
+// AcceleratorState: what an Accelerator and the objects it prepared share (accelerate's
+// AcceleratorState + GradientState): the process's place in the run, the device and
+// precision, the one sharding strategy, the micro-step bookkeeping and the loaders' end.
+// Internal to //accelerate; tests read it through Accelerator::state().
+#ifndef LOOM_ACCELERATE_ACCELERATOR_STATE_H_
+#define LOOM_ACCELERATE_ACCELERATOR_STATE_H_
+
+#include <torch/optim/optimizer.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "args/training_args.pb.h"
+#include "modeling/model.h"
+#include "precision/training_precision.h"
+#include "rng/host_generator.h"
+#include "sharding/strategy.h"
+#include "trainer/parallel_context.h"
+
+namespace loom::accelerate {
+
+struct AcceleratorState {
+  // The TrainingArguments the shared pieces are configured from (ddp_*, precision flags,
+  // gradient_accumulation_steps, accelerator_config's split/even batches).
+  args::TrainingArguments args;
+  trainer::ParallelContext parallel;
+  at::Device device{at::kCPU};
+  std::string mixed_precision = "no";
+  std::unique_ptr<precision::TrainingPrecision> precision;
+  rng::GeneratorSet generators;
+  int gradient_accumulation_steps = 1;
+  bool split_batches = false;
+  bool even_batches = true;
+
+  // Prepared objects (one model and one optimizer: the strategy's pair).
+  std::shared_ptr<modeling::Model> model;               // the original module
+  std::shared_ptr<modeling::Model> prepared_model;      // its wrapper
+  std::shared_ptr<torch::optim::Optimizer> optimizer;   // the original optimizer
+  std::shared_ptr<torch::optim::Optimizer> prepared_optimizer;
+  std::vector<std::shared_ptr<class AcceleratedScheduler>> schedulers;
+  std::unique_ptr<sharding::ShardingStrategy> strategy;
+
+  // GradientState.
+  bool sync_gradients = true;
+  int64_t step = 0;                 // micro-steps counted by Accumulate scopes
+  bool end_of_dataloader = false;   // the last batch of a prepared loader was handed out
+  int64_t remainder = -1;           // its real samples beyond full rounds (-1: unknown)
+  bool clipped_this_window = false;
+  bool step_was_skipped = false;
+  // Gradients of a window that has not synchronized yet, kept aside between micro-steps.
+  std::vector<at::Tensor> stashed_grads;
+  bool grads_stashed = false;
+  int64_t communicating_backwards = 0;  // backwards that reduced gradients (tests count them)
+};
+
+}  // namespace loom::accelerate
+
+#endif  // LOOM_ACCELERATE_ACCELERATOR_STATE_H_

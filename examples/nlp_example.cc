@@ -1,0 +1,188 @@
+// accelerate's complete_nlp_example in C++ on loom's Accelerator: BERT sequence
+// classification on the GLUE-format demo data with gradient accumulation (Accumulate), mixed
+// precision (--mixed_precision, else the launcher's), evaluation gathered across processes
+// with GatherForMetrics, checkpoints with SaveState (--checkpointing_steps N: output_dir/step_N)
+// and resuming with LoadState + SkipFirstBatches (--resume_from_checkpoint output_dir/step_N),
+// and trackers (--with_tracking: per-step loss and per-epoch accuracy in
+// output_dir/nlp_example/metrics.jsonl and TensorBoard events).
+//
+//   ./bazelw run //examples:nlp_example -- --output_dir /tmp/nlp --gradient_accumulation_steps 2
+//   bazel-bin/tools/launch --nproc_per_node 2 bazel-bin/examples/nlp_example --output_dir ...
+#include <torch/optim/adamw.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "accelerate/accelerator.h"
+#include "base/status_macros.h"
+#include "data/data_loader.h"
+#include "data/sampler.h"
+#include "examples/tutorial_setup.h"
+#include "logging/process_logging.h"
+#include "optim/lr_scheduler.h"
+
+namespace loom::examples {
+namespace {
+
+// "step_<N>" -> N (accelerate's training_difference parsing).
+absl::StatusOr<int64_t> ResumeStep(const std::string& folder) {
+  const std::string name = std::filesystem::path(folder).filename().string();
+  int64_t step = 0;
+  if (name.rfind("step_", 0) != 0 || !absl::SimpleAtoi(name.substr(5), &step)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--resume_from_checkpoint ", folder, ": expected a folder named step_<N> that "
+        "--checkpointing_steps wrote"));
+  }
+  return step;
+}
+
+}  // namespace
+
+absl::Status Main(const ExampleFlags& flags) {
+  accelerate::AcceleratorOptions options;
+  options.set_gradient_accumulation_steps(flags.gradient_accumulation_steps)
+      .set_project_dir(flags.output_dir);
+  if (flags.mixed_precision) options.set_mixed_precision(*flags.mixed_precision);
+  if (flags.with_tracking) options.set_log_with({"all"});
+  ASSIGN_OR_RETURN(std::unique_ptr<accelerate::Accelerator> accelerator,
+                   accelerate::Accelerator::Create(std::move(options)));
+  RETURN_IF_ERROR(accelerator->SetSeed(flags.seed));
+  if (flags.with_tracking) {
+    RETURN_IF_ERROR(accelerator->InitTrackers(
+        "nlp_example", {{"lr", 2e-5}, {"num_epochs", flags.num_epochs},
+                        {"seed", static_cast<double>(flags.seed)},
+                        {"batch_size", static_cast<double>(flags.batch_size)}}));
+  }
+
+  ASSIGN_OR_RETURN(ExampleData datasets, LoadExampleData(flags));
+  ASSIGN_OR_RETURN(std::shared_ptr<data::DataLoader> train_dataloader,
+                   data::DataLoader::Create(
+                       data::DataLoaderOptions().set_batch_size(flags.batch_size), datasets.train,
+                       std::make_unique<data::RandomSampler>(datasets.train->Size(), flags.seed),
+                       datasets.collator));
+  ASSIGN_OR_RETURN(std::shared_ptr<data::DataLoader> eval_dataloader,
+                   data::DataLoader::Create(
+                       data::DataLoaderOptions().set_batch_size(flags.batch_size), datasets.eval,
+                       std::make_unique<data::SequentialSampler>(datasets.eval->Size()),
+                       datasets.collator));
+  ASSIGN_OR_RETURN(std::shared_ptr<modeling::Model> model, LoadExampleModel(flags, 2));
+  std::shared_ptr<torch::optim::Optimizer> optimizer = std::make_shared<torch::optim::AdamW>(
+      model->parameters(), torch::optim::AdamWOptions(2e-5));
+  // Sized by the loader before it is sharded (accelerate steps a prepared schedule once per
+  // process at each optimizer step).
+  ASSIGN_OR_RETURN(std::shared_ptr<optim::LrScheduler> lr_scheduler,
+                   optim::GetScheduler("linear", optimizer.get(), flags.num_warmup_steps,
+                                       train_dataloader->NumBatches().value() * flags.num_epochs /
+                                           flags.gradient_accumulation_steps));
+  RETURN_IF_ERROR(accelerator->Prepare(model, optimizer, train_dataloader, eval_dataloader,
+                                       lr_scheduler));
+
+  int64_t overall_step = 0;
+  int starting_epoch = 0;
+  std::optional<int64_t> resume_step;
+  const int64_t steps_per_epoch = train_dataloader->NumBatches().value();
+  if (!flags.resume_from_checkpoint.empty()) {
+    accelerator->Print("Resumed from checkpoint: " + flags.resume_from_checkpoint);
+    RETURN_IF_ERROR(accelerator->LoadState(flags.resume_from_checkpoint));
+    ASSIGN_OR_RETURN(int64_t step, ResumeStep(flags.resume_from_checkpoint));
+    starting_epoch = static_cast<int>(step / steps_per_epoch);
+    resume_step = step - starting_epoch * steps_per_epoch;
+  }
+
+  for (int epoch = starting_epoch; epoch < flags.num_epochs; ++epoch) {
+    model->train();
+    std::shared_ptr<data::DataLoader> active_dataloader = train_dataloader;
+    if (resume_step && epoch == starting_epoch) {
+      ASSIGN_OR_RETURN(active_dataloader,
+                       accelerator->SkipFirstBatches(train_dataloader, *resume_step));
+      overall_step += starting_epoch * steps_per_epoch + *resume_step;
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<data::BatchIterator> batches,
+                     active_dataloader->Epoch(epoch));
+    while (true) {
+      ASSIGN_OR_RETURN(std::optional<data::Batch> batch, batches->Next());
+      if (!batch) break;
+      {
+        accelerate::AccumulateScope accumulate = accelerator->Accumulate();
+        modeling::ModelOutput outputs = model->Forward(*batch);
+        RETURN_IF_ERROR(accelerator->Backward(outputs.loss));
+        if (accelerator->SyncGradients()) {
+          RETURN_IF_ERROR(accelerator->ClipGradNorm(1.0).status());
+        }
+        optimizer->step();
+        lr_scheduler->Step();
+        optimizer->zero_grad();
+        overall_step += 1;
+        if (flags.with_tracking) {
+          RETURN_IF_ERROR(accelerator->Log({{"loss", outputs.loss.item<double>()}}, overall_step));
+        }
+      }
+      if (flags.checkpointing_steps > 0 && overall_step % flags.checkpointing_steps == 0) {
+        RETURN_IF_ERROR(accelerator
+                            ->SaveState(absl::StrCat(flags.output_dir, "/step_", overall_step))
+                            .status());
+      }
+      if (flags.stop_after_steps > 0 && overall_step == flags.stop_after_steps) {
+        accelerator->Print(absl::StrCat("stopping after step ", overall_step));
+        return accelerator->EndTraining();
+      }
+    }
+
+    model->eval();
+    int64_t correct = 0, total = 0;
+    std::vector<int64_t> all_predictions;
+    ASSIGN_OR_RETURN(std::unique_ptr<data::BatchIterator> eval_batches,
+                     eval_dataloader->Epoch(0));
+    while (true) {
+      ASSIGN_OR_RETURN(std::optional<data::Batch> batch, eval_batches->Next());
+      if (!batch) break;
+      at::Tensor predictions;
+      {
+        torch::NoGradGuard no_grad;
+        predictions = model->Forward(*batch).Get("logits").argmax(-1);
+      }
+      ASSIGN_OR_RETURN(at::Tensor gathered_predictions,
+                       accelerator->GatherForMetrics(predictions));
+      ASSIGN_OR_RETURN(at::Tensor references, accelerator->GatherForMetrics(batch->at("labels")));
+      correct += gathered_predictions.eq(references).sum().item<int64_t>();
+      total += references.size(0);
+      for (int64_t i = 0; i < gathered_predictions.size(0); ++i) {
+        all_predictions.push_back(gathered_predictions[i].item<int64_t>());
+      }
+    }
+    const double accuracy = total > 0 ? static_cast<double>(correct) / total : 0.0;
+    accelerator->Print(absl::StrCat("epoch ", epoch, ": {'accuracy': ", accuracy, "} over ",
+                                    total, " examples"));
+    if (flags.with_tracking) {
+      RETURN_IF_ERROR(accelerator->Log({{"accuracy", accuracy},
+                                        {"epoch", static_cast<double>(epoch)}},
+                                       overall_step));
+    }
+    if (accelerator->IsMainProcess() && !flags.output_dir.empty()) {
+      // The gathered predictions, one per evaluation example, for the tests.
+      std::ofstream out(absl::StrCat(flags.output_dir, "/predictions_epoch_", epoch, ".txt"));
+      for (int64_t p : all_predictions) out << p << "\n";
+    }
+  }
+  RETURN_IF_ERROR(accelerator->EndTraining());
+  RETURN_IF_ERROR(accelerator->WaitForEveryone());
+  return SaveForComparison(flags, model);
+}
+
+}  // namespace loom::examples
+
+int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
+  absl::StatusOr<loom::examples::ExampleFlags> flags = loom::examples::ParseExampleFlags(argc, argv);
+  absl::Status status = flags.ok() ? loom::examples::Main(*flags) : flags.status();
+  if (!status.ok()) {
+    std::cerr << argv[0] << ": error: " << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
