@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "accelerate/prepared.h"
+#include "args/parser.h"
 #include "args/training_args.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
@@ -17,6 +18,7 @@
 #include "glog/logging.h"
 #include "logging/jsonl_sink.h"
 #include "logging/tensorboard_sink.h"
+#include "nlohmann/json.hpp"
 #include "sharding/create_strategy.h"
 #include "threads/thread_plan.h"
 #include "trainer/run_setup.h"
@@ -114,8 +116,39 @@ absl::StatusOr<std::unique_ptr<Accelerator>> Accelerator::Create(AcceleratorOpti
   } else if (auto env = Env("ACCELERATE_USE_CPU")) {
     ASSIGN_OR_RETURN(cpu, EnvBool("ACCELERATE_USE_CPU", *env));
   }
-  // The shared pieces read TrainingArguments: the Accelerator's settings as those flags.
+  // The shared pieces read TrainingArguments: the Accelerator's settings as those flags, over
+  // the strategy flags (the launcher's for an accelerate config, or the caller's).
   args::TrainingArguments& a = state->args;
+  std::vector<std::string> flags = o.strategy_flags;
+  if (flags.empty()) {
+    if (auto env = Env("LOOM_ACCELERATE_TRAINING_ARGS")) {
+      nlohmann::json list = nlohmann::json::parse(*env, nullptr, /*allow_exceptions=*/false);
+      if (!list.is_array()) {
+        return absl::InvalidArgumentError(
+            "LOOM_ACCELERATE_TRAINING_ARGS is not a JSON list of flags (//tools:launch sets it)");
+      }
+      for (const auto& f : list) {
+        if (!f.is_string()) {
+          return absl::InvalidArgumentError("LOOM_ACCELERATE_TRAINING_ARGS: a non-string flag");
+        }
+        flags.push_back(f.get<std::string>());
+      }
+    }
+  }
+  if (!flags.empty()) {
+    args::ArgParser parser({.program = "Accelerator"});
+    parser.AddGroup("TrainingArguments", &a);
+    RETURN_IF_ERROR_CTX(parser.Parse(flags), "Accelerator: the strategy flags");
+  }
+  const bool deepspeed_env = Env("ACCELERATE_USE_DEEPSPEED").has_value() &&
+                             EnvBool("ACCELERATE_USE_DEEPSPEED",
+                                     *Env("ACCELERATE_USE_DEEPSPEED")).value_or(false);
+  if (!a.deepspeed().empty() || deepspeed_env) {
+    return absl::UnimplementedError(
+        "Accelerator: a DeepSpeed config (accelerate's DeepSpeed plugin) is not wired into loom's "
+        "Accelerator yet; use FSDP (distributed_type: FSDP) or DDP here, or loom's Trainer with "
+        "--deepspeed");
+  }
   a.set_output_dir(o.project_dir.empty() ? "." : o.project_dir);
   a.set_gradient_accumulation_steps(ga);
   a.set_use_cpu(cpu);
@@ -124,6 +157,8 @@ absl::StatusOr<std::unique_ptr<Accelerator>> Accelerator::Create(AcceleratorOpti
   a.add_report_to("none");
   ASSIGN_OR_RETURN(std::vector<std::string> warnings, args::PostInit(&a), "Accelerator");
   for (const std::string& w : warnings) LOG(WARNING) << w;
+  const bool launched = Env("WORLD_SIZE").has_value() || o.process_group.has_value();
+  RETURN_IF_ERROR_CTX(sharding::CheckFsdp(a, launched), "Accelerator");
   ASSIGN_OR_RETURN(state->parallel,
                    trainer::ParallelContext::Create(std::move(o.process_group), a),
                    "Accelerator: joining the process group");

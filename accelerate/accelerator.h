@@ -10,8 +10,12 @@
 //   - Create(options): the process group from RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT
 //     (//tools:launch) or options.process_group; unset options come from accelerate's
 //     variables (ACCELERATE_MIXED_PRECISION, ACCELERATE_GRADIENT_ACCUMULATION_STEPS,
-//     ACCELERATE_USE_CPU), else accelerate's defaults. mixed_precision "fp16" on a CPU-only
-//     build, an unknown value or a bad number is an error before any work.
+//     ACCELERATE_USE_CPU), else accelerate's defaults. The data-parallel scheme is the one the
+//     Trainer would take from the same flags: DDP under a launcher, FSDP (full_shard,
+//     shard_grad_op, hybrid_shard, no_shard) from strategy_flags or an accelerate config's FSDP
+//     section. mixed_precision "fp16" on a CPU-only build, an unknown value, a bad number, FSDP
+//     in one unlaunched process, and a DeepSpeed config (not wired into the Accelerator yet) are
+//     errors before any work.
 //   - Prepare(objects...): each argument (a model, an optimizer, a data loader, a scheduler,
 //     held in a shared_ptr of the base type) is replaced in place by its prepared form,
 //     accelerate's "returned in the order given":
@@ -99,6 +103,10 @@ struct AcceleratorOptions {
   // Trackers for InitTrackers / Log: "tensorboard", "jsonl" (loom's JSON Lines), "all".
   std::vector<std::string> log_with;
   std::optional<distributed::ProcessGroup> process_group;
+  // accelerate's fsdp_plugin, as HF Trainer flags: {"--fsdp", "full_shard auto_wrap",
+  // "--fsdp_config", "{...}"} (sharding/create_strategy.h). Unset: the flags an accelerate config
+  // implies, which //tools:launch passes in LOOM_ACCELERATE_TRAINING_ARGS.
+  std::vector<std::string> strategy_flags;
 
   AcceleratorOptions& set_mixed_precision(std::string v) {
     mixed_precision = std::move(v);
@@ -126,6 +134,10 @@ struct AcceleratorOptions {
   }
   AcceleratorOptions& set_log_with(std::vector<std::string> v) {
     log_with = std::move(v);
+    return *this;
+  }
+  AcceleratorOptions& set_strategy_flags(std::vector<std::string> v) {
+    strategy_flags = std::move(v);
     return *this;
   }
   AcceleratorOptions& set_process_group(distributed::ProcessGroup v) {

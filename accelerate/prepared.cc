@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "precision/autocast.h"
 
 namespace loom::accelerate {
@@ -56,6 +57,14 @@ modeling::ModelOutput PreparedModel::Forward(const data::Batch& inputs) {
     if (tensor.defined()) tensor = s.precision->OutputToFp32(tensor);
   }
   return out;
+}
+
+absl::Status PreparedModel::WithFullParameters(const std::function<absl::Status()>& fn) {
+  sharding::ShardingStrategy* strategy = state_->strategy.get();
+  if (strategy != nullptr) RETURN_IF_ERROR(strategy->BeginFullParameters());
+  absl::Status status = fn();
+  if (strategy != nullptr) RETURN_IF_ERROR(strategy->EndFullParameters(/*write_back=*/false));
+  return status;
 }
 
 namespace {

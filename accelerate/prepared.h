@@ -6,6 +6,7 @@
 
 #include <torch/optim/optimizer.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -46,6 +47,9 @@ class PreparedModel : public modeling::Model {
   bool IsGradientCheckpointing() const override { return module_->IsGradientCheckpointing(); }
 
   const std::shared_ptr<modeling::Model>& module() const { return module_; }
+  // fn() with every parameter of module() whole (a collective under parameter sharding: every
+  // rank calls it).
+  absl::Status WithFullParameters(const std::function<absl::Status()>& fn);
 
  private:
   std::shared_ptr<modeling::Model> module_;

@@ -65,7 +65,13 @@ absl::StatusOr<ExampleFlags> ParseExampleFlags(int argc, char** argv) {
                        flag == "--resume_from_checkpoint" || flag == "--stop_after_steps" ||
                        flag == "--num_warmup_steps";
     if (!known) {
-      LOG(WARNING) << "ignoring " << flag << " (not a flag of this example)";
+      // What an accelerate config implies for HF scripts (--use_cpu, --fsdp X, ...): the
+      // Accelerator reads those settings from the launcher's environment instead.
+      std::string shown = flag;
+      if (!inline_value && i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) {
+        shown += " " + std::string(argv[++i]);
+      }
+      LOG(WARNING) << "ignoring " << shown << " (not a flag of this example)";
       continue;
     }
     ASSIGN_OR_RETURN(std::string v, take());
@@ -144,14 +150,18 @@ absl::Status SaveForComparison(const ExampleFlags& flags,
                                const std::shared_ptr<modeling::Model>& model) {
   if (flags.output_dir.empty()) return absl::OkStatus();
   const char* rank = std::getenv("RANK");
-  if (rank != nullptr && std::string(rank) != "0") return absl::OkStatus();
-  std::shared_ptr<modeling::Model> module = model;
+  const bool writer = rank == nullptr || std::string(rank) == "0";
+  auto save = [&](const modeling::Model& module) -> absl::Status {
+    if (!writer) return absl::OkStatus();
+    RETURN_IF_ERROR(base::MakeDirs(flags.output_dir));
+    return checkpoint::SaveModelWeights(flags.output_dir, checkpoint::ModuleStateDict(module))
+        .status();
+  };
   if (auto* prepared = dynamic_cast<accelerate::PreparedModel*>(model.get())) {
-    module = prepared->module();
+    // Whole parameters under FSDP (every rank takes part).
+    return prepared->WithFullParameters([&] { return save(*prepared->module()); });
   }
-  RETURN_IF_ERROR(base::MakeDirs(flags.output_dir));
-  return checkpoint::SaveModelWeights(flags.output_dir, checkpoint::ModuleStateDict(*module))
-      .status();
+  return save(*model);
 }
 
 }  // namespace loom::examples

@@ -1,5 +1,7 @@
 #include "launch/accelerate_launch.h"
 
+#include "nlohmann/json.hpp"
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -44,6 +46,26 @@ absl::StatusOr<LaunchOptions> LaunchOptionsFromAccelerate(const args::Accelerate
   if (c.main_process_port.has_value()) o.master_port = static_cast<int>(*c.main_process_port);
   if (c.gpu_ids != "all" && !c.use_cpu) o.extra_env.emplace_back("CUDA_VISIBLE_DEVICES", c.gpu_ids);
   ASSIGN_OR_RETURN(o.program_args, args::ImpliedTrainingArgumentsFlags(c));
+  // What `accelerate launch` exports for Accelerator-based scripts (accelerate/accelerator.h
+  // reads them): the mixed precision, CPU use, which plugin, and — loom's own — the implied
+  // TrainingArguments flags as a JSON list, which carry the FSDP / DeepSpeed settings.
+  const char* mixed = c.mixed_precision == args::MixedPrecision::kBf16   ? "bf16"
+                      : c.mixed_precision == args::MixedPrecision::kFp16 ? "fp16"
+                                                                          : "no";
+  o.extra_env.emplace_back("ACCELERATE_MIXED_PRECISION", mixed);
+  if (c.use_cpu) o.extra_env.emplace_back("ACCELERATE_USE_CPU", "true");
+  if (c.distributed_type == args::DistributedType::kFsdp) {
+    o.extra_env.emplace_back("ACCELERATE_USE_FSDP", "true");
+  }
+  if (c.distributed_type == args::DistributedType::kDeepSpeed) {
+    o.extra_env.emplace_back("ACCELERATE_USE_DEEPSPEED", "true");
+    if (c.deepspeed_config && c.deepspeed_config->gradient_accumulation_steps) {
+      o.extra_env.emplace_back("ACCELERATE_GRADIENT_ACCUMULATION_STEPS",
+                               std::to_string(*c.deepspeed_config->gradient_accumulation_steps));
+    }
+  }
+  o.extra_env.emplace_back("LOOM_ACCELERATE_TRAINING_ARGS",
+                           nlohmann::json(o.program_args).dump());
   o.program = launch.training_script;
   o.program_args.insert(o.program_args.end(), launch.training_script_args.begin(),
                         launch.training_script_args.end());

@@ -16,8 +16,15 @@
 //   implies (ImpliedTrainingArgumentsFlags: --bf16, --fsdp ..., --deepspeed ..., --use_cpu)
 //   followed by the script's own arguments, so flags the user writes win (the parser keeps the
 //   last value of a repeated flag).
+//   Environment of every rank, as `accelerate launch` exports it for Accelerator-based scripts:
+//   ACCELERATE_MIXED_PRECISION (no/fp16/bf16), ACCELERATE_USE_CPU (with use_cpu),
+//   ACCELERATE_USE_FSDP / ACCELERATE_USE_DEEPSPEED (the distributed_type),
+//   ACCELERATE_GRADIENT_ACCUMULATION_STEPS (DeepSpeed plugin's), and loom's
+//   LOOM_ACCELERATE_TRAINING_ARGS: the implied TrainingArguments flags as a JSON list of
+//   strings (the FSDP / DeepSpeed settings accelerate passes in its FSDP_* / ACCELERATE_DEEPSPEED_*
+//   variables).
 //   Not mapped: rdzv_backend (always static), same_network, tpu_*, downcast_bf16,
-//   main_training_function, compute_environment; accelerate's ACCELERATE_* variables are not set.
+//   main_training_function, compute_environment.
 //
 // Example:
 //   std::vector<std::string> warnings;

@@ -65,11 +65,18 @@ TEST(AccelerateLaunchTest, ConfigFileMapsOntoTheSpawn) {
   EXPECT_EQ(o.master_port, 9898);
   EXPECT_EQ(o.program, "./train");
   EXPECT_THAT(o.program_args, ElementsAre("--bf16", "--use_cpu", "--output_dir", "/tmp/x"));
-  EXPECT_THAT(o.extra_env, IsEmpty());
+  // What accelerate exports for Accelerator scripts, and the implied flags for loom's.
+  EXPECT_THAT(o.extra_env,
+              ElementsAre(Pair("ACCELERATE_MIXED_PRECISION", "bf16"),
+                          Pair("ACCELERATE_USE_CPU", "true"),
+                          Pair("LOOM_ACCELERATE_TRAINING_ARGS", R"(["--bf16","--use_cpu"])")));
   EXPECT_THAT(RankEnvironment(o, 3, /*omp_num_threads_set=*/true),
               ElementsAre(Pair("RANK", "7"), Pair("LOCAL_RANK", "3"), Pair("WORLD_SIZE", "8"),
                           Pair("LOCAL_WORLD_SIZE", "4"), Pair("GROUP_RANK", "1"),
-                          Pair("MASTER_ADDR", "192.168.20.1"), Pair("MASTER_PORT", "9898")));
+                          Pair("MASTER_ADDR", "192.168.20.1"), Pair("MASTER_PORT", "9898"),
+                          Pair("ACCELERATE_MIXED_PRECISION", "bf16"),
+                          Pair("ACCELERATE_USE_CPU", "true"),
+                          Pair("LOOM_ACCELERATE_TRAINING_ARGS", R"(["--bf16","--use_cpu"])")));
 }
 
 TEST(AccelerateLaunchTest, FlagsEqualTheConfigFile) {
@@ -105,7 +112,9 @@ TEST(AccelerateLaunchTest, FlagsOverrideTheConfigFileAndDefaultsAreLocal) {
   EXPECT_EQ(d.master_addr, "127.0.0.1");
   EXPECT_EQ(d.master_port, 29500);
   EXPECT_THAT(d.program_args, IsEmpty());
-  EXPECT_THAT(d.extra_env, ElementsAre(Pair("CUDA_VISIBLE_DEVICES", "1,3")));
+  EXPECT_THAT(d.extra_env, ElementsAre(Pair("CUDA_VISIBLE_DEVICES", "1,3"),
+                                       Pair("ACCELERATE_MIXED_PRECISION", "no"),
+                                       Pair("LOOM_ACCELERATE_TRAINING_ARGS", "[]")));
 }
 
 TEST(AccelerateLaunchTest, NumProcessesDefaultsToTheGpusOfEachMachine) {
@@ -132,6 +141,7 @@ TEST(AccelerateLaunchTest, FsdpFlagsBecomeTrainingArguments) {
               ElementsAre("--bf16", "--fsdp", "full_shard auto_wrap"));
   EXPECT_EQ(o.program_args[3], "--fsdp_config");
   EXPECT_EQ(o.program_args[5], "--do_train");
+  EXPECT_THAT(o.extra_env, ::testing::Contains(Pair("ACCELERATE_USE_FSDP", "true")));
 }
 
 TEST(AccelerateLaunchTest, ErrorsNameTheKeyAndTheFix) {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # loom's Accelerator end to end (issue 18), real processes under //tools:launch over Gloo:
 #   1. The tutorial example: the plain and the Accelerator versions give the same weights bit for
-#      bit in one process; on 2 ranks (torchrun style, and accelerate style with a YAML config)
-#      with half the batch each, the weights equal the one-process run within 1e-6.
+#      bit in one process; on 2 ranks (torchrun style, accelerate style with a YAML config, and
+#      FSDP full_shard from an accelerate config) with half the batch each, the weights equal the
+#      one-process run within 1e-6.
 #   2. GatherForMetrics: 37 examples at 1, 2 and 4 ranks give exactly 0..36 in order (Gather
 #      alone returns the even_batches duplicates); the nlp_example's gathered evaluation
 #      predictions and accuracy at 2 and 4 ranks equal one process's.
@@ -13,7 +14,7 @@
 #      the remaining losses and the final weights equal the uninterrupted run bit for bit; Python
 #      torch.load reads optimizer.bin, scheduler.bin and random_states_<i>.pkl, and accelerate's
 #      own restore calls (random.setstate, np.random.set_state, torch.set_rng_state) take them.
-#   5. Bad use from the command line: --mixed_precision fp16 on a CPU-only build.
+#   5. Bad use from the command line: fp16 on a CPU-only build, an accelerate DeepSpeed config.
 #   usage: accelerate_e2e_test.sh PLAIN ACCELERATED NLP_EXAMPLE WORKER LAUNCH RUN_GLUE
 #          DEMO_MODEL_SH COMPARE_PY
 set -euo pipefail
@@ -58,7 +59,25 @@ timeout 300 "$launch" --config_file "$T/accelerate.yaml" "$accel" "${TUT[@]}" --
   { cat "$T/accel_yaml.log"; fail "tutorial under an accelerate config"; }
 "$PY" "$compare" "$T/plain/model.safetensors" "$T/accel_yaml/model.safetensors" 1e-6 ||
   fail "tutorial: the accelerate-config run differs from one process"
-echo "ok: tutorial: plain == Accelerator (bitwise, 1 process); 2 ranks and an accelerate config == 1 process (1e-6)"
+# FSDP from an accelerate config's FSDP section: the same strategy the Trainer takes.
+cat > "$T/fsdp.yaml" <<'YAML'
+distributed_type: FSDP
+mixed_precision: 'no'
+num_machines: 1
+num_processes: 2
+use_cpu: true
+fsdp_config:
+  fsdp_sharding_strategy: FULL_SHARD
+  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
+  fsdp_transformer_layer_cls_to_wrap: BertLayer
+YAML
+timeout 300 "$launch" --config_file "$T/fsdp.yaml" "$accel" "${TUT[@]}" --batch_size 4 \
+  --output_dir "$T/accel_fsdp" > "$T/accel_fsdp.log" 2>&1 ||
+  { cat "$T/accel_fsdp.log"; fail "tutorial under an FSDP accelerate config"; }
+grep -q "data parallelism: FSDP full_shard" "$T/accel_fsdp.log" || fail "FSDP config: not FSDP"
+"$PY" "$compare" "$T/plain/model.safetensors" "$T/accel_fsdp/model.safetensors" 1e-6 ||
+  fail "tutorial: FSDP full_shard on 2 ranks differs from one process"
+echo "ok: tutorial: plain == Accelerator (bitwise, 1 process); 2 ranks (DDP, an accelerate config, FSDP full_shard) == 1 process (1e-6)"
 
 # 2. GatherForMetrics.
 want="metrics: $(seq -s ' ' 0 36)"
@@ -152,5 +171,15 @@ if ACCELERATE_MIXED_PRECISION=fp16 "$accel" "${TUT[@]}" --output_dir "$T/fp16" >
 else
   grep -q "bf16" "$T/fp16.log" || fail "fp16: no clear error: $(tail -3 "$T/fp16.log")"
 fi
+# A DeepSpeed config is refused before any work (not wired into the Accelerator yet).
+printf 'distributed_type: DEEPSPEED\nnum_processes: 2\nuse_cpu: true\ndeepspeed_config:\n  zero_stage: 2\n' \
+  > "$T/ds.yaml"
+if timeout 120 "$launch" --config_file "$T/ds.yaml" "$accel" "${TUT[@]}" --output_dir "$T/ds" \
+    > "$T/ds.log" 2>&1; then
+  fail "a DeepSpeed accelerate config was accepted by the Accelerator"
+fi
+grep -q "DeepSpeed config (accelerate's DeepSpeed plugin) is not wired" "$T/ds.log" ||
+  fail "DeepSpeed config: no clear error: $(grep -i error "$T/ds.log" | head -3)"
+[[ ! -e "$T/ds/model.safetensors" ]] || fail "DeepSpeed config: trained anyway"
 echo "ok: bad use refused"
 echo PASS
