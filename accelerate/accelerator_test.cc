@@ -14,6 +14,7 @@
 #include "data/sampler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "modeling/testing_models.h"
 #include "optim/lr_scheduler.h"
 
 namespace loom::accelerate {
@@ -23,21 +24,11 @@ using ::loom::base::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-class Regressor : public modeling::Model {
- public:
-  Regressor() {
-    torch::manual_seed(0);
-    linear_ = register_module("linear", torch::nn::Linear(3, 1));
-  }
-  modeling::ModelOutput Forward(const data::Batch& in) override {
-    modeling::ModelOutput out;
-    at::Tensor pred = linear_->forward(in.at("x")).squeeze(-1);
-    if (in.count("labels")) out.loss = at::mse_loss(pred, in.at("labels"));
-    out.outputs.push_back({"logits", pred});
-    return out;
-  }
-  torch::nn::Linear linear_{nullptr};
-};
+// The loops' test model, the same weights in every test.
+std::shared_ptr<modeling::Model> NewRegressor() {
+  torch::manual_seed(0);
+  return std::make_shared<modeling::testing::LinearRegressor>(3);
+}
 
 std::shared_ptr<data::Dataset> Data(int64_t n) {
   at::Generator g = at::detail::createCPUGenerator(11);
@@ -68,7 +59,7 @@ TEST(AcceleratorTest, BadUseIsAClearError) {
   // Backward before anything was prepared.
   EXPECT_THAT(accelerator->Backward(at::ones({}, at::requires_grad())),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("Prepare")));
-  std::shared_ptr<modeling::Model> model = std::make_shared<Regressor>();
+  std::shared_ptr<modeling::Model> model = NewRegressor();
   std::shared_ptr<modeling::Model> original = model;
   ASSERT_OK(accelerator->Prepare(model));
   // The same model again, either handle.
@@ -76,7 +67,7 @@ TEST(AcceleratorTest, BadUseIsAClearError) {
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("already prepared")));
   EXPECT_THAT(accelerator->Prepare(original),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("already prepared")));
-  std::shared_ptr<modeling::Model> second = std::make_shared<Regressor>();
+  std::shared_ptr<modeling::Model> second = NewRegressor();
   EXPECT_THAT(accelerator->Prepare(second),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("second model")));
   // A model without an optimizer: Backward still refuses.
@@ -117,7 +108,7 @@ TEST(AcceleratorTest, SettingsComeFromAccelerateVariables) {
 TEST(AcceleratorTest, AccumulateEqualsAccumulationByHand) {
   ASSERT_OK_AND_ASSIGN(auto accelerator, Accelerator::Create(
                                              AcceleratorOptions().set_gradient_accumulation_steps(4)));
-  std::shared_ptr<modeling::Model> model = std::make_shared<Regressor>();
+  std::shared_ptr<modeling::Model> model = NewRegressor();
   std::shared_ptr<torch::optim::Optimizer> optimizer = std::make_shared<torch::optim::AdamW>(
       model->parameters(), torch::optim::AdamWOptions(0.1));
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<optim::LrScheduler> scheduler,
@@ -144,7 +135,7 @@ TEST(AcceleratorTest, AccumulateEqualsAccumulationByHand) {
   EXPECT_EQ(scheduler->last_epoch(), 3);  // one step per window
 
   // By hand: loss / 4 per micro-batch, a step after each window (the last one short).
-  auto reference = std::make_shared<Regressor>();
+  std::shared_ptr<modeling::Model> reference = NewRegressor();
   torch::optim::AdamW ref_optimizer(reference->parameters(), torch::optim::AdamWOptions(0.1));
   ASSERT_OK_AND_ASSIGN(auto ref_scheduler, optim::GetScheduler("linear", &ref_optimizer, 0, 10));
   std::vector<data::Batch> batches = All(*Loader(36, 4));
@@ -164,7 +155,7 @@ TEST(AcceleratorTest, AccumulateEqualsAccumulationByHand) {
 
 TEST(AcceleratorTest, LearningRatesReachTheOriginalOptimizer) {
   ASSERT_OK_AND_ASSIGN(auto accelerator, Accelerator::Create());
-  std::shared_ptr<modeling::Model> model = std::make_shared<Regressor>();
+  std::shared_ptr<modeling::Model> model = NewRegressor();
   auto adamw = std::make_shared<torch::optim::AdamW>(model->parameters(),
                                                      torch::optim::AdamWOptions(0.5));
   std::shared_ptr<torch::optim::Optimizer> optimizer = adamw;
@@ -206,7 +197,7 @@ TEST(AcceleratorTest, SaveModelTrackersAndPrint) {
   ASSERT_OK_AND_ASSIGN(auto accelerator,
                        Accelerator::Create(AcceleratorOptions().set_project_dir(dir).set_log_with(
                            {"jsonl"})));
-  std::shared_ptr<modeling::Model> model = std::make_shared<Regressor>();
+  std::shared_ptr<modeling::Model> model = NewRegressor();
   ASSERT_OK(accelerator->Prepare(model));
   ASSERT_OK(accelerator->SaveModel(model, dir + "/saved"));
   ASSERT_OK_AND_ASSIGN(checkpoint::LoadedWeights w, checkpoint::LoadModelWeights(dir + "/saved"));
@@ -233,7 +224,7 @@ TEST(AcceleratorTest, SaveStateAndLoadStateRoundTrip) {
   ASSERT_OK_AND_ASSIGN(auto accelerator,
                        Accelerator::Create(AcceleratorOptions().set_project_dir(dir)));
   ASSERT_OK(accelerator->SetSeed(5));
-  std::shared_ptr<modeling::Model> model = std::make_shared<Regressor>();
+  std::shared_ptr<modeling::Model> model = NewRegressor();
   std::shared_ptr<torch::optim::Optimizer> optimizer = std::make_shared<torch::optim::AdamW>(
       model->parameters(), torch::optim::AdamWOptions(0.1));
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<optim::LrScheduler> scheduler,

@@ -28,28 +28,17 @@
 #include "data/data_loader.h"
 #include "data/dataset.h"
 #include "data/sampler.h"
+#include "modeling/testing_models.h"
 #include "sharding/replicated.h"
 
 namespace loom {
 namespace {
 
-class Regressor : public modeling::Model {
- public:
-  Regressor() {
-    torch::manual_seed(0);
-    linear_ = register_module("linear", torch::nn::Linear(4, 1));
-  }
-  modeling::ModelOutput Forward(const data::Batch& in) override {
-    modeling::ModelOutput out;
-    at::Tensor pred = linear_->forward(in.at("x")).squeeze(-1);
-    if (in.count("labels")) out.loss = at::mse_loss(pred, in.at("labels"));
-    out.outputs.push_back({"logits", pred});
-    return out;
-  }
-
- private:
-  torch::nn::Linear linear_{nullptr};
-};
+// The same weights in every process.
+std::shared_ptr<modeling::Model> NewRegressor() {
+  torch::manual_seed(0);
+  return std::make_shared<modeling::testing::LinearRegressor>(4);
+}
 
 std::shared_ptr<data::Dataset> RegressionData() {
   std::vector<data::Example> examples;
@@ -101,7 +90,7 @@ absl::Status Accumulate(const std::string& out_dir, int ga, int64_t micro_batch)
   ASSIGN_OR_RETURN(auto accelerator, accelerate::Accelerator::Create(
                                          accelerate::AcceleratorOptions()
                                              .set_gradient_accumulation_steps(ga)));
-  std::shared_ptr<modeling::Model> model = std::make_shared<Regressor>();
+  std::shared_ptr<modeling::Model> model = NewRegressor();
   std::shared_ptr<torch::optim::Optimizer> optimizer = std::make_shared<torch::optim::AdamW>(
       model->parameters(), torch::optim::AdamWOptions(1e-2));
   ASSIGN_OR_RETURN(std::shared_ptr<data::DataLoader> loader,
@@ -142,7 +131,7 @@ absl::Status Accumulate(const std::string& out_dir, int ga, int64_t micro_batch)
 }
 
 absl::Status ByHand(const std::string& out_dir, int ga, int64_t batch_size) {
-  auto model = std::make_shared<Regressor>();
+  std::shared_ptr<modeling::Model> model = NewRegressor();
   torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-2));
   ASSIGN_OR_RETURN(std::shared_ptr<data::DataLoader> loader,
                    data::DataLoader::Create(

@@ -9,6 +9,7 @@
 #include "distributed/multiprocess_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "modeling/testing_models.h"
 #include "trainer/trainer.h"
 
 namespace loom {
@@ -19,20 +20,7 @@ using distributed::testing::PickFreePort;
 using distributed::testing::RunRanks;
 using ::testing::Each;
 
-class Regressor : public trainer::Model {
- public:
-  Regressor() { linear_ = register_module("linear", torch::nn::Linear(4, 1)); }
-  trainer::ModelOutput Forward(const data::Batch& in) override {
-    trainer::ModelOutput out;
-    at::Tensor pred = linear_->forward(in.at("x")).squeeze(-1);
-    if (in.count("labels")) out.loss = at::mse_loss(pred, in.at("labels"));
-    out.outputs.push_back({"logits", pred});
-    return out;
-  }
-
- private:
-  torch::nn::Linear linear_{nullptr};
-};
+using Regressor = modeling::testing::LinearRegressor;
 
 // 40 examples, the same on every rank: y = x . w + noise.
 class Stream : public data::IterableDataset {
@@ -69,7 +57,7 @@ absl::StatusOr<std::vector<at::Tensor>> TrainWeights(int64_t batch,
   o.args.set_disable_tqdm(true);
   o.args.add_report_to("none");
   o.model_init = []() -> absl::StatusOr<std::shared_ptr<trainer::Model>> {
-    return std::make_shared<Regressor>();
+    return std::make_shared<Regressor>(4);
   };
   o.train_iterable_dataset = std::make_shared<Stream>();
   o.process_group = std::move(pg);
