@@ -20,6 +20,7 @@
 #include "logging/tensorboard_sink.h"
 #include "nlohmann/json.hpp"
 #include "sharding/create_strategy.h"
+#include "sharding/deepspeed_plan.h"
 #include "threads/thread_plan.h"
 #include "trainer/run_setup.h"
 
@@ -89,14 +90,10 @@ AccumulateScope::~AccumulateScope() = default;
 
 absl::StatusOr<std::unique_ptr<Accelerator>> Accelerator::Create(AcceleratorOptions o) {
   auto state = std::make_shared<AcceleratorState>();
-  // Unset options: accelerate's environment (what `accelerate launch` exports), then defaults.
-  std::string mixed = o.mixed_precision.value_or(Env("ACCELERATE_MIXED_PRECISION").value_or("no"));
-  mixed = absl::AsciiStrToLower(mixed);
-  if (mixed != "no" && mixed != "bf16" && mixed != "fp16") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Accelerator: mixed_precision '", mixed, "' is not one of no, bf16, fp16 (fp8 is not "
-        "available in loom)"));
-  }
+  // Unset options: accelerate's environment (what `accelerate launch` exports), then the
+  // strategy flags (below), then defaults.
+  std::optional<std::string> mixed_choice = o.mixed_precision;
+  if (!mixed_choice) mixed_choice = Env("ACCELERATE_MIXED_PRECISION");
   int ga = 1;
   if (o.gradient_accumulation_steps) {
     ga = *o.gradient_accumulation_steps;
@@ -140,20 +137,25 @@ absl::StatusOr<std::unique_ptr<Accelerator>> Accelerator::Create(AcceleratorOpti
     parser.AddGroup("TrainingArguments", &a);
     RETURN_IF_ERROR_CTX(parser.Parse(flags), "Accelerator: the strategy flags");
   }
-  const bool deepspeed_env = Env("ACCELERATE_USE_DEEPSPEED").has_value() &&
-                             EnvBool("ACCELERATE_USE_DEEPSPEED",
-                                     *Env("ACCELERATE_USE_DEEPSPEED")).value_or(false);
-  if (!a.deepspeed().empty() || deepspeed_env) {
-    return absl::UnimplementedError(
-        "Accelerator: a DeepSpeed config (accelerate's DeepSpeed plugin) is not wired into loom's "
-        "Accelerator yet; use FSDP (distributed_type: FSDP) or DDP here, or loom's Trainer with "
-        "--deepspeed");
+  if (auto env = Env("ACCELERATE_USE_DEEPSPEED");
+      env && EnvBool("ACCELERATE_USE_DEEPSPEED", *env).value_or(false) && a.deepspeed().empty()) {
+    return absl::InvalidArgumentError(
+        "Accelerator: ACCELERATE_USE_DEEPSPEED is set but no DeepSpeed config came with it "
+        "(LOOM_ACCELERATE_TRAINING_ARGS); launch with //tools:launch --config_file");
+  }
+  std::string mixed = absl::AsciiStrToLower(
+      mixed_choice.value_or(a.bf16() ? "bf16" : a.fp16() ? "fp16" : "no"));
+  if (mixed != "no" && mixed != "bf16" && mixed != "fp16") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Accelerator: mixed_precision '", mixed, "' is not one of no, bf16, fp16 (fp8 is not "
+        "available in loom)"));
   }
   a.set_output_dir(o.project_dir.empty() ? "." : o.project_dir);
   a.set_gradient_accumulation_steps(ga);
   a.set_use_cpu(cpu);
-  if (mixed == "bf16") a.set_bf16(true);
-  if (mixed == "fp16") a.set_fp16(true);
+  // The Accelerator's choice wins over the flags' --bf16 / --fp16.
+  a.set_bf16(mixed == "bf16");
+  a.set_fp16(mixed == "fp16");
   a.add_report_to("none");
   ASSIGN_OR_RETURN(std::vector<std::string> warnings, args::PostInit(&a), "Accelerator");
   for (const std::string& w : warnings) LOG(WARNING) << w;
@@ -186,7 +188,7 @@ Accelerator::~Accelerator() = default;
 absl::Status Accelerator::PrepareOne(std::shared_ptr<modeling::Model>& model) {
   AcceleratorState& s = *state_;
   if (model == nullptr) return absl::InvalidArgumentError("Accelerator::Prepare: a null model");
-  if (model == s.prepared_model || model == s.model ||
+  if (model == s.prepared_model.lock() || model == s.model ||
       dynamic_cast<PreparedModel*>(model.get()) != nullptr) {
     return absl::FailedPreconditionError(
         "Accelerator::Prepare: this model was already prepared; prepare each model once and "
@@ -204,9 +206,10 @@ absl::Status Accelerator::PrepareOne(std::shared_ptr<modeling::Model>& model) {
                                     "Accelerator::Prepare: placing the model");
   }
   s.model = model;
-  s.prepared_model = std::make_shared<PreparedModel>(model, state_);
-  model = s.prepared_model;
-  return MaybeCreateStrategy();
+  auto prepared = std::make_shared<PreparedModel>(model, state_);
+  s.prepared_model = prepared;
+  model = prepared;
+  return absl::OkStatus();
 }
 
 absl::Status Accelerator::PrepareOne(std::shared_ptr<torch::optim::Optimizer>& optimizer) {
@@ -214,7 +217,7 @@ absl::Status Accelerator::PrepareOne(std::shared_ptr<torch::optim::Optimizer>& o
   if (optimizer == nullptr) {
     return absl::InvalidArgumentError("Accelerator::Prepare: a null optimizer");
   }
-  if (optimizer == s.prepared_optimizer || optimizer == s.optimizer) {
+  if (optimizer == s.prepared_optimizer.lock() || optimizer == s.optimizer) {
     return absl::FailedPreconditionError(
         "Accelerator::Prepare: this optimizer was already prepared");
   }
@@ -224,9 +227,10 @@ absl::Status Accelerator::PrepareOne(std::shared_ptr<torch::optim::Optimizer>& o
         "optimizer per Accelerator");
   }
   s.optimizer = optimizer;
-  s.prepared_optimizer = std::make_shared<AcceleratedOptimizer>(optimizer, state_);
-  optimizer = s.prepared_optimizer;
-  return MaybeCreateStrategy();
+  auto prepared = std::make_shared<AcceleratedOptimizer>(optimizer, state_);
+  s.prepared_optimizer = prepared;
+  optimizer = prepared;
+  return absl::OkStatus();
 }
 
 absl::Status Accelerator::PrepareOne(std::shared_ptr<data::DataLoader>& loader) {
@@ -266,6 +270,7 @@ absl::Status Accelerator::PrepareOne(std::shared_ptr<data::DataLoader>& loader) 
                    "Accelerator::Prepare");
   ObserveLoader(*prepared, state_, total, s.split_batches ? lo.batch_size : lo.batch_size * n,
                 lo.drop_last);
+  if (s.loader_batch_size == 0) s.loader_batch_size = options.batch_size;
   loader = std::move(prepared);
   return absl::OkStatus();
 }
@@ -278,9 +283,8 @@ absl::Status Accelerator::PrepareOne(std::shared_ptr<optim::LrScheduler>& schedu
     return absl::FailedPreconditionError(
         "Accelerator::Prepare: this scheduler was already prepared");
   }
-  auto prepared = std::make_shared<AcceleratedScheduler>(scheduler, state_);
-  state_->schedulers.push_back(prepared);
-  scheduler = prepared;
+  state_->schedulers.push_back(scheduler);
+  scheduler = std::make_shared<AcceleratedScheduler>(scheduler, state_);
   return absl::OkStatus();
 }
 
@@ -290,9 +294,40 @@ absl::Status Accelerator::MaybeCreateStrategy() {
     return absl::OkStatus();
   }
   const std::optional<distributed::ProcessGroup>& pg = s.parallel.process_group();
+  std::optional<sharding::DeepSpeedPlan> plan;
+  if (!s.args.deepspeed().empty()) {
+    // accelerate's _prepare_deepspeed: the micro-batch size is the prepared loader's.
+    if (s.loader_batch_size == 0) {
+      return absl::FailedPreconditionError(
+          "Accelerator::Prepare: with a DeepSpeed config, prepare a data loader in the same "
+          "Prepare call as the model and optimizer (or before): its batch size is "
+          "train_micro_batch_size_per_gpu");
+    }
+    s.args.set_per_device_train_batch_size(s.loader_batch_size);
+    std::optional<int64_t> hidden_size;
+    const nlohmann::json config =
+        nlohmann::json::parse(s.model->ConfigJson(), nullptr, /*allow_exceptions=*/false);
+    if (config.is_object() && config.contains("hidden_size") &&
+        config["hidden_size"].is_number_integer()) {
+      hidden_size = config["hidden_size"].get<int64_t>();
+    }
+    ASSIGN_OR_RETURN(plan,
+                     sharding::PlanDeepSpeed(s.args, s.parallel.world_size(), hidden_size, 0),
+                     "Accelerator::Prepare: the DeepSpeed config");
+    for (const char* section : {"optimizer", "scheduler"}) {
+      if (plan->config.raw.contains(section)) {
+        return absl::UnimplementedError(absl::StrCat(
+            "Accelerator::Prepare: the DeepSpeed config's \"", section,
+            "\" section; loom's Accelerator trains the optimizer and scheduler you pass through "
+            "Prepare: remove the section"));
+      }
+    }
+    s.auto_clip = plan->gradient_clipping;
+  }
   ASSIGN_OR_RETURN(s.strategy,
                    sharding::CreateStrategy(sharding::StrategyOptions()
                                                 .set_args(&s.args)
+                                                .set_deepspeed(plan ? &*plan : nullptr)
                                                 .set_model(s.model.get())
                                                 .set_optimizer(s.optimizer.get())
                                                 .set_precision(s.precision.get())

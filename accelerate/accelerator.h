@@ -12,10 +12,10 @@
 //     variables (ACCELERATE_MIXED_PRECISION, ACCELERATE_GRADIENT_ACCUMULATION_STEPS,
 //     ACCELERATE_USE_CPU), else accelerate's defaults. The data-parallel scheme is the one the
 //     Trainer would take from the same flags: DDP under a launcher, FSDP (full_shard,
-//     shard_grad_op, hybrid_shard, no_shard) from strategy_flags or an accelerate config's FSDP
-//     section. mixed_precision "fp16" on a CPU-only build, an unknown value, a bad number, FSDP
-//     in one unlaunched process, and a DeepSpeed config (not wired into the Accelerator yet) are
-//     errors before any work.
+//     shard_grad_op, hybrid_shard, no_shard) or DeepSpeed ZeRO (stages 0-3) from strategy_flags
+//     or an accelerate config's FSDP / DeepSpeed section. mixed_precision "fp16" on a CPU-only
+//     build, an unknown value, a bad number and FSDP in one unlaunched process are errors before
+//     any work.
 //   - Prepare(objects...): each argument (a model, an optimizer, a data loader, a scheduler,
 //     held in a shared_ptr of the base type) is replaced in place by its prepared form,
 //     accelerate's "returned in the order given":
@@ -35,9 +35,14 @@
 //       * scheduler (optim::LrScheduler): Step() only when the optimizer stepped, and
 //         num_processes times per call unless split_batches (accelerate's rule for schedules
 //         sized by the unsharded loader).
-//     The strategy is built once a model and an optimizer are prepared. Preparing the same
-//     model twice, a second model or a second optimizer is FailedPrecondition /
-//     Unimplemented.
+//     The strategy is built when a Prepare call has seen a model and an optimizer. With a
+//     DeepSpeed config (ZeRO 1-3 from strategy_flags or an accelerate config's DeepSpeed
+//     section), its "auto" values resolve as accelerate resolves them: the micro-batch size from
+//     the first prepared loader (one must come in the same or an earlier call), the
+//     accumulation from the Accelerator, gradient_clipping from max_grad_norm (1.0) — applied at
+//     each step, as DeepSpeed's engine does; a config with an optimizer or scheduler section is
+//     Unimplemented (pass them through Prepare). Preparing the same model twice, a second model
+//     or a second optimizer is FailedPrecondition / Unimplemented.
 //   - Backward(loss): loss / gradient_accumulation_steps, scaled by the loss scaler (fp16),
 //     backward, then the strategy's gradient reduction on synchronizing micro-steps.
 //     FailedPrecondition before a model and an optimizer were prepared.
@@ -170,7 +175,9 @@ class Accelerator {
   absl::Status Prepare(T&... objects) {
     absl::Status status = absl::OkStatus();
     ((status.ok() ? (status = PrepareOne(objects), 0) : 0), ...);
-    return status;
+    // The strategy once a model and an optimizer are there (with a DeepSpeed config, after the
+    // loaders of the same call, whose batch size it takes).
+    return status.ok() ? MaybeCreateStrategy() : status;
   }
   absl::Status PrepareOne(std::shared_ptr<modeling::Model>& model);
   absl::Status PrepareOne(std::shared_ptr<torch::optim::Optimizer>& optimizer);

@@ -13,6 +13,7 @@
 
 #include "args/training_args.pb.h"
 #include "modeling/model.h"
+#include "optim/lr_scheduler.h"
 #include "precision/training_precision.h"
 #include "rng/host_generator.h"
 #include "sharding/strategy.h"
@@ -32,13 +33,20 @@ struct AcceleratorState {
   int gradient_accumulation_steps = 1;
   bool split_batches = false;
   bool even_batches = true;
+  // The per-process batch size of the first prepared loader (DeepSpeed's
+  // train_micro_batch_size_per_gpu "auto"), 0 before one.
+  int64_t loader_batch_size = 0;
+  // The norm a step clips to when the loop did not clip (a DeepSpeed config's
+  // gradient_clipping, which its engine applies by itself); 0: none.
+  double auto_clip = 0;
 
-  // Prepared objects (one model and one optimizer: the strategy's pair).
+  // Prepared objects (one model and one optimizer: the strategy's pair). The wrappers hold this
+  // state; it holds the originals, and the wrappers only weakly (no reference cycle).
   std::shared_ptr<modeling::Model> model;               // the original module
-  std::shared_ptr<modeling::Model> prepared_model;      // its wrapper
+  std::weak_ptr<modeling::Model> prepared_model;        // its wrapper
   std::shared_ptr<torch::optim::Optimizer> optimizer;   // the original optimizer
-  std::shared_ptr<torch::optim::Optimizer> prepared_optimizer;
-  std::vector<std::shared_ptr<class AcceleratedScheduler>> schedulers;
+  std::weak_ptr<torch::optim::Optimizer> prepared_optimizer;
+  std::vector<std::shared_ptr<optim::LrScheduler>> schedulers;  // the originals, in order
   std::unique_ptr<sharding::ShardingStrategy> strategy;
 
   // GradientState.

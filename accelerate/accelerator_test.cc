@@ -252,8 +252,16 @@ TEST(AcceleratorTest, SaveStateAndLoadStateRoundTrip) {
   EXPECT_EQ(scheduler->last_epoch(), 1);
   train_step();
   EXPECT_TRUE(accelerator->UnwrapModel(model)->parameters()[0].equal(after_two));
+  // Loading checkpoint_0 continues the automatic names after it.
   ASSERT_OK_AND_ASSIGN(std::string second, accelerator->SaveState());
   EXPECT_THAT(second, HasSubstr("checkpoint_1"));
+  // A new Accelerator on the same project does not overwrite checkpoint_0.
+  ASSERT_OK_AND_ASSIGN(auto again,
+                       Accelerator::Create(AcceleratorOptions().set_project_dir(dir)));
+  EXPECT_THAT(again->SaveState(), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                           HasSubstr("already exists")));
+  ASSERT_OK(again->SaveState(Tmp() + "/explicit/").status());  // a trailing slash is fine
+  EXPECT_TRUE(std::filesystem::exists(Tmp() + "/explicit/random_states_0.pkl"));
   EXPECT_THAT(accelerator->LoadState(Tmp() + "/nothing"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("nothing")));
 }

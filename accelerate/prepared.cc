@@ -107,8 +107,9 @@ at::Tensor AcceleratedOptimizer::step(LossClosure closure) {
               "Accelerator: prepare the model and the optimizer before optimizer->step()");
   SyncLearningRates();
   if (!s.clipped_this_window) {
-    // Unscale (a loss scaler's gradients) even without clipping.
-    const absl::Status unscaled = s.strategy->ClipGradients(0.0).status();
+    // Unscale (a loss scaler's gradients) even without clipping; a DeepSpeed config's
+    // gradient_clipping applies as its engine applies it.
+    const absl::Status unscaled = s.strategy->ClipGradients(s.auto_clip).status();
     TORCH_CHECK(unscaled.ok(), "Accelerator: ", std::string(unscaled.message()));
   }
   const absl::StatusOr<bool> stepped = s.strategy->OptimizerStep();

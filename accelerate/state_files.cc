@@ -12,6 +12,7 @@
 // Every process calls both (collectives).
 #include <filesystem>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "accelerate/accelerator.h"
 #include "accelerate/prepared.h"
@@ -51,8 +52,17 @@ absl::StatusOr<std::string> Accelerator::SaveState(std::optional<std::string> di
           "<project_dir>/checkpoints/checkpoint_<n>");
     }
     dir = absl::StrCat(project_dir_, "/checkpoints/checkpoint_", save_iteration_);
+    std::error_code ec;
+    if (fs::exists(*dir, ec)) {
+      // accelerate's automatic_checkpoint_naming refuses to overwrite as well.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "Accelerator::SaveState: checkpoint directory ", *dir,
+          " already exists; LoadState it first (the count then continues after it) or give a "
+          "folder"));
+    }
   }
-  const fs::path final_path = fs::absolute(*dir);
+  fs::path final_path = fs::absolute(*dir).lexically_normal();
+  if (final_path.filename().empty()) final_path = final_path.parent_path();  // "dir/"
   // The main process stages the folder; the others learn where.
   std::optional<checkpoint::StagedFolder> staged;
   std::string staging;
@@ -70,6 +80,7 @@ absl::StatusOr<std::string> Accelerator::SaveState(std::optional<std::string> di
   RETURN_IF_ERROR(s.parallel.AgreeOnStatus(begun, absl::StrCat("SaveState ", *dir)));
   RETURN_IF_ERROR(s.parallel.BroadcastString(staging));
 
+  const std::string what = absl::StrCat("Accelerator::SaveState ", *dir);
   absl::Status written = absl::OkStatus();
   // The weights, whole (a collective under parameter sharding).
   if (s.model != nullptr) {
@@ -80,10 +91,12 @@ absl::StatusOr<std::string> Accelerator::SaveState(std::optional<std::string> di
     }
     if (s.strategy != nullptr) RETURN_IF_ERROR(s.strategy->EndFullParameters(false));
   }
-  if (written.ok() && s.optimizer != nullptr) {
+  // Every rank learns the main process's outcome before the next collective.
+  RETURN_IF_ERROR(s.parallel.AgreeOnStatus(written, what));
+  if (s.optimizer != nullptr) {
     if (s.strategy != nullptr && s.strategy->OwnsOptimizerState()) {
       sharding::StrategySaveInfo info;
-      written = s.strategy->SaveState(staging, info);
+      written = s.strategy->SaveState(staging, info);  // every rank writes its partition
     } else if (IsMainProcess()) {
       written = checkpoint::SaveOptimizerState(staging + "/optimizer.bin", *s.optimizer);
     }
@@ -100,9 +113,9 @@ absl::StatusOr<std::string> Accelerator::SaveState(std::optional<std::string> di
                                            rng::RngFileOptions{.accelerate_keys = true})
                        : rng.status();
   }
-  RETURN_IF_ERROR(s.parallel.AgreeOnStatus(written, absl::StrCat("SaveState ", *dir)));
+  RETURN_IF_ERROR(s.parallel.AgreeOnStatus(written, what));
   absl::Status committed = IsMainProcess() ? staged->Commit().status() : absl::OkStatus();
-  RETURN_IF_ERROR(s.parallel.AgreeOnStatus(committed, absl::StrCat("SaveState ", *dir)));
+  RETURN_IF_ERROR(s.parallel.AgreeOnStatus(committed, what));
   ++save_iteration_;
   return final_path.string();
 }
@@ -130,6 +143,15 @@ absl::Status Accelerator::LoadState(const std::string& dir) {
     absl::StatusOr<rng::RngState> rng =
         rng::LoadRngState(dir + "/" + RandomStatesFile(process_index()));
     loaded = rng.ok() ? rng::RestoreRngState(*rng, &s.generators) : rng.status();
+  }
+  // accelerate: loading <project_dir>/checkpoints/checkpoint_<n> continues the count after n.
+  const fs::path loaded_path = fs::path(dir).lexically_normal();
+  const std::string name = (loaded_path.filename().empty() ? loaded_path.parent_path()
+                                                           : loaded_path).filename().string();
+  int n = 0;
+  if (!project_dir_.empty() && name.rfind("checkpoint_", 0) == 0 &&
+      absl::SimpleAtoi(name.substr(11), &n)) {
+    save_iteration_ = n + 1;
   }
   // The loaded state starts a new accumulation window.
   s.grads_stashed = false;

@@ -6,7 +6,11 @@
 namespace loom::args {
 namespace {
 
-bool IsTokenFlag(const std::string& name) {
+// The parser takes dashes for underscores (--hub-token), so this does too.
+bool IsTokenFlag(std::string name) {
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
   return name == "token" ||
          (name.size() > 6 && name.compare(name.size() - 6, 6, "_token") == 0);
 }

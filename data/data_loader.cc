@@ -378,6 +378,9 @@ class ObservedIterator : public BatchIterator {
     if (batch.ok() && batch->has_value()) {
       observer_(epoch_, next_, num_batches_ >= 0 && next_ == num_batches_ - 1);
       ++next_;
+    } else if (batch.ok() && !ended_) {
+      ended_ = true;
+      observer_(epoch_, -1, false);  // the epoch is over
     }
     return batch;
   }
@@ -388,6 +391,7 @@ class ObservedIterator : public BatchIterator {
   int64_t epoch_;
   int64_t next_;
   int64_t num_batches_;
+  bool ended_ = false;
 };
 
 }  // namespace

@@ -125,8 +125,9 @@ class DataLoader {
 
   // Called by the iterators of later Epoch() calls as each batch is handed out, with the
   // epoch, the batch's number in the epoch and whether it is the epoch's last (map-style: its
-  // number is NumBatches() - 1; iterable: known only at the end, so always false) — what
-  // accelerate's DataLoaderShard reports as end_of_dataloader.
+  // number is NumBatches() - 1; iterable: known only at the end, so always false), and once
+  // more with batch -1 (and false) when Next() finds the epoch over — what accelerate's
+  // DataLoaderShard reports as end_of_dataloader, set for the last batch and cleared after.
   using BatchObserver = std::function<void(int64_t epoch, int64_t batch, bool last)>;
   void SetBatchObserver(BatchObserver observer) { observer_ = std::move(observer); }
 

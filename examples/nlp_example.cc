@@ -19,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "accelerate/accelerator.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "data/data_loader.h"
 #include "data/sampler.h"
@@ -123,9 +124,11 @@ absl::Status Main(const ExampleFlags& flags) {
         }
       }
       if (flags.checkpointing_steps > 0 && overall_step % flags.checkpointing_steps == 0) {
-        RETURN_IF_ERROR(accelerator
-                            ->SaveState(absl::StrCat(flags.output_dir, "/step_", overall_step))
-                            .status());
+        const std::string folder = absl::StrCat("step_", overall_step);
+        RETURN_IF_ERROR(
+            accelerator
+                ->SaveState(flags.output_dir.empty() ? folder : flags.output_dir + "/" + folder)
+                .status());
       }
       if (flags.stop_after_steps > 0 && overall_step == flags.stop_after_steps) {
         accelerator->Print(absl::StrCat("stopping after step ", overall_step));
@@ -165,8 +168,13 @@ absl::Status Main(const ExampleFlags& flags) {
     }
     if (accelerator->IsMainProcess() && !flags.output_dir.empty()) {
       // The gathered predictions, one per evaluation example, for the tests.
-      std::ofstream out(absl::StrCat(flags.output_dir, "/predictions_epoch_", epoch, ".txt"));
+      RETURN_IF_ERROR(base::MakeDirs(flags.output_dir));
+      const std::string path =
+          absl::StrCat(flags.output_dir, "/predictions_epoch_", epoch, ".txt");
+      std::ofstream out(path);
       for (int64_t p : all_predictions) out << p << "\n";
+      out.close();
+      if (!out) return absl::InternalError(absl::StrCat("writing ", path));
     }
   }
   RETURN_IF_ERROR(accelerator->EndTraining());

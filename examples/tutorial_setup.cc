@@ -66,12 +66,10 @@ absl::StatusOr<ExampleFlags> ParseExampleFlags(int argc, char** argv) {
                        flag == "--num_warmup_steps";
     if (!known) {
       // What an accelerate config implies for HF scripts (--use_cpu, --fsdp X, ...): the
-      // Accelerator reads those settings from the launcher's environment instead.
-      std::string shown = flag;
-      if (!inline_value && i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) {
-        shown += " " + std::string(argv[++i]);
-      }
-      LOG(WARNING) << "ignoring " << shown << " (not a flag of this example)";
+      // Accelerator reads those settings from the launcher's environment instead. The value
+      // is skipped, not shown (it could be a token).
+      if (!inline_value && i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) ++i;
+      LOG(WARNING) << "ignoring " << flag << " (not a flag of this example)";
       continue;
     }
     ASSIGN_OR_RETURN(std::string v, take());
@@ -102,7 +100,9 @@ absl::StatusOr<ExampleFlags> ParseExampleFlags(int argc, char** argv) {
 absl::StatusOr<ExampleData> LoadExampleData(const ExampleFlags& flags) {
   ASSIGN_OR_RETURN(const glue::GlueTask* task, glue::FindGlueTask("sst2"));
   std::error_code ec;
-  if (!fs::exists(fs::path(flags.data_dir) / "train.tsv", ec)) {
+  if (!fs::exists(fs::path(flags.data_dir) / "train.tsv", ec) ||
+      !fs::exists(fs::path(flags.data_dir) / "dev.tsv", ec) ||
+      !fs::exists(fs::path(flags.data_dir) / "test.tsv", ec)) {
     // The demo data (GLUE's SST-2 layout), written atomically: every rank may do it.
     RETURN_IF_ERROR(base::MakeDirs(flags.data_dir));
     RETURN_IF_ERROR(glue_script::WriteSst2Tsv(flags.data_dir, glue_script::MakeSyntheticSst2()));

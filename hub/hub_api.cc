@@ -18,7 +18,7 @@ size_t Append(char* data, size_t size, size_t n, void* out) {
 
 }  // namespace
 
-absl::StatusOr<CreateRepoOutcome> CreateRepo(const std::string& hub_url,
+absl::StatusOr<CreatedRepo> CreateRepo(const std::string& hub_url,
                                              const std::string& repo_id,
                                              const std::optional<std::string>& token,
                                              bool private_repo, long timeout_s) {
@@ -60,13 +60,19 @@ absl::StatusOr<CreateRepoOutcome> CreateRepo(const std::string& hub_url,
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
   switch (code) {
     case 200:
-    case 201:
-      return CreateRepoOutcome::kCreated;
+    case 201: {
+      CreatedRepo created{CreateRepoOutcome::kCreated, ""};
+      const nlohmann::json answer = nlohmann::json::parse(response, nullptr, false);
+      if (answer.is_object() && answer.contains("url") && answer["url"].is_string()) {
+        created.url = answer["url"].get<std::string>();
+      }
+      return created;
+    }
     case 409:
-      return CreateRepoOutcome::kExists;
+      return CreatedRepo{CreateRepoOutcome::kExists, ""};
     case 404:
     case 405:
-      return CreateRepoOutcome::kNoApi;
+      return CreatedRepo{CreateRepoOutcome::kNoApi, ""};
     case 401:
     case 403:
       return absl::PermissionDeniedError(absl::StrCat(

@@ -5,14 +5,14 @@
 // Contract:
 //   - CreateRepo(hub_url, repo_id, token, private_repo): POST <hub_url>/api/repos/create with
 //     {"name", "organization" (the part before '/'), "private"} and the token as a Bearer
-//     header (in memory only; never in a URL, a log or an error). kCreated (HTTP 200),
-//     kExists (409: exist_ok), kNoApi (404 / 405: a plain git server; the caller decides
-//     what hub_private_repo then means). 401 / 403 is PermissionDenied naming the server and
+//     header (in memory only; never in a URL, a log or an error). kCreated (HTTP 200, with
+//     the "url" the server answered), kExists (409: exist_ok), kNoApi (404 / 405: a plain git
+//     server; the caller decides what hub_private_repo then means). 401 / 403 is PermissionDenied naming the server and
 //     the token's flag (not the token); an unreachable server Unavailable; anything else
 //     Unknown with the status code.
 //
 // Example:
-//   ASSIGN_OR_RETURN(CreateRepoOutcome o,
+//   ASSIGN_OR_RETURN(CreatedRepo o,
 //                    CreateRepo("https://huggingface.co", "me/model", token, /*private=*/true));
 #ifndef LOOM_HUB_HUB_API_H_
 #define LOOM_HUB_HUB_API_H_
@@ -26,7 +26,14 @@ namespace loom::hub {
 
 enum class CreateRepoOutcome { kCreated, kExists, kNoApi };
 
-absl::StatusOr<CreateRepoOutcome> CreateRepo(const std::string& hub_url,
+struct CreatedRepo {
+  CreateRepoOutcome outcome = CreateRepoOutcome::kNoApi;
+  // The repository's URL as the server answered it (HF's RepoUrl: a name without a namespace
+  // comes back under the token's user); empty when the server gave none.
+  std::string url;
+};
+
+absl::StatusOr<CreatedRepo> CreateRepo(const std::string& hub_url,
                                              const std::string& repo_id,
                                              const std::optional<std::string>& token,
                                              bool private_repo, long timeout_s = 60);

@@ -12,7 +12,6 @@
 namespace loom::hub {
 namespace {
 
-using ::loom::base::testing::IsOkAndHolds;
 using ::loom::base::testing::StatusIs;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -23,17 +22,18 @@ TEST(HubApiTest, CreatesPrivateAndPublicRepositoriesOnAHubLikeServer) {
   ASSERT_TRUE(server.up());
   const std::string hub = server.Url("");
   const std::string base = hub.substr(0, hub.size() - 1);
-  EXPECT_THAT(CreateRepo(base, "me/private-model", "hf_API_SECRET", true),
-              IsOkAndHolds(CreateRepoOutcome::kCreated));
+  ASSERT_OK_AND_ASSIGN(CreatedRepo made, CreateRepo(base, "me/private-model", "hf_API_SECRET", true));
+  EXPECT_EQ(made.outcome, CreateRepoOutcome::kCreated);
+  EXPECT_EQ(made.url, base + "/me/private-model");  // the server's answer
   EXPECT_EQ(testing::Read(root + "/me/private-model.git/loom-visibility"), "private");
-  EXPECT_THAT(CreateRepo(base, "public-model", "hf_API_SECRET", false),
-              IsOkAndHolds(CreateRepoOutcome::kCreated));
+  ASSERT_OK_AND_ASSIGN(made, CreateRepo(base, "public-model", "hf_API_SECRET", false));
+  EXPECT_EQ(made.outcome, CreateRepoOutcome::kCreated);
   EXPECT_EQ(testing::Read(root + "/public-model.git/loom-visibility"), "public");
   // exist_ok.
-  EXPECT_THAT(CreateRepo(base, "me/private-model", "hf_API_SECRET", true),
-              IsOkAndHolds(CreateRepoOutcome::kExists));
+  ASSERT_OK_AND_ASSIGN(made, CreateRepo(base, "me/private-model", "hf_API_SECRET", true));
+  EXPECT_EQ(made.outcome, CreateRepoOutcome::kExists);
   // A refused token: named by its flag, never by its value.
-  absl::StatusOr<CreateRepoOutcome> refused = CreateRepo(base, "me/x", "hf_WRONG", true);
+  absl::StatusOr<CreatedRepo> refused = CreateRepo(base, "me/x", "hf_WRONG", true);
   EXPECT_THAT(refused, StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("--hub_token")));
   EXPECT_THAT(refused.status().message(), Not(HasSubstr("hf_WRONG")));
   EXPECT_THAT(CreateRepo(base, "me/x", std::nullopt, true),

@@ -52,8 +52,10 @@ absl::StatusOr<std::string> RemoteUrl(const std::string& model_id, const std::st
 }
 
 std::string DefaultModelId(const std::string& output_dir) {
-  std::filesystem::path p(output_dir);
-  while (!p.empty() && p.filename().empty()) p = p.parent_path();
+  // HF: Path(output_dir).absolute().name ("out/" and "./out" are "out"; "." is the cwd's name).
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(output_dir, ec).lexically_normal();
+  while (!p.empty() && p.filename().empty() && p != p.root_path()) p = p.parent_path();
   return p.filename().string();
 }
 

@@ -74,6 +74,9 @@ TEST(HubConfigTest, DefaultModelId) {
   EXPECT_EQ(DefaultModelId("/runs/bert-mrpc"), "bert-mrpc");
   EXPECT_EQ(DefaultModelId("/runs/bert-mrpc/"), "bert-mrpc");
   EXPECT_EQ(DefaultModelId("out"), "out");
+  EXPECT_EQ(DefaultModelId("./runs/out/"), "out");
+  // HF's Path(output_dir).absolute().name: "." is the working directory's name.
+  EXPECT_EQ(DefaultModelId("."), std::filesystem::current_path().filename().string());
 }
 
 }  // namespace

@@ -81,7 +81,9 @@ absl::StatusOr<HubStrategy> ParseHubStrategy(const std::string& name) {
 absl::StatusOr<std::unique_ptr<HubPusher>> HubPusher::Create(HubPusherOptions options) {
   auto pusher = absl::WrapUnique(new HubPusher(std::move(options)));
   const HubPusherOptions& o = pusher->options_;
-  std::vector<std::string> ignore = {"_*", "tmp-checkpoint-*"};
+  // "_*": HF's ignore pattern (and this pusher's own folders); ".loom-*": checkpoint folders
+  // being staged or replaced (checkpoint/folder), never pushed half-written.
+  std::vector<std::string> ignore = {"_*", "tmp-checkpoint-*", ".loom-*"};
   if (o.strategy != HubStrategy::kAllCheckpoints) ignore.push_back("checkpoint-*/");
   ASSIGN_OR_RETURN(pusher->repo_, HubRepository::Open(RepositoryOptions()
                                                           .set_folder(o.output_dir)
@@ -101,11 +103,11 @@ bool HubPusher::push_in_progress() const {
          running_.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
 }
 
-void HubPusher::Start(std::function<absl::Status()> job) {
+void HubPusher::Start(std::function<absl::Status()> job, bool report_failure) {
   std::lock_guard<std::mutex> lock(mu_);
   std::shared_future<absl::Status> before = running_;
   ++pushes_started_;
-  auto on_failure = options_.on_failure;
+  auto on_failure = report_failure ? options_.on_failure : nullptr;
   running_ = std::async(std::launch::async, [before, job = std::move(job), on_failure] {
                if (before.valid()) before.wait();  // one push at a time, in order
                absl::Status s = job();
@@ -188,10 +190,15 @@ absl::Status HubPusher::OnCheckpoint(const std::string& checkpoint_folder,
 
 absl::Status HubPusher::Push(const std::string& message, bool blocking) {
   HubRepository* repo = repo_.get();
-  Start([repo, message]() -> absl::Status {
-    RETURN_IF_ERROR(repo->Commit(message).status());
-    return repo->Push();
-  });
+  // HF's push_to_hub: everything but "_*" and the checkpoint folders.
+  Start(
+      [repo, message]() -> absl::Status {
+        HubRepository::Paths paths;
+        paths.specs = {".", ":(exclude)checkpoint-*"};
+        RETURN_IF_ERROR(repo->Commit(message, paths).status());
+        return repo->Push();
+      },
+      /*report_failure=*/!blocking);  // a blocking push's failure is returned instead
   return blocking ? Wait() : absl::OkStatus();
 }
 

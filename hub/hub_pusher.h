@@ -2,9 +2,10 @@
 // transformers 4.41's _push_from_checkpoint / push_to_hub), over HubRepository.
 //
 // Contract (only the main process makes one; other ranks never touch the repository):
-//   - Create(options): opens output_dir's repository (repository.h). .gitignore: "_*" and
-//     "tmp-checkpoint-*" always, "checkpoint-*/" except with all_checkpoints (whose checkpoint
-//     folders are pushed as they are).
+//   - Create(options): opens output_dir's repository (repository.h). .gitignore: "_*",
+//     "tmp-checkpoint-*" and ".loom-*" (checkpoint folders being staged) always,
+//     "checkpoint-*/" except with all_checkpoints (whose checkpoint folders are pushed as they
+//     are).
 //   - OnCheckpoint(checkpoint_folder, message) after each checkpoint save, for every strategy
 //     but "end": when the previous push has not finished it returns at once without pushing
 //     (HF's rule) unless always_push, which queues it after the running one. Otherwise the
@@ -18,11 +19,12 @@
 //     checkpoint folder itself (skipped when --save_total_limit removed that folder first),
 //     and pushes. So each queued push commits its own checkpoint's files.
 //   - Push(message, blocking): HF's Trainer.push_to_hub — after a running push, commits
-//     everything in output_dir (not the checkpoints) and pushes, in the foreground when
+//     everything in output_dir (not checkpoint-*/, HF's ignore pattern) and pushes, in the foreground when
 //     `blocking`. A caller writing the final model first calls Wait(): a queued checkpoint
 //     push moves its own files into output_dir when it runs.
-//   - Wait(): the running push's outcome (OK when none). A failed background push is a
-//     warning the caller logs (training goes on); Push(blocking) returns its error.
+//   - Wait(): the running push's outcome (OK when none). A failed background push goes to
+//     on_failure, a warning the caller logs (training goes on); Push(blocking) returns its
+//     error instead.
 //   - pushes_started() / pushes_skipped(): counts, for logs and tests.
 //
 // Example:
@@ -78,8 +80,9 @@ class HubPusher {
 
  private:
   explicit HubPusher(HubPusherOptions o) : options_(std::move(o)) {}
-  // Runs `job` after the running push (if any), in the background.
-  void Start(std::function<absl::Status()> job);
+  // Runs `job` after the running push (if any), in the background; its failure goes to
+  // on_failure when `report_failure`.
+  void Start(std::function<absl::Status()> job, bool report_failure = true);
 
   HubPusherOptions options_;
   std::unique_ptr<HubRepository> repo_;

@@ -83,6 +83,8 @@ TEST(HubPusherTest, EverySave) {
     ASSERT_OK(pusher->Wait());
   }
   Write(out / "README.md", "model card\n");
+  // A checkpoint folder being written (checkpoint/folder's staging name) is never pushed.
+  Write(out / ".loom-staging-checkpoint-6.77.0123456789abcdef/optimizer.pt", "half written");
   ASSERT_OK(pusher->Push("End of training", /*blocking=*/true));
   EXPECT_EQ(pusher->pushes_started(), 3);
   const fs::path clone = Clone(url, "every-clone");
@@ -94,6 +96,7 @@ TEST(HubPusherTest, EverySave) {
   EXPECT_FALSE(fs::exists(clone / "optimizer.pt"));
   EXPECT_FALSE(fs::exists(clone / "checkpoint-4"));
   EXPECT_FALSE(fs::exists(clone / "last-checkpoint"));
+  EXPECT_FALSE(fs::exists(clone / ".loom-staging-checkpoint-6.77.0123456789abcdef"));
 }
 
 TEST(HubPusherTest, CheckpointAndAllCheckpoints) {
@@ -125,6 +128,13 @@ TEST(HubPusherTest, CheckpointAndAllCheckpoints) {
     }
     EXPECT_EQ(fs::exists(clone / "last-checkpoint"), !all);
     EXPECT_EQ(fs::exists(clone / "checkpoint-3"), all);
+    // HF's push_to_hub leaves checkpoint folders out, also with all_checkpoints.
+    Write(out / "checkpoint-9/model.safetensors", "not pushed at the end");
+    Write(out / "README.md", "card\n");
+    ASSERT_OK(pusher->Push("End of training", /*blocking=*/true));
+    const fs::path after = Clone(url, name + "-clone-end");
+    EXPECT_FALSE(fs::exists(after / "checkpoint-9"));
+    EXPECT_TRUE(fs::exists(after / "README.md"));
   }
 }
 

@@ -404,7 +404,7 @@ std::string MakeMarkdownTable(const std::vector<OrderedJson>& lines) {
   }
   auto row = [&](const std::vector<std::string>& cells) {
     std::string r;
-    for (size_t i = 0; i < cells.size(); ++i) {
+    for (size_t i = 0; i < cells.size() && i < widths.size(); ++i) {  // Python's zip()
       r += "| " + cells[i] + std::string(widths[i] - std::min(widths[i], cells[i].size()) + 1, ' ');
     }
     return r + "|\n";

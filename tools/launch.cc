@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "args/argv_secrets.h"
 #include "launch/command_line.h"
 #include "launch/deepspeed_launch.h"
 #include "launch/free_port.h"
@@ -44,6 +45,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "launch: warning: %s\n", warning.c_str());
   if (!parsed.ok()) return Fail(parsed.status(), 2);
   LaunchOptions options = *std::move(parsed);
+  // The program's token flags (--hub_token ...) are copied into `options`: off `ps` for the
+  // launcher itself from here on (each rank hides them in its own argv).
+  loom::args::HideSecretArgs(argc, argv);
   if (options.help) {
     fputs(loom::launch::LaunchUsage().c_str(), stdout);
     return 0;

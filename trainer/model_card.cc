@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/python_float.h"
+#include "hub/hub_config.h"
 #include "torch/version.h"
 #include "yaml-cpp/yaml.h"
 
@@ -81,7 +82,7 @@ hub::TrainingSummary SummaryFromTrainer(const args::TrainingArguments& args,
   s.dataset_args = o.dataset_args;
   s.dataset_metadata = o.dataset_metadata;
   s.dataset = o.dataset.empty() ? o.dataset_tags : o.dataset;
-  s.model_name = o.model_name.value_or(std::filesystem::path(args.output_dir()).filename().string());
+  s.model_name = o.model_name.value_or(hub::DefaultModelId(args.output_dir()));
   if (s.model_name.empty()) s.model_name = o.finetuned_from.value_or("");
   // create_model_card keeps an existing card's tags only when the caller passed some.
   s.tags = o.tags;

@@ -32,17 +32,21 @@ absl::Status Trainer::InitHfRepo() {
       // HF's create_repo(exist_ok=True) where there is a Hub to ask; hub_private_repo either
       // reaches a server that understands it or is refused here, before any work.
       if (hub::IsHubRepoId(model_id)) {
-        ASSIGN_OR_RETURN(hub::CreateRepoOutcome created,
+        ASSIGN_OR_RETURN(hub::CreatedRepo created,
                          hub::CreateRepo(hub_url, model_id, token_value, args_.hub_private_repo()),
                          "--push_to_hub");
-        if (created == hub::CreateRepoOutcome::kNoApi && args_.hub_private_repo()) {
+        // HF: hub_model_id = repo_url.repo_id — the server names the namespace of a bare name.
+        if (!created.url.empty()) {
+          ASSIGN_OR_RETURN(url, hub::RemoteUrl(created.url, hub_url), "--push_to_hub");
+        }
+        if (created.outcome == hub::CreateRepoOutcome::kNoApi && args_.hub_private_repo()) {
           return absl::FailedPreconditionError(absl::StrCat(
               "--hub_private_repo: ", hub_url,
               " has no repository API (/api/repos/create), so the repository's visibility cannot "
               "be set; drop the flag, or point LOOM_HUB_URL / HF_ENDPOINT at a Hub-compatible "
               "server"));
         }
-        if (created == hub::CreateRepoOutcome::kCreated) {
+        if (created.outcome == hub::CreateRepoOutcome::kCreated) {
           LOG(INFO) << "Created the " << (args_.hub_private_repo() ? "private" : "public")
                     << " repository " << model_id << " at " << hub_url;
         }
@@ -61,7 +65,7 @@ absl::Status Trainer::InitHfRepo() {
       o.always_push = args_.hub_always_push();
       // A checkpoint push that fails is a warning: training goes on (HF logs and continues).
       o.on_failure = [](const absl::Status& s) {
-        LOG(WARNING) << "Pushing a checkpoint to the hub failed; training goes on: " << s.message();
+        LOG(WARNING) << "Pushing to the hub failed; training goes on: " << s.message();
       };
       ASSIGN_OR_RETURN(hub_pusher_, hub::HubPusher::Create(std::move(o)));
       LOG(INFO) << "Pushing to " << url << " (hub_strategy " << args_.hub_strategy() << "; token "
@@ -127,12 +131,14 @@ absl::Status Trainer::PushToHub(const std::string& commit_message, bool blocking
   if (!options.model_name) {
     const std::string& id = args_.hub_model_id();
     // HF: hub_model_id's last part (a URL's without ".git"), else output_dir's name.
-    std::string name = id;
-    while (!name.empty() && name.back() == '/') name.pop_back();
-    name = name.substr(name.rfind('/') + 1);
+    std::string name = hub::DefaultModelId(id.empty() ? args_.output_dir() : id);
+    if (!id.empty()) {
+      std::string trimmed = id;
+      while (!trimmed.empty() && trimmed.back() == '/') trimmed.pop_back();
+      name = trimmed.substr(trimmed.rfind('/') + 1);
+    }
     if (name.size() > 4 && name.substr(name.size() - 4) == ".git") name.resize(name.size() - 4);
-    options.model_name =
-        id.empty() ? std::filesystem::path(args_.output_dir()).filename().string() : name;
+    options.model_name = name;
   }
   // HF opens the repository here when push_to_hub was not set.
   RETURN_IF_ERROR(InitHfRepo());

@@ -14,7 +14,9 @@
 #      the remaining losses and the final weights equal the uninterrupted run bit for bit; Python
 #      torch.load reads optimizer.bin, scheduler.bin and random_states_<i>.pkl, and accelerate's
 #      own restore calls (random.setstate, np.random.set_state, torch.set_rng_state) take them.
-#   5. Bad use from the command line: fp16 on a CPU-only build, an accelerate DeepSpeed config.
+#   5. Bad use from the command line: fp16 on a CPU-only build, a DeepSpeed config with its own
+#      optimizer section.
+#   (2 also runs the nlp_example under an accelerate DeepSpeed ZeRO-2 config: equal to DDP.)
 #   usage: accelerate_e2e_test.sh PLAIN ACCELERATED NLP_EXAMPLE WORKER LAUNCH RUN_GLUE
 #          DEMO_MODEL_SH COMPARE_PY
 set -euo pipefail
@@ -102,6 +104,17 @@ for n in 2 4; do
     fail "nlp_example: $n ranks' accuracy differs"
 done
 echo "ok: GatherForMetrics: 37 in order at 1/2/4 ranks; nlp_example predictions and accuracy equal"
+# ZeRO-2 from an accelerate config's DeepSpeed section (the plugin form: "auto" batch sizes from
+# the prepared loader) equals DDP on the same 2 ranks (the example clips at 1.0 in both).
+printf 'distributed_type: DEEPSPEED\nnum_processes: 2\nuse_cpu: true\ndeepspeed_config:\n  zero_stage: 2\n' \
+  > "$T/zero2.yaml"
+timeout 300 "$launch" --config_file "$T/zero2.yaml" "$nlp" "${NLP[@]}" --batch_size 4 \
+  --output_dir "$T/nlp_zero2" > "$T/nlp_zero2.log" 2>&1 ||
+  { cat "$T/nlp_zero2.log"; fail "nlp_example under a DeepSpeed ZeRO-2 accelerate config"; }
+grep -q "data parallelism: ZeRO-2" "$T/nlp_zero2.log" || fail "DeepSpeed config: not ZeRO-2"
+"$PY" "$compare" "$T/nlp2/model.safetensors" "$T/nlp_zero2/model.safetensors" 1e-6 ||
+  fail "nlp_example: ZeRO-2 differs from DDP"
+echo "ok: an accelerate DeepSpeed (ZeRO-2) config trains the nlp_example as DDP does (1e-6)"
 
 # 3. Accumulate.
 ranks 2 "$T/acc.log" "$worker" accumulate "$T/acc" 4 4
@@ -171,15 +184,17 @@ if ACCELERATE_MIXED_PRECISION=fp16 "$accel" "${TUT[@]}" --output_dir "$T/fp16" >
 else
   grep -q "bf16" "$T/fp16.log" || fail "fp16: no clear error: $(tail -3 "$T/fp16.log")"
 fi
-# A DeepSpeed config is refused before any work (not wired into the Accelerator yet).
-printf 'distributed_type: DEEPSPEED\nnum_processes: 2\nuse_cpu: true\ndeepspeed_config:\n  zero_stage: 2\n' \
-  > "$T/ds.yaml"
-if timeout 120 "$launch" --config_file "$T/ds.yaml" "$accel" "${TUT[@]}" --output_dir "$T/ds" \
+# A DeepSpeed config with its own optimizer section is refused (the loop's optimizer is the one
+# prepared).
+echo '{"optimizer": {"type": "AdamW", "params": {"lr": "auto"}}, "train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2}}' > "$T/ds_opt.json"
+printf 'distributed_type: DEEPSPEED\nnum_processes: 2\nuse_cpu: true\ndeepspeed_config:\n  deepspeed_config_file: %s\n' \
+  "$T/ds_opt.json" > "$T/ds_opt.yaml"
+if timeout 120 "$launch" --config_file "$T/ds_opt.yaml" "$accel" "${TUT[@]}" --output_dir "$T/ds" \
     > "$T/ds.log" 2>&1; then
-  fail "a DeepSpeed accelerate config was accepted by the Accelerator"
+  fail "a DeepSpeed config with an optimizer section was accepted by the Accelerator"
 fi
-grep -q "DeepSpeed config (accelerate's DeepSpeed plugin) is not wired" "$T/ds.log" ||
-  fail "DeepSpeed config: no clear error: $(grep -i error "$T/ds.log" | head -3)"
-[[ ! -e "$T/ds/model.safetensors" ]] || fail "DeepSpeed config: trained anyway"
+grep -q "DeepSpeed config's \"optimizer\" section" "$T/ds.log" ||
+  fail "DeepSpeed optimizer section: no clear error: $(grep -i error "$T/ds.log" | head -3)"
+[[ ! -e "$T/ds/model.safetensors" ]] || fail "DeepSpeed optimizer section: trained anyway"
 echo "ok: bad use refused"
 echo PASS
