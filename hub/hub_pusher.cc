@@ -12,9 +12,16 @@ namespace {
 
 constexpr char kLastCheckpoint[] = "last-checkpoint";
 
-// HF's modeling files (config, weights in either format, their sharded forms) and the
-// arguments file: what _push_from_checkpoint copies to output_dir.
+// HF's modeling files (config, weights in either format, their sharded forms), the arguments
+// file and the tokenizer's files: what _push_from_checkpoint puts into output_dir (it saves
+// the tokenizer there; loom takes the checkpoint's copy, so no file is written into output_dir
+// while a push reads it).
 bool IsModelingFile(const std::string& name) {
+  for (const char* tokenizer_file :
+       {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.json",
+        "added_tokens.json", "vocab.json", "merges.txt", "spiece.model"}) {
+    if (name == tokenizer_file) return true;
+  }
   return name == "config.json" || name == "model.safetensors" || name == "pytorch_model.bin" ||
          name == "training_args.bin" || name == "model.safetensors.index.json" ||
          name == "pytorch_model.bin.index.json" ||

@@ -10,7 +10,8 @@
 //     but "end": when the previous push has not finished it returns at once without pushing
 //     (HF's rule) unless always_push, which queues it after the running one. Otherwise the
 //     modeling files (config.json, model.safetensors, pytorch_model.bin, any sharded weights
-//     with their index, training_args.bin) — with "checkpoint" the whole checkpoint too — are
+//     with their index, training_args.bin, the tokenizer's files) — with "checkpoint" the
+//     whole checkpoint too — are
 //     copied now (as HF copies them) into a folder of this push's own (output_dir/_push-<n>,
 //     ignored by git); in the background the push moves them into output_dir (each file by a
 //     rename; last-checkpoint/ swapped in by renames), commits `message` ("Training in

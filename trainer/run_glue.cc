@@ -420,6 +420,10 @@ absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::Tra
 
   options.model = loaded.model;
   options.args = t;
+  // HF passes the tokenizer to the Trainer: it is saved with the model and every checkpoint.
+  options.save_tokenizer = [tokenizer = loaded.tokenizer](const std::string& dir) {
+    return tokenizer.SavePretrained(dir);
+  };
   options.process_group = parallel.process_group();
   options.compute_metrics = glue_script::GlueComputeMetrics(task_name.value_or(""), is_regression);
   if (d.pad_to_max_length()) {
@@ -436,14 +440,9 @@ absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::Tra
     ASSIGN_OR_RETURN(TrainOutput result, trainer->Train(resume));
     Metrics metrics = result.metrics;
     metrics["train_samples"] = train->Size();
-    // The tokenizer first: HF's save_model writes it with the model, so "Model save" (the push
-    // SaveModel makes with --push_to_hub) carries it.
-    if (trainer->parallel().ShouldSave(trainer->args())) {  // HF: save_model's should_save
-      RETURN_IF_ERROR(base::MakeDirs(t.output_dir()));
-      RETURN_IF_ERROR(loaded.tokenizer.SavePretrained(t.output_dir()));
-    }
-    // With --push_to_hub this pushes "Model save"; when the remote fails, the run still writes
-    // its metrics and evaluates (output_dir complete), and the final push below reports it.
+    // With the tokenizer (TrainerOptions.save_tokenizer). With --push_to_hub this pushes "Model
+    // save"; when the remote fails, the run still writes its metrics and evaluates (output_dir
+    // complete), and the final push below reports it.
     absl::Status saved = trainer->SaveModel();
     if (!saved.ok() && !hub::IsPushFailure(saved)) return saved;
     if (!saved.ok()) {

@@ -131,6 +131,10 @@ struct TrainerOptions {
   // One evaluation dataset, or several named ones (metrics prefixed "eval_<name>_").
   std::shared_ptr<const data::Dataset> eval_dataset;
   std::vector<std::pair<std::string, std::shared_ptr<const data::Dataset>>> eval_datasets;
+  // HF's `tokenizer` argument, as the one thing the Trainer does with it: write its files
+  // (tokenizer.save_pretrained(dir)) next to every saved model — SaveModel's folder and each
+  // checkpoint (whose copy a hub push puts into output_dir). Unset: none.
+  std::function<absl::Status(const std::string& dir)> save_tokenizer;
   ComputeMetricsFn compute_metrics;
   PreprocessLogitsFn preprocess_logits_for_metrics;
   std::vector<std::shared_ptr<TrainerCallback>> callbacks;

@@ -82,6 +82,7 @@ absl::Status Trainer::SaveModelFiles(const std::string& dir) {
     absl::Status written = base::MakeDirs(dir);
     if (written.ok() && parallel_.ShouldSave(args_)) {
       written = WriteModelFiles(dir, *model_, args_, /*weights=*/false);
+      if (written.ok() && options_.save_tokenizer) written = options_.save_tokenizer(dir);
     }
     RETURN_IF_ERROR(parallel_.AgreeOnStatus(written, "saving the model"));
     sharding::StrategySaveInfo info;
@@ -95,7 +96,9 @@ absl::Status Trainer::SaveModelFiles(const std::string& dir) {
       [&]() -> absl::Status {
         if (!parallel_.ShouldSave(args_)) return absl::OkStatus();  // HF: args.should_save
         RETURN_IF_ERROR(base::MakeDirs(dir));
-        return WriteModelFiles(dir, *model_, args_);
+        RETURN_IF_ERROR(WriteModelFiles(dir, *model_, args_));
+        // HF's _save: the tokenizer accompanies the saved model.
+        return options_.save_tokenizer ? options_.save_tokenizer(dir) : absl::OkStatus();
       },
       /*write_back=*/false);
 }
@@ -191,6 +194,9 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
           ? WithFullParameters([&] { return WriteCheckpointFiles(staging_dir, contents); },
                                /*write_back=*/false)
           : WriteCheckpointFiles(staging_dir, contents);
+  if (written.ok() && saver && options_.save_tokenizer) {
+    written = options_.save_tokenizer(staging_dir);  // HF's _save writes it into checkpoints
+  }
   if (written.ok() && strategy_state) {
     sharding::StrategySaveInfo info;
     info.global_step = state_.global_step;

@@ -103,6 +103,15 @@ check_remote() {  # NAME STRATEGY GITDIR URL OUT
   esac
   git --git-dir "$gitdir" show main:model.safetensors | head -c 100 |
     grep -q "^version https://git-lfs" || fail "$name: weights not stored with LFS"
+  # HF passes the tokenizer to the Trainer: every checkpoint push carries it, checkpoints too.
+  if [[ $strategy != end ]]; then
+    local first
+    first=$(git --git-dir "$gitdir" log --format=%H --grep="^$S 2\$" main)
+    git --git-dir "$gitdir" cat-file -e "$first:vocab.txt" ||
+      fail "$name: the first checkpoint push has no tokenizer"
+  fi
+  [[ $strategy != checkpoint ]] || grep -qx "last-checkpoint/vocab.txt" <<< "$tree" ||
+    fail "$name: last-checkpoint/ has no tokenizer"
   clone "$url" "$T/clone-$name"
   cmp -s "$T/clone-$name/model.safetensors" "$out/model.safetensors" ||
     fail "$name: the clone's weights differ from output_dir's"
