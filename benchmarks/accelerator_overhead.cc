@@ -21,6 +21,7 @@
 #include "accelerate/accelerator.h"
 #include "base/status_macros.h"
 #include "benchmark/benchmark.h"
+#include "benchmarks/overhead_harness.h"
 #include "data/collator.h"
 #include "data/data_loader.h"
 #include "data/sampler.h"
@@ -31,38 +32,23 @@ namespace loom::benchmarks {
 namespace {
 
 using trainer::examples::BagOfEmbeddingsClassifier;
-using trainer::examples::SyntheticTaskOptions;
 
 constexpr int64_t kSteps = 150;
-constexpr int64_t kBatch = 32;
+constexpr int64_t kBatch = kOverheadBatch;
 
-SyntheticTaskOptions Task() {
-  return SyntheticTaskOptions()
-      .set_num_examples(kBatch * 50)
-      .set_seq_len(128)
-      .set_vocab_size(2000)
-      .set_hidden_size(384)
-      .set_num_labels(4)
-      .set_seed(1);
-}
-
-std::shared_ptr<data::TensorDataset> Dataset() {
-  static auto* ds =
-      new std::shared_ptr<data::TensorDataset>(*trainer::examples::MakeSyntheticDataset(Task()));
-  return *ds;
-}
 
 std::shared_ptr<data::DataLoader> Loader() {
   return *data::DataLoader::Create(
-      data::DataLoaderOptions().set_batch_size(kBatch).set_drop_last(true), Dataset(),
-      std::make_unique<data::RandomSampler>(Dataset()->Size(), 42),
+      data::DataLoaderOptions().set_batch_size(kBatch).set_drop_last(true), OverheadDataset(),
+      std::make_unique<data::RandomSampler>(OverheadDataset()->Size(), 42),
       std::make_shared<data::DefaultCollator>());
 }
 
 // `accelerator` null: the plain loop.
 absl::Status Loop(accelerate::Accelerator* accelerator) {
   at::manual_seed(42);
-  std::shared_ptr<modeling::Model> model = std::make_shared<BagOfEmbeddingsClassifier>(Task());
+  std::shared_ptr<modeling::Model> model =
+      std::make_shared<BagOfEmbeddingsClassifier>(OverheadTask());
   std::shared_ptr<torch::optim::Optimizer> optimizer = std::make_shared<torch::optim::AdamW>(
       model->parameters(), torch::optim::AdamWOptions(5e-4));
   std::shared_ptr<data::DataLoader> loader = Loader();
@@ -127,19 +113,6 @@ void BM_Accelerator(benchmark::State& state) {
 
 constexpr int kRounds = 10;
 
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      const std::string name = r.run_name.function_name;
-      const std::string side = name.substr(0, name.find('/'));
-      const double t = r.GetAdjustedRealTime();
-      if (!best_.count(side) || t < best_[side]) best_[side] = t;
-    }
-  }
-  std::map<std::string, double> best_;
-};
 
 }  // namespace
 }  // namespace loom::benchmarks
@@ -156,7 +129,7 @@ int main(int argc, char** argv) {
                                  loom::benchmarks::BM_Accelerator)
         ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
   }
-  loom::benchmarks::RatioReporter reporter;
+  loom::benchmarks::BestRoundReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   const auto& m = reporter.best_;
   if (m.count("Plain") && m.count("Accelerator")) {

@@ -23,6 +23,7 @@
 
 #include "args/training_args.h"
 #include "benchmark/benchmark.h"
+#include "benchmarks/overhead_harness.h"
 #include "logging/process_logging.h"
 #include "trainer/examples/synthetic_task.h"
 #include "threads/thread_plan.h"
@@ -32,35 +33,20 @@ namespace loom::benchmarks {
 namespace {
 
 using trainer::examples::BagOfEmbeddingsClassifier;
-using trainer::examples::SyntheticTaskOptions;
 
 constexpr int64_t kSteps = 150;
-constexpr int64_t kBatch = 32;
+constexpr int64_t kBatch = kOverheadBatch;
 constexpr int64_t kLoggingSteps = 50;
 
-SyntheticTaskOptions Task() {
-  return SyntheticTaskOptions()
-      .set_num_examples(kBatch * 50)
-      .set_seq_len(128)
-      .set_vocab_size(2000)
-      .set_hidden_size(384)
-      .set_num_labels(4)
-      .set_seed(1);
-}
-
-std::shared_ptr<data::TensorDataset> Dataset() {
-  static auto* ds = new std::shared_ptr<data::TensorDataset>(*trainer::examples::MakeSyntheticDataset(Task()));
-  return *ds;
-}
 
 void BM_HandWrittenLoop(benchmark::State& state) {
-  auto ds = Dataset();
+  auto ds = OverheadDataset();
   const at::Tensor ids = ds->columns().at("input_ids");
   const at::Tensor labels = ds->columns().at("labels");
   const int64_t n = ids.size(0);
   for (auto _ : state) {
     at::manual_seed(42);
-    auto model = std::make_shared<BagOfEmbeddingsClassifier>(Task());
+    auto model = std::make_shared<BagOfEmbeddingsClassifier>(OverheadTask());
     std::vector<at::Tensor> decay, no_decay, all;
     for (const auto& p : model->named_parameters()) {
       all.push_back(p.value());
@@ -94,7 +80,7 @@ void BM_HandWrittenLoop(benchmark::State& state) {
 }
 
 void BM_Trainer(benchmark::State& state) {
-  auto ds = Dataset();
+  auto ds = OverheadDataset();
   for (auto _ : state) {
     trainer::TrainerOptions options;
     options.args.set_output_dir("/tmp/loom_trainer_overhead");
@@ -112,7 +98,7 @@ void BM_Trainer(benchmark::State& state) {
     // this benchmark compares the loops; //benchmarks:thread_defaults compares the defaults.
     options.threads = threads::ManualThreadPlan(at::get_num_threads(), 1);
     options.model_init = []() -> absl::StatusOr<std::shared_ptr<trainer::Model>> {
-      return std::make_shared<BagOfEmbeddingsClassifier>(Task());
+      return std::make_shared<BagOfEmbeddingsClassifier>(OverheadTask());
     };
     auto t = trainer::Trainer::Create(std::move(options));
     if (!t.ok()) {
@@ -146,20 +132,6 @@ void RegisterRounds() {
   }
 }
 
-// Console output as usual, plus the best real time of each side for the ratio.
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      const std::string name = r.run_name.function_name;
-      const std::string side = name.substr(0, name.find('/'));
-      const double t = r.GetAdjustedRealTime();
-      if (!best_.count(side) || t < best_[side]) best_[side] = t;
-    }
-  }
-  std::map<std::string, double> best_;
-};
 
 }  // namespace
 }  // namespace loom::benchmarks
@@ -180,7 +152,7 @@ int main(int argc, char** argv) {
   }
   benchmark::Initialize(&argc, argv);
   loom::benchmarks::RegisterRounds();
-  loom::benchmarks::RatioReporter reporter;
+  loom::benchmarks::BestRoundReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   const auto& m = reporter.best_;
   if (m.count("HandWrittenLoop") && m.count("Trainer")) {
