@@ -12,17 +12,17 @@
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
-#include "checkpoint/model_weights.h"
-#include "checkpoint/module_state.h"
 #include "data/shard_sampler.h"
 #include "glog/logging.h"
 #include "logging/jsonl_sink.h"
 #include "logging/tensorboard_sink.h"
 #include "nlohmann/json.hpp"
+#include "runtime/full_parameters.h"
+#include "runtime/model_files.h"
+#include "runtime/strategy_setup.h"
 #include "sharding/create_strategy.h"
-#include "sharding/deepspeed_plan.h"
 #include "threads/thread_plan.h"
-#include "trainer/run_setup.h"
+#include "runtime/run_setup.h"
 
 namespace loom::accelerate {
 namespace {
@@ -162,10 +162,14 @@ absl::StatusOr<std::unique_ptr<Accelerator>> Accelerator::Create(AcceleratorOpti
   const bool launched = Env("WORLD_SIZE").has_value() || o.process_group.has_value();
   RETURN_IF_ERROR_CTX(sharding::CheckFsdp(a, launched), "Accelerator");
   ASSIGN_OR_RETURN(state->parallel,
-                   trainer::ParallelContext::Create(std::move(o.process_group), a),
+                   runtime::ParallelContext::Create(std::move(o.process_group), a),
                    "Accelerator: joining the process group");
-  ASSIGN_OR_RETURN(trainer::RunSetup setup,
-                   trainer::ResolveRunSetup(a, state->parallel.local_rank(),
+  state->strategy_factory = o.strategy_factory;
+  ASSIGN_OR_RETURN(state->topology,
+                   runtime::DataParallelTopologyFor(a, state->parallel, o.strategy_factory),
+                   "Accelerator");
+  ASSIGN_OR_RETURN(runtime::RunSetup setup,
+                   runtime::ResolveRunSetup(a, state->parallel.local_rank(),
                                             state->parallel.world_size()),
                    absl::StrCat("Accelerator (mixed_precision ", mixed, ")"));
   for (const std::string& w : setup.precision.warnings) LOG(WARNING) << w;
@@ -241,7 +245,7 @@ absl::Status Accelerator::PrepareOne(std::shared_ptr<data::DataLoader>& loader) 
         "Accelerator::Prepare: a loader over an iterable dataset; prepare a map-style one");
   }
   const data::DataLoaderOptions& lo = loader->options();
-  const int n = s.parallel.world_size();
+  const int n = s.topology.data_parallel_size;
   data::DataLoaderOptions options = lo;
   std::unique_ptr<data::Sampler> sampler;
   if (n == 1) {
@@ -255,7 +259,7 @@ absl::Status Accelerator::PrepareOne(std::shared_ptr<data::DataLoader>& loader) 
                            .set_batch_size(lo.batch_size)
                            .set_drop_last(lo.drop_last)
                            .set_num_processes(n)
-                           .set_process_index(s.parallel.rank())
+                           .set_process_index(s.topology.data_parallel_rank)
                            .set_split_batches(s.split_batches)
                            .set_even_batches(s.even_batches)),
                    "Accelerator::Prepare: sharding the loader");
@@ -293,49 +297,45 @@ absl::Status Accelerator::MaybeCreateStrategy() {
   if (s.model == nullptr || s.optimizer == nullptr || s.strategy != nullptr) {
     return absl::OkStatus();
   }
-  const std::optional<distributed::ProcessGroup>& pg = s.parallel.process_group();
-  std::optional<sharding::DeepSpeedPlan> plan;
-  if (!s.args.deepspeed().empty()) {
-    // accelerate's _prepare_deepspeed: the micro-batch size is the prepared loader's.
-    if (s.loader_batch_size == 0) {
-      return absl::FailedPreconditionError(
-          "Accelerator::Prepare: with a DeepSpeed config, prepare a data loader in the same "
-          "Prepare call as the model and optimizer (or before): its batch size is "
-          "train_micro_batch_size_per_gpu");
-    }
-    s.args.set_per_device_train_batch_size(s.loader_batch_size);
-    std::optional<int64_t> hidden_size;
-    const nlohmann::json config =
-        nlohmann::json::parse(s.model->ConfigJson(), nullptr, /*allow_exceptions=*/false);
-    if (config.is_object() && config.contains("hidden_size") &&
-        config["hidden_size"].is_number_integer()) {
-      hidden_size = config["hidden_size"].get<int64_t>();
-    }
-    ASSIGN_OR_RETURN(plan,
-                     sharding::PlanDeepSpeed(s.args, s.parallel.world_size(), hidden_size, 0),
-                     "Accelerator::Prepare: the DeepSpeed config");
-    for (const char* section : {"optimizer", "scheduler"}) {
-      if (plan->config.raw.contains(section)) {
-        return absl::UnimplementedError(absl::StrCat(
-            "Accelerator::Prepare: the DeepSpeed config's \"", section,
-            "\" section; loom's Accelerator trains the optimizer and scheduler you pass through "
-            "Prepare: remove the section"));
-      }
-    }
-    s.auto_clip = plan->gradient_clipping;
-  }
+  if (!s.args.deepspeed().empty()) RETURN_IF_ERROR(PlanDeepSpeed());
   ASSIGN_OR_RETURN(s.strategy,
-                   sharding::CreateStrategy(sharding::StrategyOptions()
-                                                .set_args(&s.args)
-                                                .set_deepspeed(plan ? &*plan : nullptr)
-                                                .set_model(s.model.get())
-                                                .set_optimizer(s.optimizer.get())
-                                                .set_precision(s.precision.get())
-                                                .set_process_group(pg ? &*pg : nullptr)),
+                   runtime::SetUpStrategy({.args = &s.args,
+                                           .model = s.model.get(),
+                                           .optimizer = s.optimizer.get(),
+                                           .precision = s.precision.get(),
+                                           .parallel = &s.parallel,
+                                           .deepspeed = s.deepspeed ? &*s.deepspeed : nullptr,
+                                           .factory = s.strategy_factory}),
                    "Accelerator::Prepare: setting up data parallelism");
   LOG(INFO) << "Accelerator: data parallelism: " << s.strategy->Name() << " on "
             << s.device.str() << ", mixed precision " << s.mixed_precision
             << ", gradient accumulation " << s.gradient_accumulation_steps;
+  return absl::OkStatus();
+}
+
+absl::Status Accelerator::PlanDeepSpeed() {
+  AcceleratorState& s = *state_;
+  // accelerate's _prepare_deepspeed: the micro-batch size is the prepared loader's.
+  if (s.loader_batch_size == 0) {
+    return absl::FailedPreconditionError(
+        "Accelerator::Prepare: with a DeepSpeed config, prepare a data loader in the same "
+        "Prepare call as the model and optimizer (or before): its batch size is "
+        "train_micro_batch_size_per_gpu");
+  }
+  s.args.set_per_device_train_batch_size(s.loader_batch_size);
+  ASSIGN_OR_RETURN(s.deepspeed,
+                   runtime::PlanDeepSpeedForModel(s.args, s.topology.data_parallel_size,
+                                                  *s.model, /*num_training_steps=*/0),
+                   "Accelerator::Prepare: the DeepSpeed config");
+  for (const char* section : {"optimizer", "scheduler"}) {
+    if (s.deepspeed->config.raw.contains(section)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "Accelerator::Prepare: the DeepSpeed config's \"", section,
+          "\" section; loom's Accelerator trains the optimizer and scheduler you pass through "
+          "Prepare: remove the section"));
+    }
+  }
+  s.auto_clip = s.deepspeed->gradient_clipping;
   return absl::OkStatus();
 }
 
@@ -385,10 +385,11 @@ absl::Status Accelerator::ClipGradValue(double clip_value) {
         "Accelerator::ClipGradValue: only on a micro-step that synchronizes gradients (check "
         "SyncGradients()) of a prepared model and optimizer");
   }
-  const std::string name = s.strategy->Name();
-  if (name != "single process" && name != "DDP") {
+  // Clamping .grad only works where the optimizer steps on the parameters' whole gradients.
+  const sharding::StrategyCapabilities can = s.strategy->Capabilities();
+  if (can.shards_gradients || can.shards_optimizer_state) {
     return absl::UnimplementedError(absl::StrCat(
-        "Accelerator::ClipGradValue with ", name,
+        "Accelerator::ClipGradValue with ", s.strategy->Name(),
         ": the gradients are sharded; use ClipGradNorm, which covers every shard"));
   }
   RETURN_IF_ERROR(s.strategy->ClipGradients(0.0).status());  // unscale
@@ -407,8 +408,16 @@ absl::StatusOr<at::Tensor> Accelerator::Gather(const at::Tensor& t) {
 }
 
 absl::StatusOr<at::Tensor> Accelerator::GatherForMetrics(const at::Tensor& t) {
-  ASSIGN_OR_RETURN(at::Tensor all, Gather(t));
-  const AcceleratorState& s = *state_;
+  AcceleratorState& s = *state_;
+  const at::Tensor rows = t.dim() == 0 ? t.unsqueeze(0) : t;
+  ASSIGN_OR_RETURN(std::vector<at::Tensor> parts, s.parallel.GatherRows(rows.cpu()),
+                   "Accelerator::GatherForMetrics");
+  // Ranks of one data-parallel replica saw the same samples: each replica counts once.
+  std::vector<at::Tensor> replicas;
+  for (size_t r = 0; r < parts.size(); ++r) {
+    if (s.topology.LeadsReplica(static_cast<int>(r))) replicas.push_back(parts[r]);
+  }
+  const at::Tensor all = at::cat(replicas, 0).to(t.device());
   // accelerate: in the loader's last batch, only `remainder` gathered samples are real; the
   // rest are the samples even_batches repeated to fill the round.
   if (s.end_of_dataloader && s.remainder > 0 && all.size(0) > s.remainder) {
@@ -490,24 +499,17 @@ absl::Status Accelerator::SaveModel(const std::shared_ptr<modeling::Model>& mode
                                     bool safe_serialization) {
   std::shared_ptr<modeling::Model> module = UnwrapModel(model);
   AcceleratorState& s = *state_;
-  if (s.strategy != nullptr) RETURN_IF_ERROR(s.strategy->BeginFullParameters());
-  absl::Status written = absl::OkStatus();
-  if (IsMainProcess()) {
-    written = [&]() -> absl::Status {
-      RETURN_IF_ERROR(base::MakeDirs(dir));
-      checkpoint::SaveModelWeightsOptions options;
-      options.max_shard_size = max_shard_size;
-      options.safe_serialization = safe_serialization;
-      RETURN_IF_ERROR(
-          checkpoint::SaveModelWeights(dir, checkpoint::ModuleStateDict(*module), options)
-              .status());
-      const std::string config = module->ConfigJson();
-      if (!config.empty()) RETURN_IF_ERROR(base::WriteFileAtomically(dir + "/config.json", config));
-      return absl::OkStatus();
-    }();
-  }
-  if (s.strategy != nullptr) RETURN_IF_ERROR(s.strategy->EndFullParameters(false));
-  return s.parallel.AgreeOnStatus(written, absl::StrCat("Accelerator::SaveModel ", dir));
+  runtime::ModelFilesOptions options;
+  options.max_shard_size = max_shard_size;
+  options.safe_serialization = safe_serialization;
+  const std::string what = absl::StrCat("Accelerator::SaveModel ", dir);
+  const absl::Status written =
+      runtime::WithFullParameters(s.strategy.get(), /*write_back=*/false, what, [&] {
+        if (!IsMainProcess()) return absl::OkStatus();
+        RETURN_IF_ERROR(base::MakeDirs(dir));
+        return runtime::WriteModelFiles(dir, *module, options);
+      });
+  return s.parallel.AgreeOnStatus(written, what);
 }
 
 absl::Status Accelerator::InitTrackers(const std::string& project_name,

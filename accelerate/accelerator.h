@@ -112,6 +112,9 @@ struct AcceleratorOptions {
   // "--fsdp_config", "{...}"} (sharding/create_strategy.h). Unset: the flags an accelerate config
   // implies, which //tools:launch passes in LOOM_ACCELERATE_TRAINING_ARGS.
   std::vector<std::string> strategy_flags;
+  // A program's own data-parallel strategy (sharding/strategy_registry.h), used instead of the
+  // one the strategy flags select; the Trainer takes the same factory (TrainerOptions).
+  std::shared_ptr<const sharding::StrategyFactory> strategy_factory;
 
   AcceleratorOptions& set_mixed_precision(std::string v) {
     mixed_precision = std::move(v);
@@ -143,6 +146,10 @@ struct AcceleratorOptions {
   }
   AcceleratorOptions& set_strategy_flags(std::vector<std::string> v) {
     strategy_flags = std::move(v);
+    return *this;
+  }
+  AcceleratorOptions& set_strategy_factory(std::shared_ptr<const sharding::StrategyFactory> v) {
+    strategy_factory = std::move(v);
     return *this;
   }
   AcceleratorOptions& set_process_group(distributed::ProcessGroup v) {
@@ -252,6 +259,12 @@ class Accelerator {
  private:
   explicit Accelerator(std::shared_ptr<AcceleratorState> state) : state_(std::move(state)) {}
   absl::Status MaybeCreateStrategy();
+  // The DeepSpeed config planned for the prepared model and loader (runtime's one planning
+  // function, as the Trainer's), its sections Prepare cannot honour refused.
+  absl::Status PlanDeepSpeed();
+  // SaveState's files beyond the weights into `staging`: the optimizer (or the strategy's
+  // partitions), schedulers, scaler (the saving process) and this process's random states.
+  absl::Status WriteTrainingStateFiles(const std::string& staging, bool saver);
 
   std::shared_ptr<AcceleratorState> state_;
   std::string project_dir_;

@@ -8,6 +8,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,10 @@
 #include "optim/lr_scheduler.h"
 #include "precision/training_precision.h"
 #include "rng/host_generator.h"
+#include "sharding/deepspeed_plan.h"
 #include "sharding/strategy.h"
-#include "trainer/parallel_context.h"
+#include "sharding/strategy_registry.h"
+#include "runtime/parallel_context.h"
 
 namespace loom::accelerate {
 
@@ -25,7 +28,15 @@ struct AcceleratorState {
   // The TrainingArguments the shared pieces are configured from (ddp_*, precision flags,
   // gradient_accumulation_steps, accelerator_config's split/even batches).
   args::TrainingArguments args;
-  trainer::ParallelContext parallel;
+  runtime::ParallelContext parallel;
+  // How the ranks split the data (the strategy factory's answer): loaders are sharded over the
+  // data-parallel replicas, and GatherForMetrics counts each replica once.
+  sharding::DataParallelTopology topology;
+  // A program's own strategy factory (AcceleratorOptions::strategy_factory); null: the
+  // registered one the strategy flags select.
+  std::shared_ptr<const sharding::StrategyFactory> strategy_factory;
+  // The DeepSpeed plan of a DeepSpeed config (runtime::PlanDeepSpeedForModel), once prepared.
+  std::optional<sharding::DeepSpeedPlan> deepspeed;
   at::Device device{at::kCPU};
   std::string mixed_precision = "no";
   std::unique_ptr<precision::TrainingPrecision> precision;

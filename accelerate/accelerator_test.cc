@@ -266,5 +266,33 @@ TEST(AcceleratorTest, SaveStateAndLoadStateRoundTrip) {
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("nothing")));
 }
 
+
+// A model whose config.json keeps its width under text_config (multimodal configs do).
+class TextConfigRegressor : public modeling::testing::LinearRegressor {
+ public:
+  TextConfigRegressor() : LinearRegressor(3) {}
+  std::string ConfigJson() const override { return R"({"text_config": {"hidden_size": 24}})"; }
+};
+
+// DeepSpeed's "auto" reduce_bucket_size is hidden_size^2, with the hidden size found as HF's
+// trainer_config_finalize finds it (hidden_size, hidden_sizes, text_config, ...) — the same
+// planning as the Trainer's, not only a top-level hidden_size.
+TEST(AcceleratorTest, DeepSpeedAutoFindsTheHiddenSizeAsTheTrainerDoes) {
+  ASSERT_OK_AND_ASSIGN(
+      auto accelerator,
+      Accelerator::Create(AcceleratorOptions().set_strategy_flags(
+          {"--deepspeed",
+           R"({"zero_optimization": {"stage": 2, "reduce_bucket_size": "auto"},
+               "train_micro_batch_size_per_gpu": "auto"})"})));
+  torch::manual_seed(0);
+  std::shared_ptr<modeling::Model> model = std::make_shared<TextConfigRegressor>();
+  std::shared_ptr<torch::optim::Optimizer> optimizer = std::make_shared<torch::optim::AdamW>(
+      model->parameters(), torch::optim::AdamWOptions(0.01));
+  std::shared_ptr<data::DataLoader> loader = Loader(8, 4);
+  ASSERT_OK(accelerator->Prepare(model, optimizer, loader));
+  ASSERT_TRUE(accelerator->state().deepspeed.has_value());
+  EXPECT_EQ(accelerator->state().deepspeed->comm.reduce_bucket_size, 24 * 24);
+}
+
 }  // namespace
 }  // namespace loom::accelerate

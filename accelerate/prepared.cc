@@ -4,7 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "precision/autocast.h"
+#include "runtime/full_parameters.h"
+#include "runtime/precision_forward.h"
 
 namespace loom::accelerate {
 
@@ -46,25 +47,12 @@ modeling::ModelOutput PreparedModel::Forward(const data::Batch& inputs) {
   for (const auto& [name, tensor] : inputs) {
     on_device[name] = tensor.defined() ? tensor.to(s.device) : tensor;
   }
-  modeling::ModelOutput out;
-  {
-    precision::AutocastGuard autocast(s.precision->ForwardAutocast());
-    out = module_->Forward(on_device);
-  }
-  // accelerate's convert_outputs_to_fp32.
-  if (out.loss.defined()) out.loss = s.precision->OutputToFp32(out.loss);
-  for (auto& [name, tensor] : out.outputs) {
-    if (tensor.defined()) tensor = s.precision->OutputToFp32(tensor);
-  }
-  return out;
+  return runtime::ForwardInPrecision(*module_, on_device, *s.precision);
 }
 
 absl::Status PreparedModel::WithFullParameters(const std::function<absl::Status()>& fn) {
-  sharding::ShardingStrategy* strategy = state_->strategy.get();
-  if (strategy != nullptr) RETURN_IF_ERROR(strategy->BeginFullParameters());
-  absl::Status status = fn();
-  if (strategy != nullptr) RETURN_IF_ERROR(strategy->EndFullParameters(/*write_back=*/false));
-  return status;
+  return runtime::WithFullParameters(state_->strategy.get(), /*write_back=*/false,
+                                     "the prepared model's full parameters", fn);
 }
 
 namespace {
@@ -125,7 +113,7 @@ void AcceleratedScheduler::Step() {
   const AcceleratorState& s = *state_;
   if (!s.sync_gradients || s.step_was_skipped) return;
   // Schedules sized by the unsharded loader: num_processes steps per optimizer step.
-  const int times = s.split_batches ? 1 : s.parallel.world_size();
+  const int times = s.split_batches ? 1 : s.topology.data_parallel_size;
   for (int i = 0; i < times; ++i) inner_->Step();
 }
 

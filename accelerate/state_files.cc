@@ -17,7 +17,6 @@
 #include "accelerate/accelerator.h"
 #include "accelerate/prepared.h"
 #include "base/status_macros.h"
-#include "checkpoint/folder/staged_folder.h"
 #include "checkpoint/model_weights.h"
 #include "checkpoint/module_state.h"
 #include "checkpoint/optimizer_state.h"
@@ -26,7 +25,9 @@
 #include "rng/rng_state.h"
 #include "rng/rng_state_file.h"
 #include "rng/seed.h"
-#include "trainer/checkpoint_io.h"
+#include "runtime/full_parameters.h"
+#include "runtime/model_files.h"
+#include "runtime/shared_staged_folder.h"
 
 namespace loom::accelerate {
 namespace {
@@ -63,70 +64,58 @@ absl::StatusOr<std::string> Accelerator::SaveState(std::optional<std::string> di
   }
   fs::path final_path = fs::absolute(*dir).lexically_normal();
   if (final_path.filename().empty()) final_path = final_path.parent_path();  // "dir/"
-  // The main process stages the folder; the others learn where.
-  std::optional<checkpoint::StagedFolder> staged;
-  std::string staging;
-  absl::Status begun = absl::OkStatus();
-  if (IsMainProcess()) {
-    absl::StatusOr<checkpoint::StagedFolder> b =
-        checkpoint::StagedFolder::Begin(final_path.parent_path(), final_path.filename().string());
-    if (b.ok()) {
-      staged.emplace(std::move(*b));
-      staging = staged->path().string();
-    } else {
-      begun = b.status();
-    }
-  }
-  RETURN_IF_ERROR(s.parallel.AgreeOnStatus(begun, absl::StrCat("SaveState ", *dir)));
-  RETURN_IF_ERROR(s.parallel.BroadcastString(staging));
-
   const std::string what = absl::StrCat("Accelerator::SaveState ", *dir);
+  // The main process stages the folder; the others learn where.
+  ASSIGN_OR_RETURN(runtime::SharedStagedFolder folder,
+                   runtime::SharedStagedFolder::Begin(s.parallel, s.args, final_path.parent_path(),
+                                                      final_path.filename().string(), what));
+  // The weights, whole (a collective under parameter sharding); every rank learns the main
+  // process's outcome before the next collective.
   absl::Status written = absl::OkStatus();
-  // The weights, whole (a collective under parameter sharding).
   if (s.model != nullptr) {
-    if (s.strategy != nullptr) RETURN_IF_ERROR(s.strategy->BeginFullParameters());
-    if (IsMainProcess()) {
-      written = checkpoint::SaveModelWeights(staging, checkpoint::ModuleStateDict(*s.model))
-                    .status();
-    }
-    if (s.strategy != nullptr) RETURN_IF_ERROR(s.strategy->EndFullParameters(false));
-  }
-  // Every rank learns the main process's outcome before the next collective.
-  RETURN_IF_ERROR(s.parallel.AgreeOnStatus(written, what));
-  if (s.optimizer != nullptr) {
-    if (s.strategy != nullptr && s.strategy->OwnsOptimizerState()) {
-      sharding::StrategySaveInfo info;
-      written = s.strategy->SaveState(staging, info);  // every rank writes its partition
-    } else if (IsMainProcess()) {
-      written = checkpoint::SaveOptimizerState(staging + "/optimizer.bin", *s.optimizer);
-    }
-  }
-  for (size_t i = 0; written.ok() && IsMainProcess() && i < s.schedulers.size(); ++i) {
-    written = checkpoint::SaveSchedulerState(staging + "/" + SchedulerFile(i), *s.schedulers[i]);
-  }
-  if (written.ok() && IsMainProcess() && s.precision->grad_scaler() != nullptr) {
-    written = checkpoint::SavePickle(staging + "/scaler.pt", s.precision->grad_scaler()->StateDict());
-  }
-  if (written.ok()) {
-    absl::StatusOr<rng::RngState> rng = rng::CaptureRngState(s.generators);
-    written = rng.ok() ? rng::SaveRngState(*rng, staging + "/" + RandomStatesFile(process_index()),
-                                           rng::RngFileOptions{.accelerate_keys = true})
-                       : rng.status();
+    written = runtime::WithFullParameters(s.strategy.get(), /*write_back=*/false, what, [&] {
+      return folder.saver() ? checkpoint::SaveModelWeights(
+                                  folder.path(), checkpoint::ModuleStateDict(*s.model))
+                                  .status()
+                            : absl::OkStatus();
+    });
   }
   RETURN_IF_ERROR(s.parallel.AgreeOnStatus(written, what));
-  absl::Status committed = IsMainProcess() ? staged->Commit().status() : absl::OkStatus();
-  RETURN_IF_ERROR(s.parallel.AgreeOnStatus(committed, what));
+  written = WriteTrainingStateFiles(folder.path(), folder.saver());
+  RETURN_IF_ERROR(folder.Commit(written, /*after_commit=*/nullptr));
   ++save_iteration_;
   return final_path.string();
+}
+
+absl::Status Accelerator::WriteTrainingStateFiles(const std::string& staging, bool saver) {
+  AcceleratorState& s = *state_;
+  if (s.optimizer != nullptr) {
+    if (s.strategy != nullptr && s.strategy->OwnsOptimizerState()) {
+      // Every rank writes its partition.
+      RETURN_IF_ERROR(s.strategy->SaveState(staging, sharding::StrategySaveInfo()));
+    } else if (saver) {
+      RETURN_IF_ERROR(checkpoint::SaveOptimizerState(staging + "/optimizer.bin", *s.optimizer));
+    }
+  }
+  for (size_t i = 0; saver && i < s.schedulers.size(); ++i) {
+    RETURN_IF_ERROR(
+        checkpoint::SaveSchedulerState(staging + "/" + SchedulerFile(i), *s.schedulers[i]));
+  }
+  if (saver && s.precision->grad_scaler() != nullptr) {
+    RETURN_IF_ERROR(runtime::SaveGradScalerFile(staging, *s.precision->grad_scaler()));
+  }
+  ASSIGN_OR_RETURN(rng::RngState rng, rng::CaptureRngState(s.generators));
+  return rng::SaveRngState(rng, staging + "/" + RandomStatesFile(process_index()),
+                           rng::RngFileOptions{.accelerate_keys = true});
 }
 
 absl::Status Accelerator::LoadState(const std::string& dir) {
   AcceleratorState& s = *state_;
   absl::Status loaded = absl::OkStatus();
   if (s.model != nullptr) {
-    if (s.strategy != nullptr) RETURN_IF_ERROR(s.strategy->BeginFullParameters());
-    loaded = checkpoint::LoadModelWeightsInto(*s.model, dir).status();
-    if (s.strategy != nullptr) RETURN_IF_ERROR(s.strategy->EndFullParameters(/*write_back=*/true));
+    loaded = runtime::WithFullParameters(
+        s.strategy.get(), /*write_back=*/true, absl::StrCat("Accelerator::LoadState ", dir),
+        [&] { return runtime::LoadModelFiles(dir, s.model.get()); });
   }
   if (loaded.ok() && s.optimizer != nullptr) {
     loaded = s.strategy != nullptr && s.strategy->OwnsOptimizerState()
@@ -137,7 +126,7 @@ absl::Status Accelerator::LoadState(const std::string& dir) {
     loaded = checkpoint::LoadSchedulerState(dir + "/" + SchedulerFile(i), *s.schedulers[i]);
   }
   if (loaded.ok() && s.precision->grad_scaler() != nullptr) {
-    loaded = trainer::LoadGradScalerFile(dir, s.precision->grad_scaler());
+    loaded = runtime::LoadGradScalerFile(dir, s.precision->grad_scaler());
   }
   if (loaded.ok()) {
     absl::StatusOr<rng::RngState> rng =

@@ -1,19 +1,18 @@
-// CreateStrategy: the one place that decides which data-parallel scheme a run uses (issue 13),
-// from TrainingArguments (+ the DeepSpeed config of --deepspeed) and the process group.
-//
-// Contract:
-//   - --deepspeed: the plan's zero_optimization.stage (deepspeed_plan.h, which refuses what
-//     loom does not implement, stage 3 included). Stage 0 is DDP through the same config
-//     (spec/deepspeed.md §1.1); stages 1 and 2 are ZeroStrategy (zero.h; fp32 only so far)
-//     with the plan's communication options.
-//   - --deepspeed stage 3: ParamShardStrategy (param_shard.h) as ZeRO-3.
-//   - --fsdp (non-empty, CheckFsdp's rules first): full_shard / shard_grad_op, and
+// CreateStrategy: the data-parallel strategy a run's arguments ask for, through the strategy
+// registry (sharding/strategy_registry.h), where the built-in ones are registered by name:
+//   - "deepspeed" (--deepspeed): the plan's zero_optimization.stage (deepspeed_plan.h refuses
+//     what loom does not implement): stage 0 is DDP through the same config (DeepSpeed 0.13.5
+//     runs stage 0 as plain data parallelism); stages 1 and 2 are ZeroStrategy (zero.h; fp32
+//     and bf16) with the plan's communication and offload options; stage 3 is
+//     ParamShardStrategy (param_shard.h) as ZeRO-3.
+//   - "fsdp" (--fsdp non-empty, CheckFsdp's rules first): full_shard / shard_grad_op, and
 //     hybrid_shard / hybrid_shard_zero2 within each node (LOCAL_WORLD_SIZE ranks) are
 //     ParamShardStrategy (units: auto_wrap with transformer_layer_cls_to_wrap or the model's
 //     own layer classes, min_num_params); no_shard is DDP.
-//   - Otherwise: ReplicatedStrategy — DDP over the process group (ddp_* arguments), or one
-//     process without a group.
-//   The model, optimizer, precision and process group must outlive the strategy.
+//   - "replicated" (otherwise): ReplicatedStrategy — DDP over the process group (ddp_*
+//     arguments), or one process without a group.
+//   options.factory, when set, is used instead (a program's own strategy). The model,
+//   optimizer, precision and process group must outlive the strategy.
 //
 // Example:
 //   ASSIGN_OR_RETURN(std::unique_ptr<ShardingStrategy> strategy,
@@ -24,43 +23,31 @@
 #ifndef LOOM_SHARDING_CREATE_STRATEGY_H_
 #define LOOM_SHARDING_CREATE_STRATEGY_H_
 
-#include <torch/nn/module.h>
-#include <torch/optim/optimizer.h>
-
 #include <memory>
+#include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "args/training_args.pb.h"
-#include "distributed/process_group.h"
-#include "precision/training_precision.h"
-#include "sharding/deepspeed_plan.h"
 #include "sharding/strategy.h"
-#include "sharding/strategy_pieces.h"
+#include "sharding/strategy_registry.h"
 
 namespace loom::sharding {
 
-struct StrategyOptions : StrategyPieces<StrategyOptions> {
-  const args::TrainingArguments* args = nullptr;
-  // The plan of --deepspeed (the Trainer makes it before the optimizer); when null and
-  // --deepspeed is set, CreateStrategy plans it itself (without a hidden size or step count,
-  // so "auto" keys that need them are errors).
-  const DeepSpeedPlan* deepspeed = nullptr;
+// The registered name the arguments select: "deepspeed", "fsdp" or "replicated".
+std::string BuiltinStrategyName(const args::TrainingArguments& args);
 
-  StrategyOptions& set_args(const args::TrainingArguments* v) {
-    args = v;
-    return *this;
-  }
-  StrategyOptions& set_deepspeed(const DeepSpeedPlan* v) {
-    deepspeed = v;
-    return *this;
-  }
-};
+// The factory for these arguments: `own` when set, else the registry's entry for
+// BuiltinStrategyName(args) (the built-ins are registered on first use).
+absl::StatusOr<std::shared_ptr<const StrategyFactory>> ResolveStrategyFactory(
+    const args::TrainingArguments& args, std::shared_ptr<const StrategyFactory> own = nullptr);
 
+// ResolveStrategyFactory(*options.args)->Create(options).
 absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyOptions& options);
 
-// HF's --fsdp rules (spec/trainer.md §8), for a script to check before any work: --fsdp with
-// --deepspeed, --fsdp in a process not started by a launcher (`launched` false), a bad
-// --fsdp_config. OK without --fsdp.
+// HF's --fsdp rules (transformers 4.38 `Trainer.__init__` / `TrainingArguments.__post_init__`),
+// for a script to check before any work: --fsdp with --deepspeed, --fsdp in a process not
+// started by a launcher (`launched` false), a bad --fsdp_config. OK without --fsdp.
 absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched);
 
 }  // namespace loom::sharding

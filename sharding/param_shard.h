@@ -161,6 +161,18 @@ class ParamShardStrategy : public ShardingStrategy {
   ~ParamShardStrategy() override;
 
   std::string Name() const override { return options_.name + OffloadSuffix(options_.offload); }
+  // Parameters, gradients and optimizer state sharded (over the node under hybrid sharding);
+  // every rank reads its own data.
+  StrategyCapabilities Capabilities() const override {
+    StrategyCapabilities c;
+    c.shards_parameters = c.shards_gradients = c.shards_optimizer_state = true;
+    c.offloads = options_.offload.any();
+    return c;
+  }
+  DataParallelTopology Topology() const override {
+    return pg_ ? DataParallelTopology::PerRank(pg_->world_size(), pg_->rank())
+               : DataParallelTopology::PerRank(1, 0);
+  }
   absl::Status BeforeForward(bool closes_window) override { return absl::OkStatus(); }
   absl::Status AfterBackward() override;
   absl::StatusOr<std::optional<double>> ClipGradients(double max_norm) override;

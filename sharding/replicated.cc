@@ -90,7 +90,13 @@ ReplicatedStrategy::ReplicatedStrategy(const ReplicatedOptions& o,
       precision_(o.precision),
       sync_(std::move(sync)),
       ddp_(ddp),
+      topology_(o.process_group != nullptr
+                    ? DataParallelTopology::PerRank(o.process_group->world_size(),
+                                                    o.process_group->rank())
+                    : DataParallelTopology::PerRank(1, 0)),
       params_(TrainableParameters(*o.model)) {}
+
+DataParallelTopology ReplicatedStrategy::Topology() const { return topology_; }
 
 absl::Status ReplicatedStrategy::BeforeForward(bool closes_window) {
   return sync_->BeforeForward(closes_window);

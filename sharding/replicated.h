@@ -50,6 +50,9 @@ class ReplicatedStrategy : public ShardingStrategy {
   static absl::StatusOr<std::unique_ptr<ReplicatedStrategy>> Create(const ReplicatedOptions& o);
 
   std::string Name() const override { return ddp_ ? "DDP" : "single process"; }
+  // Nothing sharded, nothing offloaded; one replica per rank.
+  StrategyCapabilities Capabilities() const override { return {}; }
+  DataParallelTopology Topology() const override;
   absl::Status BeforeForward(bool closes_window) override;
   absl::Status AfterBackward() override;
   absl::StatusOr<std::optional<double>> ClipGradients(double max_norm) override;
@@ -68,6 +71,7 @@ class ReplicatedStrategy : public ShardingStrategy {
   precision::TrainingPrecision* precision_;
   std::unique_ptr<distributed::GradientSync> sync_;
   bool ddp_;
+  DataParallelTopology topology_;
   std::vector<at::Tensor> params_;  // those that require grad, in registration order
 };
 

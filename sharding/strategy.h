@@ -58,6 +58,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -85,12 +86,41 @@ struct ModelStateBytes {
   std::string Describe() const;
 };
 
+// What a strategy does with the model state, asked by type (never decided from Name()).
+struct StrategyCapabilities {
+  bool shards_parameters = false;       // parameters whole only inside Begin/EndFullParameters
+  bool shards_gradients = false;        // each rank keeps a partition of the gradients
+  bool shards_optimizer_state = false;  // each rank keeps a partition of the optimizer state
+  bool offloads = false;                // optimizer state or parameters in host memory / NVMe
+};
+
+// How the ranks of a run split the data: world_size processes form data_parallel_size replicas
+// that each read their own share of every global batch. A pure data-parallel strategy has one
+// replica per rank; a strategy that splits the model over ranks (tensor parallelism) puts
+// several ranks into one replica, and they read the same data.
+struct DataParallelTopology {
+  int world_size = 1;
+  int data_parallel_size = 1;
+  int data_parallel_rank = 0;  // this rank's replica
+  // Every world rank's replica (size world_size); empty: rank r is replica r.
+  std::vector<int> replica_of_rank;
+
+  // One replica per rank (DDP, ZeRO, FSDP).
+  static DataParallelTopology PerRank(int world_size, int rank);
+  // The replica of world rank `rank`.
+  int ReplicaOf(int rank) const;
+  // True for the lowest world rank of its replica: the one whose gathered rows count once.
+  bool LeadsReplica(int rank) const;
+};
+
 class ShardingStrategy {
  public:
   virtual ~ShardingStrategy() = default;
 
-  // "single process", "DDP", "ZeRO-2", ... (logged once when training starts).
+  // "single process", "DDP", "ZeRO-2", ... (logged once when training starts; never compared).
   virtual std::string Name() const = 0;
+  virtual StrategyCapabilities Capabilities() const = 0;
+  virtual DataParallelTopology Topology() const = 0;
   virtual absl::Status BeforeForward(bool closes_window) = 0;
   virtual absl::Status AfterBackward() = 0;
   virtual absl::StatusOr<std::optional<double>> ClipGradients(double max_norm) = 0;

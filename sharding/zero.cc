@@ -205,6 +205,14 @@ std::string ZeroStrategy::Name() const {
   return absl::StrCat("ZeRO-", options_.stage, OffloadSuffix(options_.offload));
 }
 
+StrategyCapabilities ZeroStrategy::Capabilities() const {
+  StrategyCapabilities c;
+  c.shards_optimizer_state = true;
+  c.shards_gradients = options_.stage >= 2;
+  c.offloads = options_.offload.any();
+  return c;
+}
+
 at::Tensor ZeroStrategy::Flatten(const Group& g, bool grads) const {
   std::vector<at::Tensor> pieces;
   pieces.reserve(g.params.size() + 1);

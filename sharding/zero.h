@@ -157,6 +157,11 @@ class ZeroStrategy : public ShardingStrategy {
   static absl::StatusOr<std::unique_ptr<ZeroStrategy>> Create(const ZeroOptions& o);
 
   std::string Name() const override;
+  // Stage 1 partitions the optimizer state, stage 2 the gradients too; one replica per rank.
+  StrategyCapabilities Capabilities() const override;
+  DataParallelTopology Topology() const override {
+    return DataParallelTopology::PerRank(world(), rank());
+  }
   absl::Status BeforeForward(bool closes_window) override;
   absl::Status AfterBackward() override;
   absl::StatusOr<std::optional<double>> ClipGradients(double max_norm) override;

@@ -3,33 +3,16 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "args/training_args_file.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
-#include "checkpoint/model_weights.h"
-#include "checkpoint/module_state.h"
 #include "checkpoint/optimizer_state.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/scheduler_state.h"
-#include "checkpoint/torch_pickle.h"
 #include "glog/logging.h"
 #include "rng/rng_state_file.h"
 
 namespace loom::trainer {
-absl::Status WriteModelFiles(const std::string& dir, const Model& model,
-                             const args::TrainingArguments& args, bool weights) {
-  if (weights) {
-    checkpoint::SaveModelWeightsOptions options;
-    options.safe_serialization = args.save_safetensors();
-    RETURN_IF_ERROR(
-        checkpoint::SaveModelWeights(dir, checkpoint::ModuleStateDict(model), options).status());
-  }
-  if (const std::string config = model.ConfigJson(); !config.empty()) {
-    RETURN_IF_ERROR(base::WriteFileAtomically(dir + "/" + kConfigFile, config));
-  }
-  return args::SaveTrainingArgs(args, dir + "/" + kTrainingArgsFile);
-}
 
 ProcessFileNames ProcessFiles(int rank, int world_size) {
   if (world_size <= 1) return {kRngStateFile, kEpochStartRngFile, kPendingGradsFile};
@@ -48,7 +31,8 @@ absl::Status WriteCheckpointFiles(const std::string& dir, const CheckpointConten
     RETURN_IF_ERROR(checkpoint::SaveSafetensors(dir + "/" + files.pending_grads, c.pending_grads));
   }
   if (!c.write_shared) return absl::OkStatus();
-  RETURN_IF_ERROR(WriteModelFiles(dir, *c.model, *c.args, c.model_weights));
+  RETURN_IF_ERROR(
+      runtime::WriteModelFiles(dir, *c.model, runtime::TrainerModelFiles(*c.args, c.model_weights)));
   if (c.optimizer != nullptr) {
     RETURN_IF_ERROR(checkpoint::SaveOptimizerState(dir + "/" + kOptimizerFile, *c.optimizer));
   }
@@ -56,17 +40,13 @@ absl::Status WriteCheckpointFiles(const std::string& dir, const CheckpointConten
     RETURN_IF_ERROR(checkpoint::SaveSchedulerState(dir + "/" + kSchedulerFile, *c.scheduler));
   }
   if (c.grad_scaler != nullptr) {
-    RETURN_IF_ERROR(checkpoint::SavePickle(dir + "/" + kScalerFile, c.grad_scaler->StateDict()));
+    RETURN_IF_ERROR(runtime::SaveGradScalerFile(dir, *c.grad_scaler));
   }
   if (c.position != nullptr) {
     RETURN_IF_ERROR(
         base::WriteFileAtomically(dir + "/" + kResumePositionFile, c.position->ToJson()));
   }
   return c.state->SaveToJson(dir + "/" + kTrainerStateFile);
-}
-
-absl::Status LoadModelFiles(const std::string& dir, Model* model) {
-  return checkpoint::LoadModelWeightsInto(*model, dir).status();
 }
 
 absl::Status LoadOptimizerAndSchedulerFiles(const std::string& dir,
@@ -85,18 +65,6 @@ int SavedWorldSize(const std::string& dir) {
 
 absl::Status LoadSchedulerFile(const std::string& dir, optim::LrScheduler* scheduler) {
   return checkpoint::LoadSchedulerState(dir + "/" + kSchedulerFile, *scheduler);
-}
-
-absl::Status LoadGradScalerFile(const std::string& dir, precision::GradScaler* scaler) {
-  const std::string path = dir + "/" + kScalerFile;
-  if (!std::filesystem::exists(path)) {
-    LOG(WARNING) << dir << " has no " << kScalerFile
-                 << ": the loss scale starts again from its initial value";
-    return absl::OkStatus();
-  }
-  ASSIGN_OR_RETURN(const c10::IValue state, checkpoint::LoadPickle(path));
-  RETURN_IF_ERROR_CTX(scaler->LoadStateDict(state), path);
-  return absl::OkStatus();
 }
 
 absl::Status LoadPendingGrads(const std::string& dir, Model* model, int rank, int world_size) {

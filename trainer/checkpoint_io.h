@@ -1,7 +1,8 @@
 // The Trainer's checkpoint glue: which files an HF checkpoint folder holds and how each piece
 // of training state goes in and out of them (spec/trainer.md §4.2, ARCHITECTURE.md "File
 // formats we match"). The folder mechanics (staging, atomic commit, checksums, discovery,
-// rotation) are checkpoint/folder's; the file formats are checkpoint/'s.
+// rotation) are checkpoint/folder's; the file formats are checkpoint/'s; the model files
+// and scaler.pt are runtime/model_files.h's (shared with the Accelerator).
 //
 // A checkpoint folder written by WriteCheckpointFiles holds:
 //   model.safetensors (save_safetensors, with {"format": "pt"}) or pytorch_model.bin,
@@ -18,7 +19,7 @@
 //   CheckpointContents c{.model = &model, .optimizer = opt, ...};
 //   RETURN_IF_ERROR(WriteCheckpointFiles(staged->path(), c));
 //   ...
-//   RETURN_IF_ERROR(LoadModelFiles(folder, &model));
+//   RETURN_IF_ERROR(runtime::LoadModelFiles(folder, &model));
 #ifndef LOOM_TRAINER_CHECKPOINT_IO_H_
 #define LOOM_TRAINER_CHECKPOINT_IO_H_
 
@@ -33,18 +34,19 @@
 #include "optim/lr_scheduler.h"
 #include "precision/grad_scaler.h"
 #include "rng/rng_state.h"
+#include "runtime/model_files.h"
 #include "trainer/model.h"
 #include "trainer/resume_position.h"
 #include "trainer/trainer_state.h"
 
 namespace loom::trainer {
 
-inline constexpr char kConfigFile[] = "config.json";
-inline constexpr char kTrainingArgsFile[] = "training_args.bin";
+using runtime::kConfigFile;
+using runtime::kTrainingArgsFile;
+using runtime::kScalerFile;
 inline constexpr char kTrainerStateFile[] = "trainer_state.json";
 inline constexpr char kOptimizerFile[] = "optimizer.pt";
 inline constexpr char kSchedulerFile[] = "scheduler.pt";
-inline constexpr char kScalerFile[] = "scaler.pt";
 inline constexpr char kRngStateFile[] = "rng_state.pth";
 inline constexpr char kEpochStartRngFile[] = "loom_epoch_rng_state.pth";
 inline constexpr char kPendingGradsFile[] = "loom_pending_grads.safetensors";
@@ -81,17 +83,9 @@ struct CheckpointContents {
   std::vector<std::pair<std::string, at::Tensor>> pending_grads;
 };
 
-// HF save_model: weights (checkpoint/model_weights.h: model.safetensors or pytorch_model.bin,
-// sharded past 5GB as save_pretrained does), config.json and training_args.bin into `dir`.
-absl::Status WriteModelFiles(const std::string& dir, const Model& model,
-                             const args::TrainingArguments& args, bool weights = true);
 // Everything of a checkpoint into `dir` (a staged folder).
 absl::Status WriteCheckpointFiles(const std::string& dir, const CheckpointContents& contents);
 
-// Loads the weights of `dir` into `model` (the Trainer's lookup: model.safetensors,
-// pytorch_model.bin, or a sharded index); errors name the file and list missing /
-// unexpected keys and shape mismatches.
-absl::Status LoadModelFiles(const std::string& dir, Model* model);
 absl::Status LoadOptimizerAndSchedulerFiles(const std::string& dir,
                                             torch::optim::Optimizer* optimizer,
                                             optim::LrScheduler* scheduler);
@@ -100,9 +94,6 @@ absl::Status LoadOptimizerAndSchedulerFiles(const std::string& dir,
 int SavedWorldSize(const std::string& dir);
 // scheduler.pt alone (the optimizer state came from elsewhere, e.g. ZeRO's files).
 absl::Status LoadSchedulerFile(const std::string& dir, optim::LrScheduler* scheduler);
-// scaler.pt into `scaler`; a folder without one (HF's, or saved without --fp16) leaves the
-// scaler as it is, with a warning.
-absl::Status LoadGradScalerFile(const std::string& dir, precision::GradScaler* scaler);
 // Puts this process's pending-gradients file (when present) back into the parameters' grads.
 absl::Status LoadPendingGrads(const std::string& dir, Model* model, int rank = 0,
                               int world_size = 1);

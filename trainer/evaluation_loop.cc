@@ -77,14 +77,14 @@ struct StepRecord {
 
 // HF's accelerator.pad_across_processes(t, dim=1, pad_index=-100) for tensors with a dim 1:
 // sequence outputs of dynamically padded batches differ in length per rank.
-absl::StatusOr<at::Tensor> PadDim1(ParallelContext& parallel, const at::Tensor& t) {
+absl::StatusOr<at::Tensor> PadDim1(runtime::ParallelContext& parallel, const at::Tensor& t) {
   if (t.dim() < 2) return t;
   return parallel.PadAcrossProcesses(t, 1, -100);
 }
 
 // Every rank's record of this step, in rank order (one process: just `mine`). A padding step
 // (data/shard_sampler.h EvalShardSampler) contributes nothing but takes part in the gathers.
-absl::StatusOr<std::vector<StepRecord>> GatherStep(ParallelContext& parallel, StepRecord mine,
+absl::StatusOr<std::vector<StepRecord>> GatherStep(runtime::ParallelContext& parallel, StepRecord mine,
                                                    bool padding) {
   if (parallel.world_size() == 1) return std::vector<StepRecord>{std::move(mine)};
   std::vector<StepRecord> all(parallel.world_size());
@@ -141,9 +141,9 @@ absl::StatusOr<EvalLoopOutput> Trainer::TimedEvaluationLoop(
   ASSIGN_OR_RETURN(EvalLoopOutput output,
                    EvaluationLoop(dataloader, description, prediction_loss_only, ignore_keys,
                                   metric_key_prefix));
-  // HF: steps counted with eval_batch_size * world_size.
+  // HF: steps counted with eval_batch_size * world_size (its data-parallel world size).
   const double total_batch_size =
-      static_cast<double>(args::EvalBatchSizePerDevice(args_) * parallel_.world_size());
+      static_cast<double>(args::EvalBatchSizePerDevice(args_) * topology_.data_parallel_size);
   Metrics speed =
       SpeedMetrics(metric_key_prefix, start, NowSeconds(), static_cast<double>(output.num_samples),
                    std::ceil(output.num_samples / total_batch_size));
@@ -282,8 +282,11 @@ absl::StatusOr<EvalLoopOutput> Trainer::EvaluationLoop(data::DataLoader& dataloa
       ASSIGN_OR_RETURN(std::vector<StepRecord> records,
                        GatherStep(parallel_, std::move(record), padding),
                        absl::StrCat(description, " step ", step, ": gathering across ranks"));
-      for (const StepRecord& r : records) {
+      for (size_t rank = 0; rank < records.size(); ++rank) {
+        const StepRecord& r = records[rank];
         if (r.batch_size == 0 && parallel_.world_size() > 1) continue;  // padding
+        // Ranks of one data-parallel replica evaluated the same batch: count it once.
+        if (!topology_.LeadsReplica(static_cast<int>(rank))) continue;
         observed += r.batch_size;
         if (r.loss) {
           have_loss = true;

@@ -28,8 +28,8 @@
 #include "sharding/deepspeed_plan.h"
 #include "trainer/glue_script/preprocess.h"
 #include "trainer/glue_script/synthetic_task.h"
-#include "trainer/parallel_context.h"
-#include "trainer/run_setup.h"
+#include "runtime/parallel_context.h"
+#include "runtime/run_setup.h"
 #include "trainer/script_resume.h"
 #include "trainer/trainer.h"
 
@@ -276,8 +276,8 @@ absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::Tra
 
   // Where and in what precision this process trains (the Trainer decides the same way; its
   // errors, e.g. --fp16 on a CPU, stop the run here, before any data is read).
-  ASSIGN_OR_RETURN(const RunSetup setup,
-                   ResolveRunSetup(t, EnvInt("LOCAL_RANK", 0), EnvInt("WORLD_SIZE", 1)));
+  ASSIGN_OR_RETURN(const runtime::RunSetup setup,
+                   runtime::ResolveRunSetup(t, EnvInt("LOCAL_RANK", 0), EnvInt("WORLD_SIZE", 1)));
   // A --deepspeed config loom cannot train with stops here too (the Trainer plans it again
   // with the model's hidden size and the step count).
   RETURN_IF_ERROR(sharding::PreCheckDeepSpeed(t, EnvInt("WORLD_SIZE", 1)));
@@ -298,7 +298,7 @@ absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::Tra
 
   // Join the other processes of a launched run first (the Trainer gets this group), so that
   // every rank has looked at output_dir before any rank writes into it.
-  ASSIGN_OR_RETURN(ParallelContext parallel, ParallelContext::Create(std::nullopt, t),
+  ASSIGN_OR_RETURN(runtime::ParallelContext parallel, runtime::ParallelContext::Create(std::nullopt, t),
                    "joining the process group");
   // Detecting last checkpoint (before anything is written into output_dir).
   ASSIGN_OR_RETURN(std::optional<ResumeFrom> resume, ResumeFromArgs(t));

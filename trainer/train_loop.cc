@@ -11,7 +11,7 @@
 #include "base/torch_status.h"
 #include "glog/logging.h"
 #include "rng/rng_state.h"
-#include "sharding/create_strategy.h"
+#include "runtime/strategy_setup.h"
 #include "trainer/checkpoint_io.h"
 #include "trainer/neftune.h"
 #include "trainer/trainer.h"
@@ -101,6 +101,125 @@ absl::StatusOr<TrainOutput> Trainer::TrainWithBatchSizeSearch(
   }
 }
 
+absl::StatusOr<Trainer::TrainingPlan> Trainer::PlanTraining(data::DataLoader& train_dataloader) {
+  TrainingPlan plan;
+  plan.ga = args_.gradient_accumulation_steps();
+  plan.train_batch_size = TrainBatchSize();
+  plan.total_train_batch_size = plan.train_batch_size * plan.ga * topology_.data_parallel_size;
+  plan.len_dataloader = train_dataloader.NumBatches();
+  const bool max_steps_given = args_.max_steps() > 0;
+  if (plan.len_dataloader) {
+    plan.num_update_steps_per_epoch = std::max<int64_t>(*plan.len_dataloader / plan.ga, 1);
+    if (max_steps_given) {
+      plan.max_steps = args_.max_steps();
+      plan.num_train_epochs =
+          plan.max_steps / plan.num_update_steps_per_epoch +
+          (plan.max_steps % plan.num_update_steps_per_epoch > 0 ? 1 : 0);
+      plan.num_train_samples = static_cast<double>(plan.max_steps * plan.total_train_batch_size);
+    } else {
+      plan.max_steps = static_cast<int64_t>(
+          std::ceil(args_.num_train_epochs() * plan.num_update_steps_per_epoch));
+      plan.num_train_epochs = static_cast<int64_t>(std::ceil(args_.num_train_epochs()));
+      plan.num_train_samples = options_.train_dataset->Size() * args_.num_train_epochs();
+    }
+  } else if (max_steps_given) {
+    plan.max_steps = args_.max_steps();
+    plan.num_train_epochs = std::numeric_limits<int64_t>::max();
+    plan.num_update_steps_per_epoch = plan.max_steps;
+    plan.num_train_samples = static_cast<double>(plan.max_steps * plan.total_train_batch_size);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_steps must be set to a positive value if the training dataset has no length, "
+        "was ",
+        args_.max_steps()));
+  }
+  if (args_.include_tokens_per_second()) {
+    // HF num_tokens: the first batch times max_steps when max_steps is given, else one pass.
+    ASSIGN_OR_RETURN(double tokens,
+                     NumTokens(train_dataloader, max_steps_given
+                                                     ? std::optional<int64_t>(args_.max_steps())
+                                                     : std::nullopt));
+    plan.num_train_tokens = max_steps_given ? tokens * plan.ga : tokens * args_.num_train_epochs();
+  }
+  return plan;
+}
+
+absl::Status Trainer::SetUpTraining(const TrainingPlan& plan) {
+  state_ = TrainerState();
+  state_.stateful_callbacks = CallbackStates();
+  state_.train_batch_size = plan.train_batch_size;
+  state_.logging_steps = AbsoluteSteps(args_.logging_steps(), plan.max_steps);
+  state_.eval_steps = AbsoluteSteps(args_.eval_steps(), plan.max_steps);
+  state_.save_steps = AbsoluteSteps(args_.save_steps(), plan.max_steps);
+  // --deepspeed: the config resolved against these arguments, this model and step count,
+  // and checked, before the optimizer exists (HF's deepspeed_init).
+  deepspeed_.reset();
+  if (!args_.deepspeed().empty()) {
+    // The batch this run trains with (a resume on another world size or
+    // --auto_find_batch_size changes it; HF's propagate_args_to_deepspeed likewise).
+    args::TrainingArguments planned = args_;
+    planned.set_per_device_train_batch_size(TrainBatchSize());
+    ASSIGN_OR_RETURN(deepspeed_, runtime::PlanDeepSpeedForModel(
+                                     planned, topology_.data_parallel_size, *model_, plan.max_steps));
+    for (const std::string& w : deepspeed_->warnings) LOG(WARNING) << "--deepspeed: " << w;
+    if (is_world_process_zero()) LOG(INFO) << deepspeed_->Echo();
+    if (deepspeed_progress_) deepspeed_progress_->set_steps_per_print(deepspeed_->steps_per_print);
+  }
+  RETURN_IF_ERROR(CreateOptimizerAndScheduler(plan.max_steps));
+  // The data-parallel strategy, chosen once per run (runtime/strategy_setup.h).
+  if (strategy_ != nullptr) {
+    // A strategy of an earlier run (or attempt) may hold the parameters as shards: whole again
+    // before it goes.
+    RETURN_IF_ERROR_CTX(strategy_->BeginFullParameters(), "setting up data parallelism");
+    strategy_.reset();
+  }
+  ASSIGN_OR_RETURN(strategy_,
+                   runtime::SetUpStrategy({.args = &args_,
+                                           .model = model_.get(),
+                                           .optimizer = optimizer_.get(),
+                                           .precision = precision_.get(),
+                                           .parallel = &parallel_,
+                                           .deepspeed = deepspeed_ ? &*deepspeed_ : nullptr,
+                                           .factory = options_.strategy_factory}),
+                   "setting up data parallelism");
+  LOG(INFO) << "data parallelism: " << strategy_->Name()
+            << "; model state on this rank: " << strategy_->StateBytes().Describe();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<Trainer::ResumedCheckpoint>> Trainer::StartPosition(
+    const std::optional<std::string>& resume_folder, const TrainingPlan& plan) {
+  // Where this run starts: the beginning, or a checkpoint's exact position.
+  position_ = ResumePosition();
+  model_->zero_grad();  // before a resume puts back an open window's gradients
+  std::optional<ResumedCheckpoint> resumed;
+  if (resume_folder.has_value()) {
+    ASSIGN_OR_RETURN(resumed, LoadForResume(*resume_folder, plan.num_update_steps_per_epoch));
+    position_ = resumed->position;
+  }
+  state_.max_steps = plan.max_steps;
+  state_.num_train_epochs = plan.num_train_epochs;
+  state_.is_local_process_zero = is_local_process_zero();
+  state_.is_world_process_zero = is_world_process_zero();
+  // HF keeps the running loss as a float32 tensor on the device.
+  tr_loss_ =
+      at::full({}, position_.tr_loss, at::TensorOptions().dtype(at::kFloat).device(device_));
+  total_loss_scalar_ = position_.total_loss_scalar;
+  globalstep_last_logged_ = position_.globalstep_last_logged;
+  current_flos_ = position_.current_flos;
+  return resumed;
+}
+
+double Trainer::ClipThreshold() const {
+  // --max_grad_norm, or under --deepspeed the config's gradient_clipping (DeepSpeed clips; HF
+  // still logs the norm while --max_grad_norm > 0, so without a threshold it is computed and
+  // nothing is clipped: +inf).
+  if (!deepspeed_) return args_.max_grad_norm();
+  return deepspeed_->gradient_clipping > 0 ? deepspeed_->gradient_clipping
+         : args_.max_grad_norm() > 0       ? std::numeric_limits<double>::infinity()
+                                           : 0.0;
+}
+
 absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
     const std::optional<std::string>& resume_folder) {
   try {
@@ -115,293 +234,190 @@ absl::StatusOr<TrainOutput> Trainer::InnerTrainingLoop(
     const double start_time = NowSeconds();
     ASSIGN_OR_RETURN(std::unique_ptr<data::DataLoader> train_dataloader, GetTrainDataloader(),
                      "train dataloader");
-    const int64_t ga = args_.gradient_accumulation_steps();
-    const int64_t train_batch_size = TrainBatchSize();
-    const int64_t total_train_batch_size = train_batch_size * ga * parallel_.world_size();
-    const std::optional<int64_t> len_dataloader = train_dataloader->NumBatches();
-
-    int64_t max_steps = 0;
-    int64_t num_train_epochs = 0;
-    int64_t num_update_steps_per_epoch = 0;
-    double num_train_samples = 0;
-    std::optional<double> num_train_tokens;
-    if (len_dataloader) {
-      num_update_steps_per_epoch = std::max<int64_t>(*len_dataloader / ga, 1);
-      const int64_t num_examples = options_.train_dataset->Size();
-      if (args_.max_steps() > 0) {
-        max_steps = args_.max_steps();
-        num_train_epochs = max_steps / num_update_steps_per_epoch +
-                           (max_steps % num_update_steps_per_epoch > 0 ? 1 : 0);
-        num_train_samples = static_cast<double>(max_steps * total_train_batch_size);
-        if (args_.include_tokens_per_second()) {
-          ASSIGN_OR_RETURN(double tokens, NumTokens(*train_dataloader, args_.max_steps()));
-          num_train_tokens = tokens * ga;
-        }
-      } else {
-        max_steps =
-            static_cast<int64_t>(std::ceil(args_.num_train_epochs() * num_update_steps_per_epoch));
-        num_train_epochs = static_cast<int64_t>(std::ceil(args_.num_train_epochs()));
-        num_train_samples = num_examples * args_.num_train_epochs();
-        if (args_.include_tokens_per_second()) {
-          ASSIGN_OR_RETURN(double tokens, NumTokens(*train_dataloader, std::nullopt));
-          num_train_tokens = tokens * args_.num_train_epochs();
-        }
-      }
-    } else if (args_.max_steps() > 0) {
-      max_steps = args_.max_steps();
-      num_train_epochs = std::numeric_limits<int64_t>::max();
-      num_update_steps_per_epoch = max_steps;
-      num_train_samples = static_cast<double>(max_steps * total_train_batch_size);
-      if (args_.include_tokens_per_second()) {
-        ASSIGN_OR_RETURN(double tokens, NumTokens(*train_dataloader, args_.max_steps()));
-        num_train_tokens = tokens * ga;
-      }
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--max_steps must be set to a positive value if the training dataset has no length, "
-          "was ",
-          args_.max_steps()));
-    }
-
-    state_ = TrainerState();
-    state_.stateful_callbacks = CallbackStates();
-    state_.train_batch_size = train_batch_size;
-    state_.logging_steps = AbsoluteSteps(args_.logging_steps(), max_steps);
-    state_.eval_steps = AbsoluteSteps(args_.eval_steps(), max_steps);
-    state_.save_steps = AbsoluteSteps(args_.save_steps(), max_steps);
-    // --deepspeed: the config resolved against these arguments, this model and step count,
-    // and checked, before the optimizer exists (HF's deepspeed_init).
-    deepspeed_.reset();
-    if (!args_.deepspeed().empty()) {
-      std::optional<int64_t> hidden_size;
-      const std::string model_config = model_->ConfigJson();
-      if (!model_config.empty()) {
-        const auto json = nlohmann::ordered_json::parse(model_config, nullptr, false);
-        if (json.is_object()) hidden_size = args::HiddenSizeOf(json);
-      }
-      // The batch this run trains with (a resume on another world size or
-      // --auto_find_batch_size changes it; HF's propagate_args_to_deepspeed likewise).
-      args::TrainingArguments planned = args_;
-      planned.set_per_device_train_batch_size(TrainBatchSize());
-      ASSIGN_OR_RETURN(deepspeed_, sharding::PlanDeepSpeed(planned, parallel_.world_size(),
-                                                           hidden_size, max_steps));
-      for (const std::string& w : deepspeed_->warnings) LOG(WARNING) << "--deepspeed: " << w;
-      if (is_world_process_zero()) LOG(INFO) << deepspeed_->Echo();
-      if (deepspeed_progress_)
-        deepspeed_progress_->set_steps_per_print(deepspeed_->steps_per_print);
-    }
-    RETURN_IF_ERROR(CreateOptimizerAndScheduler(max_steps));
-    // The data-parallel strategy, chosen once per run (sharding/create_strategy.h): one
-    // process, DDP (rank 0's weights are broadcast), ...
-    {
-      if (strategy_ != nullptr) {
-        // A strategy of an earlier run (or attempt) may hold the parameters as shards: whole
-        // again before it goes.
-        RETURN_IF_ERROR_CTX(strategy_->BeginFullParameters(), "setting up data parallelism");
-        strategy_.reset();
-      }
-      const std::optional<distributed::ProcessGroup>& pg = parallel_.process_group();
-      ASSIGN_OR_RETURN(
-          strategy_,
-          sharding::CreateStrategy(sharding::StrategyOptions()
-                                       .set_args(&args_)
-                                       .set_deepspeed(deepspeed_ ? &*deepspeed_ : nullptr)
-                                       .set_model(model_.get())
-                                       .set_optimizer(optimizer_.get())
-                                       .set_precision(precision_.get())
-                                       .set_process_group(pg ? &*pg : nullptr)),
-          "setting up data parallelism");
-      LOG(INFO) << "data parallelism: " << strategy_->Name()
-                << "; model state on this rank: " << strategy_->StateBytes().Describe();
-    }
-
-    // Where this run starts: the beginning, or a checkpoint's exact position (issue 4).
-    position_ = ResumePosition();
-    model_->zero_grad();  // before a resume puts back an open window's gradients
-    std::optional<ResumedCheckpoint> resumed;
-    if (resume_folder.has_value()) {
-      ASSIGN_OR_RETURN(resumed, LoadForResume(*resume_folder, num_update_steps_per_epoch));
-      position_ = resumed->position;
-    }
-    state_.max_steps = max_steps;
-    state_.num_train_epochs = num_train_epochs;
-    state_.is_local_process_zero = is_local_process_zero();
-    state_.is_world_process_zero = is_world_process_zero();
-
+    ASSIGN_OR_RETURN(const TrainingPlan plan, PlanTraining(*train_dataloader));
+    RETURN_IF_ERROR(SetUpTraining(plan));
+    ASSIGN_OR_RETURN(const std::optional<ResumedCheckpoint> resumed,
+                     StartPosition(resume_folder, plan));
     CallbackContext& ctx = callbacks_.context();
     ctx.model = model_.get();
     ctx.optimizer = optimizer_.get();
     ctx.lr_scheduler = lr_scheduler_.get();
     ctx.train_dataloader = train_dataloader.get();
-
-    LOG(INFO) << "***** Running training *****\n  Num Epochs = " << num_train_epochs
-              << "\n  Instantaneous batch size per device = " << train_batch_size
+    LOG(INFO) << "***** Running training *****\n  Num Epochs = " << plan.num_train_epochs
+              << "\n  Instantaneous batch size per device = " << plan.train_batch_size
               << "\n  Total train batch size (w. parallel, distributed & accumulation) = "
-              << total_train_batch_size << "\n  Gradient Accumulation steps = " << ga
-              << "\n  Total optimization steps = " << max_steps;
-
-    // HF keeps the running loss as a float32 tensor on the device.
-    tr_loss_ =
-        at::full({}, position_.tr_loss, at::TensorOptions().dtype(at::kFloat).device(device_));
-    at::Tensor& tr_loss = tr_loss_;
-    total_loss_scalar_ = position_.total_loss_scalar;
-    globalstep_last_logged_ = position_.globalstep_last_logged;
-    current_flos_ = position_.current_flos;
-    std::optional<double> grad_norm;
-    // The clipping threshold: --max_grad_norm, or under --deepspeed the config's
-    // gradient_clipping (DeepSpeed clips; HF still logs the norm while --max_grad_norm > 0, so
-    // without a threshold it is computed and nothing is clipped: +inf).
-    double clip_threshold = args_.max_grad_norm();
-    if (deepspeed_) {
-      clip_threshold = deepspeed_->gradient_clipping > 0 ? deepspeed_->gradient_clipping
-                       : args_.max_grad_norm() > 0       ? std::numeric_limits<double>::infinity()
-                                                         : 0.0;
-    }
+              << plan.total_train_batch_size << "\n  Gradient Accumulation steps = " << plan.ga
+              << "\n  Total optimization steps = " << plan.max_steps;
     RETURN_IF_ERROR(callbacks_.OnTrainBegin(args_, state_, control_));
-
-    int64_t total_batched_samples = position_.total_batched_samples;
-    int64_t first_epoch = position_.epoch + (position_.epoch_finished ? 1 : 0);
-    // A checkpoint of the final step has nothing left to train (HF: no epochs remain).
-    if (resumed && state_.global_step >= max_steps) first_epoch = num_train_epochs;
-    if (resumed && position_.epoch_finished) {
-      // Nothing draws between an epoch-end save and the next epoch's start.
-      RETURN_IF_ERROR_CTX(rng::RestoreRngState(resumed->rng, &generators_), "resuming RNG state");
-    }
-    for (int64_t epoch = first_epoch; epoch < num_train_epochs; ++epoch) {
-      const int64_t steps_in_epoch = len_dataloader ? *len_dataloader : args_.max_steps() * ga;
-      const bool resume_mid_epoch = resumed && !position_.epoch_finished && epoch == first_epoch;
-      int64_t skip = 0;
-      if (resume_mid_epoch) {
-        // Re-create the epoch's order from the RNG state it started with, then continue from
-        // the checkpoint's RNG state at its micro-batch (HF's skip_first_batches + rng sync).
-        if (resumed->epoch_start_rng) {
-          RETURN_IF_ERROR_CTX(rng::RestoreRngState(*resumed->epoch_start_rng, &generators_),
-                              "resuming the epoch's RNG state");
-        }
-        skip = args_.ignore_data_skip() ? 0 : position_.micro_batches_in_epoch;
-      }
-      ASSIGN_OR_RETURN(epoch_start_rng_, rng::CaptureRngState(generators_));
-      position_.epoch = epoch;
-      position_.epoch_finished = false;
-      RETURN_IF_ERROR(callbacks_.OnEpochBegin(args_, state_, control_));
-      ASSIGN_OR_RETURN(std::unique_ptr<data::BatchIterator> it,
-                       train_dataloader->Epoch(epoch, skip),
-                       absl::StrCat("train dataloader, epoch ", epoch));
-      if (resume_mid_epoch) {
-        RETURN_IF_ERROR_CTX(rng::RestoreRngState(resumed->rng, &generators_), "resuming RNG state");
-      }
-      int64_t step = skip - 1;
-      while (true) {
-        ASSIGN_OR_RETURN(std::optional<data::Batch> batch, it->Next(),
-                         absl::StrCat("train dataloader, epoch ", epoch, ", batch ", step + 1));
-        if (!batch) break;
-        ++step;
-        ++total_batched_samples;
-        if (args_.include_num_input_tokens_seen()) {
-          auto input = batch->find(model_->MainInputName());
-          if (input != batch->end()) state_.num_input_tokens_seen += input->second.numel();
-        }
-        if (step % ga == 0) RETURN_IF_ERROR(callbacks_.OnStepBegin(args_, state_, control_));
-        // This micro-batch closes an accumulation window: the optimizer steps after it, so its
-        // backward must leave the gradients averaged over ranks (DDP; no traffic otherwise).
-        const bool last_step_of_short_epoch = steps_in_epoch <= ga && step + 1 == steps_in_epoch;
-        const bool closes_window = total_batched_samples % ga == 0 || last_step_of_short_epoch;
-        const std::string where = absl::StrCat("training step ", state_.global_step + 1);
-        RETURN_IF_ERROR_CTX(strategy_->BeforeForward(closes_window), where);
-        ASSIGN_OR_RETURN(at::Tensor tr_loss_step, TrainingStep(*model_, *batch), where);
-        RETURN_IF_ERROR_CTX(strategy_->AfterBackward(), where);
-        if (args_.logging_nan_inf_filter() &&
-            (at::isnan(tr_loss_step).item<bool>() || at::isinf(tr_loss_step).item<bool>())) {
-          // A nan/inf step adds the average of the losses logged so far in this window.
-          tr_loss +=
-              tr_loss / static_cast<double>(1 + state_.global_step - globalstep_last_logged_);
-        } else {
-          tr_loss += tr_loss_step;
-        }
-        current_flos_ += FloatingPointOps(*batch);
-        if (closes_window) {
-          // Unscaled (--fp16's GradScaler), then the norm over every shard, clipped; HF logs
-          // the last window's norm while max_grad_norm > 0.
-          ASSIGN_OR_RETURN(std::optional<double> norm, strategy_->ClipGradients(clip_threshold),
-                           where);
-          if (norm && args_.max_grad_norm() > 0) grad_norm = norm;
-          ASSIGN_OR_RETURN(const bool stepped, strategy_->OptimizerStep(), where);
-          // HF: a step the GradScaler skipped (inf/nan gradients) does not step the scheduler.
-          if (stepped && !lr_scheduler_->steps_on_metric()) lr_scheduler_->Step();
-          strategy_->ZeroGrad();
-          state_.global_step += 1;
-          state_.epoch = epoch + static_cast<double>(step + 1) / steps_in_epoch;
-          RETURN_IF_ERROR(callbacks_.OnStepEnd(args_, state_, control_));
-          position_.micro_batches_in_epoch = step + 1;
-          position_.total_batched_samples = total_batched_samples;
-          RETURN_IF_ERROR(MaybeLogSaveEvaluate(tr_loss, grad_norm));
-        } else {
-          RETURN_IF_ERROR(callbacks_.OnSubstepEnd(args_, state_, control_));
-        }
-        if (control_.should_epoch_stop || control_.should_training_stop) break;
-      }
-      if (step < 0 && skip == 0) {
-        LOG(WARNING) << "There seems to be not a single sample in your epoch_iterator, stopping "
-                        "training at step "
-                     << state_.global_step
-                     << "! This is expected if you're using an IterableDataset and set "
-                        "num_steps ("
-                     << max_steps << ") higher than the number of available samples.";
-        control_.should_training_stop = true;
-      }
-      RETURN_IF_ERROR(callbacks_.OnEpochEnd(args_, state_, control_));
-      position_.micro_batches_in_epoch = step + 1;
-      position_.total_batched_samples = total_batched_samples;
-      position_.epoch_finished = true;
-      RETURN_IF_ERROR(MaybeLogSaveEvaluate(tr_loss, grad_norm));
-      if (control_.should_training_stop) break;
-    }
-
-    // Every rank gets here before the best model (saved by the main process) is read.
-    RETURN_IF_ERROR(parallel_.Barrier());
-    RETURN_IF_ERROR(LoadBestModelAtEnd());
-    // The loss of the last logging window, averaged over ranks like the logged ones (HF adds
-    // this rank's alone here; the mean gives every rank the same train_loss).
-    ASSIGN_OR_RETURN(float last_window_loss, parallel_.MeanFloat(tr_loss.item<float>()));
-    total_loss_scalar_ += last_window_loss;
-    const double effective_global_step = std::max<double>(state_.global_step, 0.001);
-    const double train_loss = total_loss_scalar_ / effective_global_step;
-    Metrics metrics = SpeedMetrics("train", start_time, NowSeconds(), num_train_samples,
-                                   static_cast<double>(state_.max_steps), num_train_tokens);
-    state_.total_flos += current_flos_;
-    current_flos_ = 0;
-    metrics["total_flos"] = state_.total_flos;
-    metrics["train_loss"] = train_loss;
-    is_in_train_ = false;
-    memory_tracker_->StopAndUpdateMetrics("train", &metrics);
-    RETURN_IF_ERROR(Log(metrics));
-    RETURN_IF_ERROR(CleanUpCheckpointsAtEnd());
-    RETURN_IF_ERROR(callbacks_.OnTrainEnd(args_, state_, control_));
-    FinishCurrentPush();  // HF: wait for the checkpoint push to be uploaded
+    RETURN_IF_ERROR(RunEpochs(*train_dataloader, plan, resumed));
+    ASSIGN_OR_RETURN(TrainOutput output, FinishTraining(plan, start_time));
     ctx.train_dataloader = nullptr;
-    TrainOutput output;
-    output.global_step = state_.global_step;
-    output.training_loss = train_loss;
-    output.metrics = std::move(metrics);
     return output;
   } catch (const std::exception& e) {
     absl::Status s = base::TorchErrorToStatus(
         e, absl::StatusCode::kInternal, absl::StrCat("training at step ", state_.global_step));
-    if (IsOutOfMemory(s) && strategy_ != nullptr) {
-      // What the model state takes on this rank, and how to hold less of it.
-      const std::string name = strategy_->Name();
-      const bool shards_parameters = absl::StartsWith(name, "FSDP") || name == "ZeRO-3";
-      s = absl::ResourceExhaustedError(absl::StrCat(
-          s.message(), " (data parallelism: ", name,
-          "; model state on this rank: ", strategy_->StateBytes().Describe(),
-          shards_parameters ? ""
-                            : ". Sharding it over the ranks holds less per rank: --fsdp "
-                              "\"full_shard auto_wrap\", or --deepspeed with zero_optimization "
-                              "stage 2 or 3",
-          ")"));
-    }
+    // What the model state takes on this rank, and how to hold less of it.
+    if (IsOutOfMemory(s) && strategy_ != nullptr) s = runtime::WithOutOfMemoryAdvice(s, *strategy_);
     return s;
   }
+}
+
+absl::Status Trainer::RunEpochs(data::DataLoader& train_dataloader, const TrainingPlan& plan,
+                                const std::optional<ResumedCheckpoint>& resumed) {
+  EpochLoop loop;
+  loop.total_batched_samples = position_.total_batched_samples;
+  loop.clip_threshold = ClipThreshold();
+  int64_t first_epoch = position_.epoch + (position_.epoch_finished ? 1 : 0);
+  // A checkpoint of the final step has nothing left to train (HF: no epochs remain).
+  if (resumed && state_.global_step >= plan.max_steps) first_epoch = plan.num_train_epochs;
+  if (resumed && position_.epoch_finished) {
+    // Nothing draws between an epoch-end save and the next epoch's start.
+    RETURN_IF_ERROR_CTX(rng::RestoreRngState(resumed->rng, &generators_), "resuming RNG state");
+  }
+  for (int64_t epoch = first_epoch; epoch < plan.num_train_epochs; ++epoch) {
+    const bool resume_mid_epoch = resumed && !position_.epoch_finished && epoch == first_epoch;
+    RETURN_IF_ERROR(RunEpoch(train_dataloader, plan, epoch,
+                             resume_mid_epoch ? &*resumed : nullptr, loop));
+    if (control_.should_training_stop) break;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<data::BatchIterator>> Trainer::BeginEpoch(
+    data::DataLoader& train_dataloader, int64_t epoch, const ResumedCheckpoint* resumed,
+    int64_t* skip) {
+  *skip = 0;
+  if (resumed != nullptr) {
+    // Re-create the epoch's order from the RNG state it started with, then continue from the
+    // checkpoint's RNG state at its micro-batch (HF's skip_first_batches + rng sync).
+    if (resumed->epoch_start_rng) {
+      RETURN_IF_ERROR_CTX(rng::RestoreRngState(*resumed->epoch_start_rng, &generators_),
+                          "resuming the epoch's RNG state");
+    }
+    *skip = args_.ignore_data_skip() ? 0 : position_.micro_batches_in_epoch;
+  }
+  ASSIGN_OR_RETURN(epoch_start_rng_, rng::CaptureRngState(generators_));
+  position_.epoch = epoch;
+  position_.epoch_finished = false;
+  RETURN_IF_ERROR(callbacks_.OnEpochBegin(args_, state_, control_));
+  ASSIGN_OR_RETURN(std::unique_ptr<data::BatchIterator> it,
+                   train_dataloader.Epoch(epoch, *skip),
+                   absl::StrCat("train dataloader, epoch ", epoch));
+  if (resumed != nullptr) {
+    RETURN_IF_ERROR_CTX(rng::RestoreRngState(resumed->rng, &generators_), "resuming RNG state");
+  }
+  return it;
+}
+
+absl::Status Trainer::RunEpoch(data::DataLoader& train_dataloader, const TrainingPlan& plan,
+                               int64_t epoch, const ResumedCheckpoint* resumed, EpochLoop& loop) {
+  const int64_t steps_in_epoch =
+      plan.len_dataloader ? *plan.len_dataloader : args_.max_steps() * plan.ga;
+  int64_t skip = 0;
+  ASSIGN_OR_RETURN(std::unique_ptr<data::BatchIterator> it,
+                   BeginEpoch(train_dataloader, epoch, resumed, &skip));
+  int64_t step = skip - 1;
+  while (true) {
+    ASSIGN_OR_RETURN(std::optional<data::Batch> batch, it->Next(),
+                     absl::StrCat("train dataloader, epoch ", epoch, ", batch ", step + 1));
+    if (!batch) break;
+    ++step;
+    ++loop.total_batched_samples;
+    // This micro-batch closes an accumulation window: the optimizer steps after it, so its
+    // backward must leave the gradients averaged over ranks (DDP; no traffic otherwise).
+    const bool last_step_of_short_epoch = steps_in_epoch <= plan.ga && step + 1 == steps_in_epoch;
+    const bool closes_window =
+        loop.total_batched_samples % plan.ga == 0 || last_step_of_short_epoch;
+    RETURN_IF_ERROR(TrainMicroBatch(*batch, step, closes_window, loop));
+    if (closes_window) {
+      state_.epoch = epoch + static_cast<double>(step + 1) / steps_in_epoch;
+      RETURN_IF_ERROR(callbacks_.OnStepEnd(args_, state_, control_));
+      position_.micro_batches_in_epoch = step + 1;
+      position_.total_batched_samples = loop.total_batched_samples;
+      RETURN_IF_ERROR(MaybeLogSaveEvaluate(tr_loss_, loop.grad_norm));
+    } else {
+      RETURN_IF_ERROR(callbacks_.OnSubstepEnd(args_, state_, control_));
+    }
+    if (control_.should_epoch_stop || control_.should_training_stop) break;
+  }
+  if (step < 0 && skip == 0) {
+    LOG(WARNING) << "There seems to be not a single sample in your epoch_iterator, stopping "
+                    "training at step "
+                 << state_.global_step
+                 << "! This is expected if you're using an IterableDataset and set num_steps ("
+                 << plan.max_steps << ") higher than the number of available samples.";
+    control_.should_training_stop = true;
+  }
+  RETURN_IF_ERROR(callbacks_.OnEpochEnd(args_, state_, control_));
+  position_.micro_batches_in_epoch = step + 1;
+  position_.total_batched_samples = loop.total_batched_samples;
+  position_.epoch_finished = true;
+  return MaybeLogSaveEvaluate(tr_loss_, loop.grad_norm);
+}
+
+absl::Status Trainer::TrainMicroBatch(data::Batch& batch, int64_t step, bool closes_window,
+                                      EpochLoop& loop) {
+  if (args_.include_num_input_tokens_seen()) {
+    auto input = batch.find(model_->MainInputName());
+    if (input != batch.end()) state_.num_input_tokens_seen += input->second.numel();
+  }
+  if (step % args_.gradient_accumulation_steps() == 0) {
+    RETURN_IF_ERROR(callbacks_.OnStepBegin(args_, state_, control_));
+  }
+  const std::string where = absl::StrCat("training step ", state_.global_step + 1);
+  RETURN_IF_ERROR_CTX(strategy_->BeforeForward(closes_window), where);
+  ASSIGN_OR_RETURN(at::Tensor tr_loss_step, TrainingStep(*model_, batch), where);
+  RETURN_IF_ERROR_CTX(strategy_->AfterBackward(), where);
+  if (args_.logging_nan_inf_filter() &&
+      (at::isnan(tr_loss_step).item<bool>() || at::isinf(tr_loss_step).item<bool>())) {
+    // A nan/inf step adds the average of the losses logged so far in this window.
+    tr_loss_ += tr_loss_ / static_cast<double>(1 + state_.global_step - globalstep_last_logged_);
+  } else {
+    tr_loss_ += tr_loss_step;
+  }
+  current_flos_ += FloatingPointOps(batch);
+  if (!closes_window) return absl::OkStatus();
+  // Unscaled (--fp16's GradScaler), then the norm over every shard, clipped; HF logs the last
+  // window's norm while max_grad_norm > 0.
+  ASSIGN_OR_RETURN(std::optional<double> norm, strategy_->ClipGradients(loop.clip_threshold),
+                   where);
+  if (norm && args_.max_grad_norm() > 0) loop.grad_norm = norm;
+  ASSIGN_OR_RETURN(const bool stepped, strategy_->OptimizerStep(), where);
+  // HF: a step the GradScaler skipped (inf/nan gradients) does not step the scheduler.
+  if (stepped && !lr_scheduler_->steps_on_metric()) lr_scheduler_->Step();
+  strategy_->ZeroGrad();
+  state_.global_step += 1;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrainOutput> Trainer::FinishTraining(const TrainingPlan& plan,
+                                                    double start_time) {
+  // Every rank gets here before the best model (saved by the main process) is read.
+  RETURN_IF_ERROR(parallel_.Barrier());
+  RETURN_IF_ERROR(LoadBestModelAtEnd());
+  // The loss of the last logging window, averaged over ranks like the logged ones (HF adds
+  // this rank's alone here; the mean gives every rank the same train_loss).
+  ASSIGN_OR_RETURN(float last_window_loss, parallel_.MeanFloat(tr_loss_.item<float>()));
+  total_loss_scalar_ += last_window_loss;
+  const double effective_global_step = std::max<double>(state_.global_step, 0.001);
+  const double train_loss = total_loss_scalar_ / effective_global_step;
+  Metrics metrics = SpeedMetrics("train", start_time, NowSeconds(), plan.num_train_samples,
+                                 static_cast<double>(state_.max_steps), plan.num_train_tokens);
+  state_.total_flos += current_flos_;
+  current_flos_ = 0;
+  metrics["total_flos"] = state_.total_flos;
+  metrics["train_loss"] = train_loss;
+  is_in_train_ = false;
+  memory_tracker_->StopAndUpdateMetrics("train", &metrics);
+  RETURN_IF_ERROR(Log(metrics));
+  RETURN_IF_ERROR(CleanUpCheckpointsAtEnd());
+  RETURN_IF_ERROR(callbacks_.OnTrainEnd(args_, state_, control_));
+  FinishCurrentPush();  // HF: wait for the checkpoint push to be uploaded
+  TrainOutput output;
+  output.global_step = state_.global_step;
+  output.training_loss = train_loss;
+  output.metrics = std::move(metrics);
+  return output;
 }
 
 absl::StatusOr<int64_t> Trainer::InitialTrainBatchSize(

@@ -26,7 +26,9 @@
 #include "trainer/flow_callbacks.h"
 #include "trainer/label_smoother.h"
 #include "trainer/neftune.h"
-#include "trainer/run_setup.h"
+#include "runtime/precision_forward.h"
+#include "runtime/run_setup.h"
+#include "runtime/strategy_setup.h"
 #include "trainer/tensorboard_callback.h"
 
 namespace loom::trainer {
@@ -50,8 +52,12 @@ absl::Status Trainer::Init() {
   user_optimizer_ = optimizer_ != nullptr;
   ASSIGN_OR_RETURN(std::vector<std::string> warnings, args::PostInit(&args_),
                    "Trainer: resolving TrainingArguments");
-  ASSIGN_OR_RETURN(parallel_, ParallelContext::Create(std::move(options_.process_group), args_),
+  ASSIGN_OR_RETURN(parallel_,
+                   runtime::ParallelContext::Create(std::move(options_.process_group), args_),
                    "Trainer: joining the process group");
+  ASSIGN_OR_RETURN(topology_,
+                   runtime::DataParallelTopologyFor(args_, parallel_, options_.strategy_factory),
+                   "Trainer");
   // The process log level (spec/trainer.md §5.2): log_level on the main process,
   // log_level_replica on the others; passive keeps the current level.
   logging::ProcessLogPolicy policy;
@@ -106,8 +112,8 @@ absl::Status Trainer::Init() {
   }
   // Device (HF: cuda:LOCAL_RANK in a launched run, cuda:0 otherwise), precision policy (HF
   // sets up amp in __init__) and checkpointing options, once per Trainer.
-  ASSIGN_OR_RETURN(RunSetup setup,
-                   ResolveRunSetup(args_, parallel_.local_rank(), parallel_.world_size()));
+  ASSIGN_OR_RETURN(runtime::RunSetup setup, runtime::ResolveRunSetup(args_, parallel_.local_rank(),
+                                                                     parallel_.world_size()));
   device_ = setup.device;
   gradient_checkpointing_ = setup.gradient_checkpointing;
   precision::PrecisionPolicy precision_policy;
@@ -202,7 +208,7 @@ data::DataLoaderOptions Trainer::LoaderOptions(int64_t batch_size) const {
 
 absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::GetTrainDataloader() {
   const int64_t batch_size = TrainBatchSize();
-  if (options_.train_iterable_dataset != nullptr && parallel_.world_size() > 1) {
+  if (options_.train_iterable_dataset != nullptr && topology_.data_parallel_size > 1) {
     // Every rank reads the stream and keeps its slice of each global chunk (accelerate's
     // IterableDatasetShard; its dispatcher sends rank r the same slice from rank 0).
     ASSIGN_OR_RETURN(data::BatchShardOptions shard, ShardOptions(batch_size));
@@ -246,7 +252,7 @@ absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::GetTrainDataloader() 
     sampler = std::make_unique<data::RandomSampler>(options_.train_dataset->Size(),
                                                     static_cast<uint64_t>(seed));
   }
-  if (parallel_.world_size() == 1) {
+  if (topology_.data_parallel_size == 1) {
     return MakeDataLoader(options_.train_dataset, std::move(sampler), batch_size);
   }
   // accelerate's BatchSamplerShard over the global batches (spec/trainer.md §2.3).
@@ -262,8 +268,8 @@ absl::StatusOr<data::BatchShardOptions> Trainer::ShardOptions(int64_t batch_size
   data::BatchShardOptions shard;
   shard.batch_size = batch_size;
   shard.drop_last = args_.dataloader_drop_last();
-  shard.num_processes = parallel_.world_size();
-  shard.process_index = parallel_.rank();
+  shard.num_processes = topology_.data_parallel_size;
+  shard.process_index = topology_.data_parallel_rank;
   if (args_.has_accelerator_config() && !args_.accelerator_config().empty()) {
     const auto config = nlohmann::json::parse(args_.accelerator_config(), nullptr, false);
     if (!config.is_object()) {
@@ -282,13 +288,13 @@ absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::GetEvalDataloader(
         "Trainer: evaluation requires an eval_dataset (TrainerOptions.eval_dataset)");
   }
   const int64_t batch_size = args::EvalBatchSizePerDevice(args_);
-  if (parallel_.world_size() > 1) {
+  if (topology_.data_parallel_size > 1) {
     // Whole single-process batches dealt round robin, so the gathered results are exactly the
     // single-process ones (data/shard_sampler.h EvalShardSampler).
     ASSIGN_OR_RETURN(
         std::unique_ptr<data::EvalShardSampler> sampler,
-        data::EvalShardSampler::Create(dataset->Size(), batch_size, parallel_.world_size(),
-                                       parallel_.rank(), args_.dataloader_drop_last()),
+        data::EvalShardSampler::Create(dataset->Size(), batch_size, topology_.data_parallel_size,
+                                       topology_.data_parallel_rank, args_.dataloader_drop_last()),
         "--per_device_eval_batch_size");
     // The sampler already left out a dropped last batch; its batches are all whole.
     return data::DataLoader::Create(LoaderOptions(batch_size).set_drop_last(false),
@@ -401,16 +407,7 @@ absl::StatusOr<at::Tensor> Trainer::TrainingStep(Model& model, data::Batch& inpu
 }
 
 ModelOutput Trainer::CallModel(Model& model, const data::Batch& inputs) const {
-  ModelOutput outputs;
-  {
-    // accelerate's prepare_model: model.forward under autocast with amp ...
-    precision::AutocastGuard autocast(precision_->ForwardAutocast());
-    outputs = model.Forward(inputs);
-  }
-  // ... and its convert_outputs_to_fp32.
-  outputs.loss = precision_->OutputToFp32(outputs.loss);
-  for (auto& [name, value] : outputs.outputs) value = precision_->OutputToFp32(value);
-  return outputs;
+  return runtime::ForwardInPrecision(model, inputs, *precision_);
 }
 
 double Trainer::FloatingPointOps(const data::Batch& inputs) {

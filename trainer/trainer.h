@@ -58,14 +58,16 @@
 #include "rng/rng_state.h"
 #include "sharding/deepspeed_plan.h"
 #include "sharding/strategy.h"
+#include "sharding/strategy_registry.h"
 #include "threads/thread_plan.h"
 #include "trainer/callback.h"
+#include "trainer/checkpoint_io.h"
 #include "trainer/flow_callbacks.h"
 #include "trainer/memory_tracker.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"
 #include "trainer/model_card.h"
-#include "trainer/parallel_context.h"
+#include "runtime/parallel_context.h"
 #include "trainer/resume_position.h"
 #include "trainer/trainer_state.h"
 
@@ -153,6 +155,10 @@ struct TrainerOptions {
   // created once per process (rank 0 hosts its store on MASTER_PORT): a second Trainer in the
   // same launched process must be given the first one's `parallel().process_group()`.
   std::optional<distributed::ProcessGroup> process_group;
+  // The data-parallel strategy's factory; unset: the registered one the arguments select
+  // (--deepspeed, --fsdp, else DDP / one process; sharding/create_strategy.h). A program's own
+  // strategy (sharding/strategy_registry.h) trains through the same loop.
+  std::shared_ptr<const sharding::StrategyFactory> strategy_factory;
 };
 
 class Trainer {
@@ -270,7 +276,10 @@ class Trainer {
   bool is_world_process_zero() const { return parallel_.is_world_zero(); }
   bool is_local_process_zero() const { return parallel_.is_local_zero(); }
   // This process's place in the run (world size, ranks, collectives).
-  ParallelContext& parallel() { return parallel_; }
+  runtime::ParallelContext& parallel() { return parallel_; }
+  // How the ranks split the data (the strategy factory's answer): the loaders, the global batch
+  // and the evaluation gather count data-parallel replicas, not processes.
+  const sharding::DataParallelTopology& topology() const { return topology_; }
   const at::Device& device() const { return device_; }
   const precision::PrecisionPolicy& precision_policy() const { return precision_->policy(); }
   // --fp16's GradScaler (null without one).
@@ -290,8 +299,18 @@ class Trainer {
   // fn() put into the model become the strategy's.
   absl::Status WithFullParameters(const std::function<absl::Status()>& fn, bool write_back);
   // ZeRO-3 without stage3_gather_16bit_weights_on_model_save: no weights file is written
-  // (spec/deepspeed.md §6.1); the ZeRO files hold them.
+  // (transformers 4.38 `Trainer.save_model` under DeepSpeed); the ZeRO files hold them.
   bool SavesNoWeights() const;
+  // Whether the strategy writes its own optimizer-state files into a checkpoint (ZeRO's
+  // global_stepN/, also for --save_only_model when they are the only copy of the weights).
+  bool StrategySavesState() const;
+  // What the strategy's checkpoint files record next to its state.
+  sharding::StrategySaveInfo StrategyInfo() const;
+  // HF _save_checkpoint's best metric / best checkpoint update from `metrics`.
+  absl::Status UpdateBestMetric(const Metrics* metrics, const std::string& final_dir);
+  // The files of the checkpoint this rank writes (`saver`: the shared ones too).
+  CheckpointContents ContentsToSave(bool saver, const ResumePosition& position,
+                                    const rng::RngState& rng) const;
   // The model's weights from `dir` (whole parameters, written back into the strategy's shards);
   // a folder without weights whose strategy files hold them (SavesNoWeights) loads those.
   absl::Status LoadWeights(const std::string& dir, bool strategy_files_hold_them);
@@ -323,8 +342,10 @@ class Trainer {
   rng::GeneratorSet generators_;
   at::Device device_{at::kCPU};
   bool is_in_train_ = false;
-  ParallelContext parallel_;
-  // Chosen once per Train() (sharding/create_strategy.h): one process, DDP, ...
+  runtime::ParallelContext parallel_;
+  sharding::DataParallelTopology topology_;
+  // Chosen once per Train() (runtime/strategy_setup.h): one process, DDP, ZeRO, FSDP, or the
+  // program's own (TrainerOptions::strategy_factory).
   std::unique_ptr<sharding::ShardingStrategy> strategy_;
   // The --deepspeed plan of the run in progress (sharding/deepspeed_plan.h), made when Train
   // starts; unset without --deepspeed.
@@ -385,6 +406,51 @@ class Trainer {
   };
   absl::StatusOr<ResumedCheckpoint> LoadForResume(const std::string& folder,
                                                   int64_t num_update_steps_per_epoch);
+
+  // The inner loop's stages (HF's _inner_training_loop, in its order).
+  // What the loop will do: HF's step, epoch and sample arithmetic for this dataloader.
+  struct TrainingPlan {
+    int64_t ga = 1;  // gradient_accumulation_steps
+    int64_t train_batch_size = 0;
+    int64_t total_train_batch_size = 0;  // per device x accumulation x data-parallel replicas
+    std::optional<int64_t> len_dataloader;
+    int64_t max_steps = 0;
+    int64_t num_train_epochs = 0;
+    int64_t num_update_steps_per_epoch = 0;
+    double num_train_samples = 0;
+    std::optional<double> num_train_tokens;
+  };
+  // What the epochs carry from one micro-batch to the next.
+  struct EpochLoop {
+    int64_t total_batched_samples = 0;
+    std::optional<double> grad_norm;
+    double clip_threshold = 0;
+  };
+  absl::StatusOr<TrainingPlan> PlanTraining(data::DataLoader& train_dataloader);
+  // A fresh TrainerState for the plan, the DeepSpeed plan, the optimizer and scheduler, and the
+  // data-parallel strategy.
+  absl::Status SetUpTraining(const TrainingPlan& plan);
+  // The position the run starts from (the beginning, or the resumed checkpoint's), and the
+  // loop's running totals from it.
+  absl::StatusOr<std::optional<ResumedCheckpoint>> StartPosition(
+      const std::optional<std::string>& resume_folder, const TrainingPlan& plan);
+  // --max_grad_norm, or a DeepSpeed config's gradient_clipping.
+  double ClipThreshold() const;
+  absl::Status RunEpochs(data::DataLoader& train_dataloader, const TrainingPlan& plan,
+                         const std::optional<ResumedCheckpoint>& resumed);
+  // The epoch's batches (after the resumed micro-batches when `resumed` is set, whose RNG
+  // states it restores); *skip: the micro-batches skipped.
+  absl::StatusOr<std::unique_ptr<data::BatchIterator>> BeginEpoch(
+      data::DataLoader& train_dataloader, int64_t epoch, const ResumedCheckpoint* resumed,
+      int64_t* skip);
+  absl::Status RunEpoch(data::DataLoader& train_dataloader, const TrainingPlan& plan,
+                        int64_t epoch, const ResumedCheckpoint* resumed, EpochLoop& loop);
+  // Forward and backward of one micro-batch through the strategy, and the optimizer step when
+  // it closes an accumulation window.
+  absl::Status TrainMicroBatch(data::Batch& batch, int64_t step, bool closes_window,
+                               EpochLoop& loop);
+  // After the last epoch: the best model, train_loss and the speed metrics, on_train_end.
+  absl::StatusOr<TrainOutput> FinishTraining(const TrainingPlan& plan, double start_time);
   // trainer_state.json's stateful_callbacks: every stateful callback's ExportState under its
   // Name() (a list for several of one name) and "TrainerControl" (HF 4.41).
   Metrics CallbackStates() const;

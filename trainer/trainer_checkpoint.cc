@@ -10,10 +10,12 @@
 #include "base/status_macros.h"
 #include "checkpoint/folder/discovery.h"
 #include "checkpoint/folder/rotation.h"
-#include "checkpoint/folder/staged_folder.h"
 #include "checkpoint/folder/verify.h"
 #include "glog/logging.h"
 #include "rng/rng_state_file.h"
+#include "runtime/full_parameters.h"
+#include "runtime/model_files.h"
+#include "runtime/shared_staged_folder.h"
 #include "trainer/checkpoint_io.h"
 #include "trainer/trainer.h"
 
@@ -37,12 +39,8 @@ absl::Status Rotate(const args::TrainingArguments& args, const TrainerState& sta
 
 absl::Status Trainer::WithFullParameters(const std::function<absl::Status()>& fn,
                                          bool write_back) {
-  if (strategy_ == nullptr) return fn();
-  RETURN_IF_ERROR_CTX(strategy_->BeginFullParameters(), "gathering the sharded parameters");
-  absl::Status s = fn();
-  absl::Status released = strategy_->EndFullParameters(write_back && s.ok());
-  RETURN_IF_ERROR(s);
-  return released;
+  return runtime::WithFullParameters(strategy_.get(), write_back, "the model's full parameters",
+                                     fn);
 }
 
 bool Trainer::SavesNoWeights() const {
@@ -50,11 +48,20 @@ bool Trainer::SavesNoWeights() const {
          !deepspeed_->stage3_gather_16bit_weights_on_model_save;
 }
 
+sharding::StrategySaveInfo Trainer::StrategyInfo() const {
+  sharding::StrategySaveInfo info;
+  info.global_step = state_.global_step;
+  info.global_samples = state_.global_step * args_.gradient_accumulation_steps() *
+                        TrainBatchSize() * topology_.data_parallel_size;
+  if (lr_scheduler_ != nullptr) info.lr_scheduler = lr_scheduler_->StateDict();
+  return info;
+}
+
 absl::Status Trainer::LoadWeights(const std::string& dir, bool strategy_files_hold_them) {
   absl::Status loaded = absl::OkStatus();
   RETURN_IF_ERROR(WithFullParameters(
       [&] {
-        loaded = LoadModelFiles(dir, model_.get());
+        loaded = runtime::LoadModelFiles(dir, model_.get());
         return loaded.code() == absl::StatusCode::kNotFound && strategy_files_hold_them
                    ? absl::OkStatus()
                    : loaded;
@@ -76,31 +83,75 @@ absl::Status Trainer::SaveModel(std::optional<std::string> output_dir) {
 absl::Status Trainer::SaveModelFiles(const std::string& dir) {
   if (SavesNoWeights()) {
     // HF's save_model under ZeRO-3 when the 16-bit weights are not gathered: the DeepSpeed
-    // checkpoint instead of a weights file (spec/deepspeed.md §6.1).
+    // checkpoint instead of a weights file (transformers 4.38 `Trainer.save_model`).
     LOG(WARNING) << " stage3_gather_16bit_weights_on_model_save=false. Saving the full "
                     "checkpoint instead, use zero_to_fp32.py to recover weights";
     absl::Status written = base::MakeDirs(dir);
     if (written.ok() && parallel_.ShouldSave(args_)) {
-      written = WriteModelFiles(dir, *model_, args_, /*weights=*/false);
+      written = runtime::WriteModelFiles(dir, *model_, runtime::TrainerModelFiles(args_, false));
       if (written.ok() && options_.save_tokenizer) written = options_.save_tokenizer(dir);
     }
     RETURN_IF_ERROR(parallel_.AgreeOnStatus(written, "saving the model"));
-    sharding::StrategySaveInfo info;
-    info.global_step = state_.global_step;
-    info.global_samples = state_.global_step * args_.gradient_accumulation_steps() *
-                          TrainBatchSize() * parallel_.world_size();
-    if (lr_scheduler_ != nullptr) info.lr_scheduler = lr_scheduler_->StateDict();
-    return strategy_->SaveState(dir, info);
+    return strategy_->SaveState(dir, StrategyInfo());
   }
   return WithFullParameters(
       [&]() -> absl::Status {
         if (!parallel_.ShouldSave(args_)) return absl::OkStatus();  // HF: args.should_save
         RETURN_IF_ERROR(base::MakeDirs(dir));
-        RETURN_IF_ERROR(WriteModelFiles(dir, *model_, args_));
+        RETURN_IF_ERROR(runtime::WriteModelFiles(dir, *model_, runtime::TrainerModelFiles(args_)));
         // HF's _save: the tokenizer accompanies the saved model.
         return options_.save_tokenizer ? options_.save_tokenizer(dir) : absl::OkStatus();
       },
       /*write_back=*/false);
+}
+
+absl::Status Trainer::UpdateBestMetric(const Metrics* metrics, const std::string& final_dir) {
+  if (metrics == nullptr || args_.metric_for_best_model().empty()) return absl::OkStatus();
+  std::string metric = args_.metric_for_best_model();
+  if (metric.rfind("eval_", 0) != 0) metric = "eval_" + metric;
+  ASSIGN_OR_RETURN(double value, MetricValue(*metrics, metric), "--metric_for_best_model");
+  const bool better =
+      !state_.best_metric.has_value() || !state_.best_model_checkpoint.has_value() ||
+      (args_.greater_is_better() ? value > *state_.best_metric : value < *state_.best_metric);
+  if (better) {
+    state_.best_metric = value;
+    state_.best_model_checkpoint = final_dir;
+  }
+  return absl::OkStatus();
+}
+
+CheckpointContents Trainer::ContentsToSave(bool saver, const ResumePosition& position,
+                                           const rng::RngState& rng) const {
+  CheckpointContents contents;
+  contents.write_shared = saver;
+  contents.rank = parallel_.rank();
+  contents.world_size = parallel_.world_size();
+  contents.model = model_.get();
+  contents.model_weights = !SavesNoWeights();
+  contents.state = &state_;
+  contents.args = &args_;
+  contents.position = &position;
+  if (args_.save_only_model()) return contents;
+  // A strategy that shards the optimizer state writes it itself (ZeRO: global_stepN/).
+  contents.optimizer = StrategySavesState() ? nullptr : optimizer_.get();
+  contents.scheduler = lr_scheduler_.get();
+  contents.grad_scaler = precision_->grad_scaler();
+  contents.rng = &rng;
+  contents.epoch_start_rng = &epoch_start_rng_;
+  // An epoch-end save can fall inside an accumulation window that the next epoch completes:
+  // keep its (this rank's, not yet averaged) gradients so the resumed step is the same.
+  if (position.total_batched_samples % args_.gradient_accumulation_steps() != 0) {
+    for (const auto& p : model_->named_parameters()) {
+      if (p.value().grad().defined()) contents.pending_grads.push_back({p.key(), p.value().grad()});
+    }
+  }
+  return contents;
+}
+
+bool Trainer::StrategySavesState() const {
+  // ZeRO-3 without gathered 16-bit weights keeps the weights only in its own files, so they
+  // are written even with --save_only_model.
+  return (!args_.save_only_model() || SavesNoWeights()) && strategy_->OwnsOptimizerState();
 }
 
 absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
@@ -109,114 +160,44 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
   current_flos_ = 0;
   const std::string name = absl::StrCat("checkpoint-", state_.global_step);
   const std::string final_dir = absl::StrCat(args_.output_dir(), "/", name);
-  // Best metric / best checkpoint (HF _save_checkpoint; spec/trainer.md §11 item 82).
-  if (metrics != nullptr && !args_.metric_for_best_model().empty()) {
-    std::string metric = args_.metric_for_best_model();
-    if (metric.rfind("eval_", 0) != 0) metric = "eval_" + metric;
-    ASSIGN_OR_RETURN(double value, MetricValue(*metrics, metric), "--metric_for_best_model");
-    const bool better =
-        !state_.best_metric.has_value() || !state_.best_model_checkpoint.has_value() ||
-        (args_.greater_is_better() ? value > *state_.best_metric : value < *state_.best_metric);
-    if (better) {
-      state_.best_metric = value;
-      state_.best_model_checkpoint = final_dir;
-    }
-  }
+  RETURN_IF_ERROR(UpdateBestMetric(metrics, final_dir));
+  // HF 4.41 refreshes only TrainerControl here; loom saves every stateful callback's state as it
+  // is now, so a restored EarlyStoppingCallback continues with the right patience counter.
+  if (parallel_.ShouldSave(args_)) state_.stateful_callbacks = CallbackStates();
   // The saving rank (rank 0, or each node's local rank 0 with save_on_each_node) stages the
   // folder and writes the shared files; every rank writes its own RNG (rng_state_<rank>.pth,
   // as HF) and open-window gradients into it; the saver commits once all have finished.
-  const bool saver = parallel_.ShouldSave(args_);
-  std::optional<checkpoint::StagedFolder> staged;
-  std::string staging_dir;
-  absl::Status begun_status = absl::OkStatus();
-  if (saver) {
-    // HF 4.41 refreshes only TrainerControl here; loom saves every stateful callback's state as
-    // it is now, so a restored EarlyStoppingCallback continues with the right patience counter.
-    state_.stateful_callbacks = CallbackStates();
-    // Begin creates output_dir (durably) when it is missing.
-    absl::StatusOr<checkpoint::StagedFolder> begun =
-        checkpoint::StagedFolder::Begin(args_.output_dir(), name);
-    if (begun.ok()) {
-      staged.emplace(std::move(*begun));
-      staging_dir = staged->path().string();
-    } else {
-      begun_status = begun.status();
-    }
-  }
-  RETURN_IF_ERROR_CTX(parallel_.ShareFromSaver(args_, staging_dir), final_dir);
-  if (begun_status.ok() && staging_dir.empty()) {
-    begun_status = absl::InternalError("the saving rank could not create the checkpoint folder");
-  }
-  RETURN_IF_ERROR_CTX(parallel_.AgreeOnStatus(begun_status, "creating the checkpoint folder"),
-                      final_dir);
+  ASSIGN_OR_RETURN(runtime::SharedStagedFolder folder,
+                   runtime::SharedStagedFolder::Begin(parallel_, args_, args_.output_dir(), name,
+                                                      final_dir));
   ASSIGN_OR_RETURN(rng::RngState rng, rng::CaptureRngState(generators_));
   ResumePosition position = position_;
   position.tr_loss = tr_loss_.defined() ? tr_loss_.item<float>() : 0.0f;
   position.total_loss_scalar = total_loss_scalar_;
   position.globalstep_last_logged = globalstep_last_logged_;
   position.current_flos = current_flos_;
-  CheckpointContents contents;
-  contents.write_shared = saver;
-  contents.rank = parallel_.rank();
-  contents.world_size = parallel_.world_size();
-  contents.model = model_.get();
-  contents.model_weights = !SavesNoWeights();
-  if (!contents.model_weights && saver) {
+  const CheckpointContents contents = ContentsToSave(folder.saver(), position, rng);
+  if (!contents.model_weights && folder.saver()) {
     LOG(WARNING) << " stage3_gather_16bit_weights_on_model_save=false. Saving the full "
                     "checkpoint instead, use zero_to_fp32.py to recover weights";
   }
-  contents.state = &state_;
-  contents.args = &args_;
-  contents.position = &position;
-  // ZeRO-3 without gathered 16-bit weights keeps the weights only in its own files, so they
-  // are written even with --save_only_model.
-  const bool strategy_state =
-      (!args_.save_only_model() || SavesNoWeights()) && strategy_->OwnsOptimizerState();
-  if (!args_.save_only_model()) {
-    // A strategy that shards the optimizer state writes it itself (ZeRO: global_stepN/).
-    contents.optimizer = strategy_state ? nullptr : optimizer_.get();
-    contents.scheduler = lr_scheduler_.get();
-    contents.grad_scaler = precision_->grad_scaler();
-    contents.rng = &rng;
-    contents.epoch_start_rng = &epoch_start_rng_;
-    // An epoch-end save can fall inside an accumulation window that the next epoch completes:
-    // keep its (this rank's, not yet averaged) gradients so the resumed step is the same.
-    if (position.total_batched_samples % args_.gradient_accumulation_steps() != 0) {
-      for (const auto& p : model_->named_parameters()) {
-        if (p.value().grad().defined())
-          contents.pending_grads.push_back({p.key(), p.value().grad()});
-      }
-    }
-  }
-  // The folder is committed only if every rank wrote its files.
   absl::Status written =
       contents.model_weights
-          ? WithFullParameters([&] { return WriteCheckpointFiles(staging_dir, contents); },
+          ? WithFullParameters([&] { return WriteCheckpointFiles(folder.path(), contents); },
                                /*write_back=*/false)
-          : WriteCheckpointFiles(staging_dir, contents);
-  if (written.ok() && saver && options_.save_tokenizer) {
-    written = options_.save_tokenizer(staging_dir);  // HF's _save writes it into checkpoints
+          : WriteCheckpointFiles(folder.path(), contents);
+  if (written.ok() && folder.saver() && options_.save_tokenizer) {
+    written = options_.save_tokenizer(folder.path());  // HF's _save writes it into checkpoints
   }
-  if (written.ok() && strategy_state) {
-    sharding::StrategySaveInfo info;
-    info.global_step = state_.global_step;
-    info.global_samples = state_.global_step * args_.gradient_accumulation_steps() *
-                          TrainBatchSize() * parallel_.world_size();
-    if (lr_scheduler_ != nullptr) info.lr_scheduler = lr_scheduler_->StateDict();
-    written = strategy_->SaveState(staging_dir, info);
+  if (written.ok() && StrategySavesState()) {
+    written = strategy_->SaveState(folder.path(), StrategyInfo());
   }
-  RETURN_IF_ERROR_CTX(parallel_.AgreeOnStatus(written, "writing the checkpoint files"), final_dir);
-  absl::Status committed = absl::OkStatus();
-  if (saver) {
-    committed = staged->Commit().status();
-    // HF order: the hub push (its files copied now, pushed in the background), then rotation.
-    if (committed.ok() && hub_pusher_ != nullptr) committed = PushFromCheckpoint(final_dir);
-    if (committed.ok()) committed = Rotate(args_, state_);
-  }
-  // Nobody goes on (and e.g. reads the folder) before it is committed, and a failed commit
-  // stops every rank.
-  RETURN_IF_ERROR_CTX(parallel_.AgreeOnStatus(committed, "committing the checkpoint"), final_dir);
-  return absl::OkStatus();
+  // HF order after the commit: the hub push (its files copied now, pushed in the background),
+  // then rotation.
+  return folder.Commit(written, [&]() -> absl::Status {
+    if (hub_pusher_ != nullptr) RETURN_IF_ERROR(PushFromCheckpoint(final_dir));
+    return Rotate(args_, state_);
+  });
 }
 
 absl::StatusOr<std::string> Trainer::ResolveResumeFolder(const ResumeFrom& resume) {
@@ -277,7 +258,7 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
   // below, which every rank loads anyway).
   RETURN_IF_ERROR(WithFullParameters(
       [&]() -> absl::Status {
-        absl::Status s = LoadModelFiles(dir, model_.get());
+        absl::Status s = runtime::LoadModelFiles(dir, model_.get());
         if (s.code() == absl::StatusCode::kNotFound && SavesNoWeights()) return absl::OkStatus();
         return s;
       },
@@ -328,7 +309,7 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
     RETURN_IF_ERROR(LoadOptimizerAndSchedulerFiles(dir, optimizer_.get(), lr_scheduler_.get()));
   }
   if (precision_->grad_scaler() != nullptr) {
-    RETURN_IF_ERROR(LoadGradScalerFile(dir, precision_->grad_scaler()));
+    RETURN_IF_ERROR(runtime::LoadGradScalerFile(dir, precision_->grad_scaler()));
   }
   RETURN_IF_ERROR(LoadPendingGrads(dir, model_.get(), parallel_.rank(), parallel_.world_size()));
   const ProcessFileNames files = ProcessFiles(parallel_.rank(), parallel_.world_size());

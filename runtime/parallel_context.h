@@ -29,8 +29,8 @@
 //   ASSIGN_OR_RETURN(ParallelContext parallel, ParallelContext::Create(std::nullopt, args));
 //   if (parallel.ShouldSave(args)) { ... }
 //   RETURN_IF_ERROR(parallel.Barrier());
-#ifndef LOOM_TRAINER_PARALLEL_CONTEXT_H_
-#define LOOM_TRAINER_PARALLEL_CONTEXT_H_
+#ifndef LOOM_RUNTIME_PARALLEL_CONTEXT_H_
+#define LOOM_RUNTIME_PARALLEL_CONTEXT_H_
 
 #include <torch/nn/module.h>
 
@@ -46,7 +46,7 @@
 #include "distributed/process_group.h"
 #include "logging/log_level.h"
 
-namespace loom::trainer {
+namespace loom::runtime {
 
 class ParallelContext {
  public:
@@ -89,6 +89,6 @@ class ParallelContext {
   int64_t shares_ = 0;        // store keys used by ShareFromSaver
 };
 
-}  // namespace loom::trainer
+}  // namespace loom::runtime
 
-#endif  // LOOM_TRAINER_PARALLEL_CONTEXT_H_
+#endif  // LOOM_RUNTIME_PARALLEL_CONTEXT_H_

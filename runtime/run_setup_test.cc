@@ -1,4 +1,4 @@
-#include "trainer/run_setup.h"
+#include "runtime/run_setup.h"
 
 #include <torch/cuda.h>
 
@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace loom::trainer {
+namespace loom::runtime {
 namespace {
 
 using ::loom::args::testing::ResolveForTest;
@@ -87,4 +87,4 @@ TEST(RunSetupTest, AutoFindBatchSizeNeedsOneProcess) {
 }
 
 }  // namespace
-}  // namespace loom::trainer
+}  // namespace loom::runtime

@@ -1,4 +1,4 @@
-#include "trainer/run_setup.h"
+#include "runtime/run_setup.h"
 
 #include <torch/cuda.h>
 
@@ -7,7 +7,7 @@
 #include "args/fsdp_config.h"
 #include "base/status_macros.h"
 
-namespace loom::trainer {
+namespace loom::runtime {
 namespace {
 
 absl::StatusOr<at::Device> TrainingDevice(const args::TrainingArguments& args, int local_rank) {
@@ -78,4 +78,4 @@ absl::StatusOr<RunSetup> ResolveRunSetup(const args::TrainingArguments& args, in
   return setup;
 }
 
-}  // namespace loom::trainer
+}  // namespace loom::runtime

@@ -21,8 +21,8 @@
 //   ASSIGN_OR_RETURN(RunSetup setup, ResolveRunSetup(args, local_rank, world_size));
 //   LOG(WARNING) << "device: " << setup.device << ", 16-bits training: "
 //                << setup.precision.policy.SixteenBit();
-#ifndef LOOM_TRAINER_RUN_SETUP_H_
-#define LOOM_TRAINER_RUN_SETUP_H_
+#ifndef LOOM_RUNTIME_RUN_SETUP_H_
+#define LOOM_RUNTIME_RUN_SETUP_H_
 
 #include <ATen/ATen.h>
 
@@ -34,7 +34,7 @@
 #include "precision/policy.h"
 #include "threads/thread_plan.h"
 
-namespace loom::trainer {
+namespace loom::runtime {
 
 struct RunSetup {
   at::Device device = at::Device(at::kCPU);
@@ -46,6 +46,6 @@ struct RunSetup {
 absl::StatusOr<RunSetup> ResolveRunSetup(const args::TrainingArguments& args, int local_rank,
                                          int world_size);
 
-}  // namespace loom::trainer
+}  // namespace loom::runtime
 
-#endif  // LOOM_TRAINER_RUN_SETUP_H_
+#endif  // LOOM_RUNTIME_RUN_SETUP_H_

@@ -1,4 +1,4 @@
-#include "trainer/parallel_context.h"
+#include "runtime/parallel_context.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace loom::trainer {
+namespace loom::runtime {
 namespace {
 
 using ::loom::distributed::testing::JoinGroup;
@@ -90,4 +90,4 @@ TEST(ParallelContextTest, ThreeRanksShareCollectivesAndMainProcessFirst) {
 }
 
 }  // namespace
-}  // namespace loom::trainer
+}  // namespace loom::runtime

@@ -1,4 +1,4 @@
-#include "trainer/parallel_context.h"
+#include "runtime/parallel_context.h"
 
 #include <random>
 #include <utility>
@@ -8,7 +8,7 @@
 #include "distributed/collectives.h"
 #include "distributed/distributed_env.h"
 
-namespace loom::trainer {
+namespace loom::runtime {
 
 absl::StatusOr<ParallelContext> ParallelContext::Create(std::optional<distributed::ProcessGroup> pg,
                                                         const args::TrainingArguments& args) {
@@ -132,4 +132,4 @@ absl::Status ParallelContext::MainProcessFirst(bool local,
   return status;
 }
 
-}  // namespace loom::trainer
+}  // namespace loom::runtime
