@@ -1,4 +1,4 @@
-// One-pass CPU optimizer kernels (issue 16): DeepSpeed's CPUAdam / CPUAdagrad idea in loom —
+// One-pass CPU optimizer kernels (for ZeRO-Offload): DeepSpeed's CPUAdam / CPUAdagrad idea in loom —
 // each element's parameter, gradient and state read once and written once, vectorised for
 // AVX-512 or AVX2 (chosen at run time from what the CPU has) with a scalar fallback, split over
 // LibTorch's intra-op threads, and optionally writing the updated parameter's 16-bit copy
