@@ -20,7 +20,8 @@ using ::loom::base::testing::StatusIs;
 using ::testing::HasSubstr;
 using google::protobuf::util::MessageDifferencer;
 
-// Golden files were written by hand from spec/trainer.md §2 and HF's to_json_string() rules
+// Golden files were written by hand from transformers 4.41's TrainingArguments and its
+// to_json_string() rules
 // (field order, Python float repr, post-init values, token placeholders) with the clock and
 // host fixed to 2024-01-02 03:04:05 UTC / "goldenhost".
 PostInitOptions Fixed() {
