@@ -1,4 +1,4 @@
-// GPU order (issue 15; spec/trainer.md §7): which physical GPU each CUDA ordinal of this process
+// GPU order (transformers' Trainer docs, "Specific GPUs Selection"): which physical GPU each CUDA ordinal of this process
 // is, under CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER, and which one each local rank of a
 // launcher uses — what //tools:gpu_order prints.
 //
