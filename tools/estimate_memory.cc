@@ -1,5 +1,5 @@
-// estimate_memory: DeepSpeed's ZeRO memory estimators as a command (issue 15; spec/deepspeed.md
-// §7.2) — the bytes of parameters, gradients and optimizer states each offload option needs
+// estimate_memory: DeepSpeed's ZeRO memory estimators as a command (DeepSpeed 0.13.5
+// estimate_zero2_* / estimate_zero3_model_states_mem_needs*) — the bytes of parameters, gradients and optimizer states each offload option needs
 // per CPU and per GPU, printed exactly as DeepSpeed's
 // estimate_zero{2,3}_model_states_mem_needs_all_{cold,live} print them.
 //
