@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Accelerate tutorial's claim (spec/deepspeed.md §10): the distributed loop differs from the
+# The Accelerate tutorial's claim (transformers docs, "Distributed training with 🤗 Accelerate"): the distributed loop differs from the
 # single-process one by four changes — the include, creating the Accelerator, Prepare in place
 # of the device moves, Backward in place of backward. The changed lines of the two example
 # files must be exactly these.
