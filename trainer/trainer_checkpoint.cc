@@ -1,7 +1,6 @@
 // Trainer::SaveCheckpoint / SaveModel / LoadForResume / FinishCheckpoints: HF's
 // _save_checkpoint, save_model, _load_from_checkpoint + _load_optimizer_and_scheduler +
-// _load_rng_state, and the end-of-training best-model handling (spec/trainer.md §4,
-// §11 items 78–90), over checkpoint/folder (atomic folders) and trainer/checkpoint_io (files).
+// _load_rng_state, and the end-of-training best-model handling (transformers 4.41), over checkpoint/folder (atomic folders) and trainer/checkpoint_io (files).
 #include <filesystem>
 #include <optional>
 
@@ -76,7 +75,7 @@ absl::Status Trainer::SaveModel(std::optional<std::string> output_dir) {
 absl::Status Trainer::SaveModelFiles(const std::string& dir) {
   if (SavesNoWeights()) {
     // HF's save_model under ZeRO-3 when the 16-bit weights are not gathered: the DeepSpeed
-    // checkpoint instead of a weights file (spec/deepspeed.md §6.1).
+    // checkpoint instead of a weights file (as DeepSpeed 0.13.5 under HF's save_model).
     LOG(WARNING) << " stage3_gather_16bit_weights_on_model_save=false. Saving the full "
                     "checkpoint instead, use zero_to_fp32.py to recover weights";
     absl::Status written = base::MakeDirs(dir);
@@ -109,7 +108,7 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
   current_flos_ = 0;
   const std::string name = absl::StrCat("checkpoint-", state_.global_step);
   const std::string final_dir = absl::StrCat(args_.output_dir(), "/", name);
-  // Best metric / best checkpoint (HF _save_checkpoint; spec/trainer.md §11 item 82).
+  // Best metric / best checkpoint (HF _save_checkpoint).
   if (metrics != nullptr && !args_.metric_for_best_model().empty()) {
     std::string metric = args_.metric_for_best_model();
     if (metric.rfind("eval_", 0) != 0) metric = "eval_" + metric;
@@ -259,7 +258,7 @@ absl::StatusOr<std::string> Trainer::ResolveResumeFolder(const ResumeFrom& resum
   if (!std::filesystem::exists(path, ec) && std::filesystem::path(path).is_relative() &&
       std::filesystem::is_directory(in_output, ec)) {
     // "last-checkpoint" (what hub_strategy checkpoint pushes) names output_dir/last-checkpoint
-    // when the working directory has no such folder (spec/trainer.md §4.4).
+    // when the working directory has no such folder (HF's hub_strategy "checkpoint").
     path = in_output.string();
     LOG(INFO) << "resume_from_checkpoint " << resume.path << ": resuming from " << path;
   }
