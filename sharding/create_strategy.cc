@@ -28,7 +28,7 @@ absl::Status FsdpNotYet(const std::string& what, const std::string& fix) {
 
 absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched) {
   if (args.fsdp_size() == 0) return absl::OkStatus();
-  // HF's Trainer.__init__ (spec/trainer.md §8).
+  // HF's Trainer.__init__ (transformers 4.41).
   if (args.has_deepspeed() && !args.deepspeed().empty()) {
     return absl::InvalidArgumentError(
         "Using --fsdp xxx together with --deepspeed is not possible, deactivate one of those "
@@ -89,7 +89,7 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyO
     if (plan->stage != 0) {
       return absl::UnimplementedError(
           absl::StrCat("--deepspeed: zero_optimization.stage ", plan->stage,
-                       " is not implemented in loom yet (stages 0, 1 and 2 are)"));
+                       " is not implemented in loom yet (stages 0, 1, 2 and 3 are)"));
     }
   }
   if (args.fsdp_size() > 0) {

@@ -1,11 +1,11 @@
-// CreateStrategy: the one place that decides which data-parallel scheme a run uses (issue 13),
+// CreateStrategy: the one place that decides which data-parallel scheme a run uses,
 // from TrainingArguments (+ the DeepSpeed config of --deepspeed) and the process group.
 //
 // Contract:
-//   - --deepspeed: the plan's zero_optimization.stage (deepspeed_plan.h, which refuses what
-//     loom does not implement, stage 3 included). Stage 0 is DDP through the same config
-//     (spec/deepspeed.md §1.1); stages 1 and 2 are ZeroStrategy (zero.h; fp32 only so far)
-//     with the plan's communication options.
+//   - --deepspeed: the plan's zero_optimization.stage (deepspeed_plan.h, which refuses the
+//     keys loom does not implement). Stage 0 is DDP through the same config (DeepSpeed's
+//     "ZeRO disabled"); stages 1 and 2 are ZeroStrategy (zero.h; fp32 and bf16) with the
+//     plan's communication options.
 //   - --deepspeed stage 3: ParamShardStrategy (param_shard.h) as ZeRO-3.
 //   - --fsdp (non-empty, CheckFsdp's rules first): full_shard / shard_grad_op, and
 //     hybrid_shard / hybrid_shard_zero2 within each node (LOCAL_WORLD_SIZE ranks) are
@@ -58,7 +58,7 @@ struct StrategyOptions : StrategyPieces<StrategyOptions> {
 
 absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyOptions& options);
 
-// HF's --fsdp rules (spec/trainer.md §8), for a script to check before any work: --fsdp with
+// HF's --fsdp rules (transformers 4.41 Trainer.__init__ / TrainingArguments), for a script to check before any work: --fsdp with
 // --deepspeed, --fsdp in a process not started by a launcher (`launched` false), a bad
 // --fsdp_config. OK without --fsdp.
 absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched);

@@ -1,5 +1,5 @@
-// OffloadOptions: where a ZeRO strategy keeps what it offloads (issue 16; spec/deepspeed.md
-// §1.2 offload_optimizer / offload_param, §1.4 ZeRO-Infinity) — one plain struct that the
+// OffloadOptions: where a ZeRO strategy keeps what it offloads (DeepSpeed 0.13.5
+// zero_optimization offload_optimizer / offload_param, ZeRO-Infinity's nvme device) — one plain struct that the
 // DeepSpeed plan fills and ZeroStrategy / ParamShardStrategy read.
 //
 // Contract:
