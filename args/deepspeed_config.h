@@ -231,9 +231,9 @@ absl::StatusOr<DeepSpeedConfig> ParseDeepSpeedConfig(const nlohmann::ordered_jso
                                                      const std::string& source,
                                                      std::vector<std::string>* warnings = nullptr);
 
-// HF's dtype decision (HfDeepSpeedConfig.dtype) on the config as it stands: bf16.enabled truthy -> bfloat16;
-// else fp16.enabled present and falsy -> float32; else float16 (DeepSpeed's default mode).
-// Python truthiness: an unresolved "auto" counts as true, so call it after Phase A.
+// HF's dtype decision (HfDeepSpeedConfig.dtype) on the config as it stands: bf16.enabled truthy ->
+// bfloat16; else fp16.enabled present and falsy -> float32; else float16 (DeepSpeed's default
+// mode). Python truthiness: an unresolved "auto" counts as true, so call it after Phase A.
 DeepSpeedDtype DecideDtype(const nlohmann::ordered_json& raw);
 
 // The model's hidden size as HF's trainer_config_finalize finds it in a model config.json:
@@ -246,8 +246,8 @@ class TrainerDeepSpeedConfig {
  public:
   explicit TrainerDeepSpeedConfig(DeepSpeedConfig config);
 
-  // Phase A (trainer_config_process): batch sizes (mismatch checks of the two batch keys skipped when
-  // args.auto_find_batch_size()), gradient_clipping, optimizer.params, scheduler warmup lrs,
+  // Phase A (trainer_config_process): batch sizes (mismatch checks of the two batch keys skipped
+  // when args.auto_find_batch_size()), gradient_clipping, optimizer.params, scheduler warmup lrs,
   // checkpoint.use_node_local_storage, fp16/amp/bf16, then the dtype decision.
   absl::Status TrainerConfigProcess(const TrainingArguments& args, int world_size);
 

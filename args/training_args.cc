@@ -173,8 +173,8 @@ absl::Status ResolveAcceleratorConfig(TrainingArguments* a, std::vector<std::str
   return absl::OkStatus();
 }
 
-// Options loom cannot honour (TPU, MPS, Python-only): the field table (args/field_support.h) over the
-// flags as given (so a deprecated alias is named, not the field HF moves it to), then the
+// Options loom cannot honour (TPU, MPS, Python-only): the field table (args/field_support.h) over
+// the flags as given (so a deprecated alias is named, not the field HF moves it to), then the
 // values of implemented fields that loom lacks, over the resolved arguments `a`.
 absl::Status CheckSupported(const TrainingArguments& given, const TrainingArguments& a,
                             const PostInitOptions& options, std::vector<std::string>* warnings) {
@@ -233,8 +233,9 @@ int WorldSizeFromEnv() {
 }
 
 // HF __post_init__ with a deepspeed config: HfTrainerDeepSpeedConfig(...) then
-// trainer_config_process(self) (transformers 4.41 integrations/deepspeed.py). loom reports the mismatches found so
-// far right away (HF waits for trainer_config_finalize): they cannot go away later.
+// trainer_config_process(self) (transformers 4.41 integrations/deepspeed.py). loom reports the
+// mismatches found so far right away (HF waits for trainer_config_finalize): they cannot go away
+// later.
 absl::Status ResolveDeepSpeed(const TrainingArguments& a, int world_size,
                               std::vector<std::string>* warnings) {
   if (!a.has_deepspeed() || a.deepspeed().empty()) return absl::OkStatus();

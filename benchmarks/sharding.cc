@@ -26,9 +26,10 @@
 // ZeRO-2, ZeRO-3 (DeepSpeed's defaults, prefetching on) and FSDP full_shard without and with
 // prefetching (forward_prefetch, backward_pre) — step time and its ratio to DDP (goal:
 // ZeRO-3 / full_shard <= 1.3x), model-state bytes reported and measured against the fp32
-// form of DeepSpeed 0.13.5 estimate_zero3_model_states_mem_needs, 16P/N + 4L (L: the largest layer, the word embeddings, which
-// loom's root unit keeps whole like FSDP's root), and the peak of full parameters held during
-// forward and backward against the root plus the largest unit (plus one prefetched unit).
+// form of DeepSpeed 0.13.5 estimate_zero3_model_states_mem_needs, 16P/N + 4L (L: the largest layer,
+// the word embeddings, which loom's root unit keeps whole like FSDP's root), and the peak of full
+// parameters held during forward and backward against the root plus the largest unit (plus one
+// prefetched unit).
 #include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
 

@@ -8,8 +8,8 @@
 //     `BatchSampler`). NumBatches() = Size/batch_size rounded down with drop_last, up without.
 //     Indices outside the dataset are an OutOfRange error from Epoch().
 //   - Iterable: Epoch(e) calls dataset->SetEpoch(e) (HF's set_epoch, as transformers 4.38
-//     `Trainer._inner_training_loop` calls it), then Iterate(), and groups consecutive examples into batches the same way.
-//     NumBatches() is std::nullopt.
+//     `Trainer._inner_training_loop` calls it), then Iterate(), and groups consecutive examples
+//     into batches the same way. NumBatches() is std::nullopt.
 //   - Epoch(e, skip_batches) yields the epoch's batches from number skip_batches on, as a resumed
 //     run needs (HF's skip_first_batches). Skipped batches of a map-style dataset are neither
 //     fetched nor collated; for an iterable dataset their examples are read and dropped.

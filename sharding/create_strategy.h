@@ -58,9 +58,9 @@ struct StrategyOptions : StrategyPieces<StrategyOptions> {
 
 absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyOptions& options);
 
-// HF's --fsdp rules (transformers 4.41 Trainer.__init__ / TrainingArguments), for a script to check before any work: --fsdp with
-// --deepspeed, --fsdp in a process not started by a launcher (`launched` false), a bad
-// --fsdp_config. OK without --fsdp.
+// HF's --fsdp rules (transformers 4.41 Trainer.__init__ / TrainingArguments), for a script to check
+// before any work: --fsdp with --deepspeed, --fsdp in a process not started by a launcher
+// (`launched` false), a bad --fsdp_config. OK without --fsdp.
 absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched);
 
 }  // namespace loom::sharding

@@ -351,7 +351,8 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
   plan.stage = zero.stage;
   if (plan.stage == 3) {
     // ZeRO-3 (sharding/param_shard.h): parameters below the persistence threshold stay whole,
-    // the 16-bit weights are written at save only when asked (stage3_gather_16bit_weights_on_model_save).
+    // the 16-bit weights are written at save only when asked
+    // (stage3_gather_16bit_weights_on_model_save).
     plan.stage3_param_persistence_threshold = zero.stage3_param_persistence_threshold.is_auto()
                                                   ? 100000
                                                   : zero.stage3_param_persistence_threshold.value();

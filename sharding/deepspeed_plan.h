@@ -2,7 +2,8 @@
 // before any work — HF's deepspeed_init up to the engine: the config loaded, its
 // "auto" values filled from TrainingArguments and the model (HfTrainerDeepSpeedConfig,
 // transformers 4.41 integrations/deepspeed.py), DeepSpeed 0.13.5's own batch-size derivation
-// and assertion (DeepSpeedConfig._set_batch_related_parameters, its error text), and every key checked against what loom implements.
+// and assertion (DeepSpeedConfig._set_batch_related_parameters, its error text), and every key
+// checked against what loom implements.
 //
 // Contract of PlanDeepSpeed(args, world_size, hidden_size, num_training_steps):
 //   - Loading / "auto" errors come back as //args gives them (naming the key).

@@ -1,6 +1,6 @@
 // ZeroStrategy: DeepSpeed ZeRO stages 1 and 2 for fp32 and bf16 training (DeepSpeed 0.13.5
-// stage_1_and_2.py) — the optimizer states (stage 1), and the gradients too (stage 2), partitioned over the
-// ranks, laid out as DeepSpeed's stage_1_and_2 optimizer lays them out.
+// stage_1_and_2.py) — the optimizer states (stage 1), and the gradients too (stage 2), partitioned
+// over the ranks, laid out as DeepSpeed's stage_1_and_2 optimizer lays them out.
 //
 // Layout (what DeepSpeed's checkpoints and zero_to_fp32 rely on; deepspeed_checkpoint_layout.md):
 //   - Per optimizer parameter group g, its trainable parameters in group order are flattened

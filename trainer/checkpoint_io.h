@@ -1,7 +1,7 @@
 // The Trainer's checkpoint glue: which files an HF checkpoint folder holds and how each piece
 // of training state goes in and out of them (transformers 4.41 Trainer._save_checkpoint; the
-// file formats: checkpoint/README.md). The folder mechanics (staging, atomic commit, checksums, discovery,
-// rotation) are checkpoint/folder's; the file formats are checkpoint/'s.
+// file formats: checkpoint/README.md). The folder mechanics (staging, atomic commit, checksums,
+// discovery, rotation) are checkpoint/folder's; the file formats are checkpoint/'s.
 //
 // A checkpoint folder written by WriteCheckpointFiles holds:
 //   model.safetensors (save_safetensors, with {"format": "pt"}) or pytorch_model.bin,

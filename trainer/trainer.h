@@ -5,17 +5,17 @@
 //     (set_seed / full_determinism), places the model, installs the default callbacks
 //     (DefaultFlowCallback, TensorBoard when report_to has it, then the caller's, then
 //     PrinterCallback with disable_tqdm or ProgressCallback) and fires on_init_end.
-//   - Train() runs HF's _inner_training_loop (transformers 4.38–4.41 semantics): seeded per-epoch data order, gradient accumulation counted
-//     across epochs with the short-epoch rule, loss / gradient_accumulation_steps, clipping
-//     with the pre-clip grad_norm logged, optimizer + scheduler steps, the callback events in
-//     HF's order, logging / evaluation / saving per the strategies, and the final metrics
-//     (train_runtime, train_samples_per_second, train_steps_per_second, total_flos, train_loss,
-//     epoch).
+//   - Train() runs HF's _inner_training_loop (transformers 4.38–4.41 semantics): seeded per-epoch
+//     data order, gradient accumulation counted across epochs with the short-epoch rule, loss /
+//     gradient_accumulation_steps, clipping with the pre-clip grad_norm logged, optimizer +
+//     scheduler steps, the callback events in HF's order, logging / evaluation / saving per the
+//     strategies, and the final metrics (train_runtime, train_samples_per_second,
+//     train_steps_per_second, total_flos, train_loss, epoch).
 //   - Evaluate() runs the evaluation loop on the eval dataset(s): one dataset gives
 //     "eval_"-prefixed metrics, named datasets give "eval_<name>_"-prefixed ones.
 //     Predict() returns predictions, label ids and "test_"-prefixed metrics.
-//   - The hooks HF documents for subclassing (compute_loss, training_step, ...) are virtual: subclass Trainer, override them, and
-//     construct the subclass with Create<MyTrainer>(options).
+//   - The hooks HF documents for subclassing (compute_loss, training_step, ...) are virtual:
+//     subclass Trainer, override them, and construct the subclass with Create<MyTrainer>(options).
 //   - Errors from LibTorch (c10::Error) are caught here and come back as Status naming the
 //     stage; a failed Train() leaves the output directory's existing checkpoints untouched.
 //

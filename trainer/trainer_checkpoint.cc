@@ -1,6 +1,7 @@
 // Trainer::SaveCheckpoint / SaveModel / LoadForResume / FinishCheckpoints: HF's
 // _save_checkpoint, save_model, _load_from_checkpoint + _load_optimizer_and_scheduler +
-// _load_rng_state, and the end-of-training best-model handling (transformers 4.41), over checkpoint/folder (atomic folders) and trainer/checkpoint_io (files).
+// _load_rng_state, and the end-of-training best-model handling (transformers 4.41), over
+// checkpoint/folder (atomic folders) and trainer/checkpoint_io (files).
 #include <filesystem>
 #include <optional>
 

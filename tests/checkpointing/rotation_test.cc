@@ -1,8 +1,9 @@
-// Checkpoint rotation and best-model retention through the Trainer (HF 4.41's _save_checkpoint / _sorted_checkpoints / _rotate_checkpoints and the
-// save_total_limit=1 clean-up at the end of _inner_training_loop), with exact folder lists at
-// every on_save (after the save's rotation) and after training, trainer_state.json's
-// best_model_checkpoint / best_metric, and load_best_model_at_end's weights compared bit for
-// bit with the best checkpoint's model.safetensors.
+// Checkpoint rotation and best-model retention through the Trainer (HF 4.41's _save_checkpoint /
+// _sorted_checkpoints / _rotate_checkpoints and the save_total_limit=1 clean-up at the end of
+// _inner_training_loop), with exact folder lists at every on_save (after the save's rotation) and
+// after training, trainer_state.json's best_model_checkpoint / best_metric, and
+// load_best_model_at_end's weights compared bit for bit with the best checkpoint's
+// model.safetensors.
 //
 // Every run is BaseArgs (harness.h): 12 steps, a checkpoint every 2 steps. With evaluation,
 // eval_steps is 2 as well, and compute_metrics returns a scripted "score" per evaluation, so

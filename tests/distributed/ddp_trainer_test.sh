@@ -7,10 +7,12 @@
 #                                  and no rank is left.
 #   ddp_trainer_test.sh multinode  two launch invocations (--nnodes 2 --node_rank 0|1) train
 #                                  together (same weights as one 2-rank launch); log levels per
-#                                  node follow HF's get_process_log_level (log_on_each_node 1 and 0).
+#                                  node follow HF's get_process_log_level (log_on_each_node 1 and
+#                                  0).
 #   ddp_trainer_test.sh resume     a 2-rank run resumed from a mid-run checkpoint ends
 #                                  byte-identical to the uninterrupted run.
-#   ddp_trainer_test.sh accelerate an accelerate YAML (the multi-GPU example of transformers' Trainer docs, CPU variant)
+#   ddp_trainer_test.sh accelerate an accelerate YAML (the multi-GPU example of transformers'
+#   Trainer docs, CPU variant)
 #                                  launches the same run as the equivalent flags.
 set -euo pipefail
 source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/require_python_torch.sh"
