@@ -52,7 +52,7 @@ std::string Golden(const std::string& name) {
 
 const std::vector<std::pair<std::string, std::vector<std::string>>>& Cases() {
   static const auto* cases = new std::vector<std::pair<std::string, std::vector<std::string>>>{
-      // The acceptance command line.
+      // A command line with an FSDP option list and a 0/1 boolean flag.
       {"acceptance.json",
        {"--output_dir", "out", "--learning_rate", "2e-5", "--fsdp", "full_shard auto_wrap",
         "--log_on_each_node", "0"}},
