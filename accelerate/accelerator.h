@@ -1,6 +1,6 @@
-// Accelerator: 🤗 Accelerate's Accelerator for a C++ training loop (issue 18; spec/deepspeed.md
-// §10): a plain single-process loop becomes distributed (and mixed precision) by creating an
-// Accelerator, passing its objects through Prepare and calling Backward(loss) instead of
+// Accelerator: 🤗 Accelerate's Accelerator for a C++ training loop (accelerate 0.27
+// `Accelerator`): a plain single-process loop becomes distributed (and mixed precision) by creating
+// an Accelerator, passing its objects through Prepare and calling Backward(loss) instead of
 // loss.backward(). It composes what loom's Trainer uses — the same ParallelContext (process
 // group from the launcher's environment), ResolveRunSetup (device, precision, threads), one
 // sharding strategy from sharding/create_strategy.h, BatchShardSampler for the loaders, the

@@ -2,7 +2,7 @@
 // `num_processes` processes forked from this one on this machine, each with the variables
 // //tools:launch gives a rank (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK,
 // MASTER_ADDR 127.0.0.1, MASTER_PORT: a free port unless given), so an Accelerator created
-// inside fn joins them (issue 18).
+// inside fn joins them.
 //
 // Contract:
 //   - Returns OK when every rank's fn returned OK. A rank that fails (an error Status, a signal,

@@ -1,8 +1,8 @@
-// Disk bandwidth measurements for the aio engine (issue 16): a raw O_DIRECT sequential loop
+// Disk bandwidth measurements for the aio engine: a raw O_DIRECT sequential loop
 // (dd's idea: pwrite/pread of one block at a time, nothing in flight beside it), the engine on
 // the same bytes, and DeepSpeed's aio-benchmark idea — a sweep of block_size x queue_depth x
 // thread_count for reads and writes that proposes the `aio` section to paste into a DeepSpeed
-// config (spec/deepspeed.md §1.2: tune it per machine).
+// config (DeepSpeed's docs: tune it per machine).
 //
 // Contract: every measurement writes (then reads) one file of `bytes` under `folder`, removed
 // afterwards; rates are bytes per second of the best of `repeats` runs. Errors name the folder.

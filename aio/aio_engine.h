@@ -1,6 +1,6 @@
 // AioEngine: whole-file reads and writes through Linux native asynchronous I/O (libaio) with
-// O_DIRECT and aligned buffers — DeepSpeed's aio handle (spec/deepspeed.md §1.2 `aio` section)
-// for ZeRO-Infinity's swap files (issue 16). libaio (Debian's libaio-dev) submits the requests;
+// O_DIRECT and aligned buffers — DeepSpeed 0.13.5's aio handle (the config's `aio` section)
+// for ZeRO-Infinity's swap files. libaio (Debian's libaio-dev) submits the requests;
 // the engine splits each transfer into block_size requests, keeps queue_depth of them in
 // flight (submitting one at a time with single_submit, else in batches), and waits for
 // completions as they come (overlap_events) or a full batch at a time; thread_count transfers

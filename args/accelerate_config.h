@@ -1,9 +1,10 @@
-// accelerate launcher configuration (spec/trainer.md §9): the YAML file `accelerate config` writes,
+// accelerate launcher configuration (accelerate 0.27): the YAML file `accelerate config` writes,
 // the equivalent `accelerate launch` flags, and the TrainingArguments flags they imply for the
 // training script.
 //
 // YAML contract (LoadAccelerateConfig / ParseAccelerateConfigYaml):
-//   * Every key of spec/trainer.md §9.3 is read into AccelerateConfig; absent keys keep
+//   * Every key of the YAML configs in transformers' Trainer docs ("Accelerate launcher") is
+//     read into AccelerateConfig; absent keys keep
 //     accelerate's defaults (below). `key: null` (accelerate writes e.g. `main_process_ip: null`)
 //     counts as absent.
 //   * Enums: distributed_type NO|MULTI_CPU|MULTI_GPU|FSDP|DEEPSPEED; mixed_precision no|fp16|bf16;

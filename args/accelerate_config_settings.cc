@@ -1,4 +1,4 @@
-// The accelerate settings table (one entry per YAML key / launcher flag, spec/trainer.md §9.3-§9.4)
+// The accelerate settings table (one entry per YAML key / launcher flag, accelerate 0.27)
 // and the cross-key validation shared by the YAML and CLI readers.
 #include <functional>
 #include <optional>

@@ -1,5 +1,6 @@
-// accelerate YAML configs of spec/trainer.md §9.2 (args/testdata/accelerate_*.yaml), the launcher
-// flags of §9.4, and the TrainingArguments flags they imply.
+// The accelerate YAML configs shown in transformers' Trainer docs, "Accelerate launcher"
+// (args/testdata/accelerate_*.yaml), the `accelerate launch` flags of the same section
+// (accelerate 0.27), and the TrainingArguments flags they imply.
 #include "args/accelerate_config.h"
 
 #include <string>
@@ -29,7 +30,7 @@ absl::StatusOr<AccelerateConfig> Load(const std::string& name,
   return LoadAccelerateConfig(TestData(name), warnings);
 }
 
-// The launcher fields shared by every §9.2 example.
+// The launcher fields shared by every docs example.
 void ExpectCommon(const AccelerateConfig& c) {
   EXPECT_EQ(c.compute_environment, "LOCAL_MACHINE");
   EXPECT_FALSE(c.downcast_bf16);  // 'no'
@@ -43,7 +44,7 @@ void ExpectCommon(const AccelerateConfig& c) {
   EXPECT_FALSE(c.use_cpu);
 }
 
-// ---- The four YAML configs of §9.2 ----
+// ---- The four YAML configs of the docs ----
 
 TEST(AccelerateConfigYamlTest, DdpMultiNode) {
   std::vector<std::string> warnings;
@@ -146,7 +147,7 @@ TEST(AccelerateConfigYamlTest, DeepSpeedPlugin) {
   EXPECT_OK(hf_ds.CheckMismatches());
 }
 
-// ---- The CLI form of §9.4 ----
+// ---- The CLI form of the docs ----
 
 const std::vector<std::string> kCliExample = {
     "--num_processes=2",

@@ -1,6 +1,6 @@
 // HideSecretArgs: blanks the values of token flags (--hub_token, --push_to_hub_token, --token,
 // any --*_token; "--flag value" and "--flag=value") in the process's own argv, so that `ps`
-// and /proc/<pid>/cmdline stop showing them (issue 17). Call it right after the arguments were
+// and /proc/<pid>/cmdline stop showing them (hub tokens). Call it right after the arguments were
 // parsed (the parser keeps its own copies). The memory /proc reads is argv's, so the values are
 // overwritten in place with '*' (same length); what the process showed before the call (while
 // its libraries loaded) cannot be taken back: HF_TOKEN or the token file keep a token off the

@@ -29,7 +29,7 @@ absl::Status TypeError(const std::string& path, absl::string_view expected, cons
   if (v == "auto" && !auto_allowed) {
     hint =
         " (\"auto\" is accepted only for the keys HF fills from TrainingArguments or the model, "
-        "spec/deepspeed.md §2.2; give a value)";
+        "as transformers' HfTrainerDeepSpeedConfig does; give a value)";
   }
   return absl::InvalidArgumentError(absl::StrCat(
       path, ": expected ", expected, auto_allowed ? " or \"auto\"" : "", ", got ", v.dump(), hint));

@@ -1,12 +1,14 @@
-// DeepSpeed JSON config: typed loading (spec/deepspeed.md §1, §3-§5) and HF's "auto" resolution
-// against TrainingArguments (HfTrainerDeepSpeedConfig, spec §2.2-§2.3).
+// DeepSpeed JSON config: typed loading (DeepSpeed 0.13.5's zero_optimization, optimizer,
+// scheduler, fp16/bf16 and batch keys) and HF's "auto" resolution against TrainingArguments
+// (transformers 4.38–4.41 integrations/deepspeed.py HfTrainerDeepSpeedConfig).
 //
 // Loading contract (LoadDeepSpeedConfig / ParseDeepSpeedConfig):
 //   * Input is a file path, or inline JSON text whose first non-blank character is '{' (the
 //     two forms TrainingArguments.deepspeed takes). Strict JSON: trailing commas are errors.
-//   * Every key of spec §1.2 and the top-level keys of §1-§5 are read into DeepSpeedConfig.
-//     Absent keys keep DeepSpeed's defaults (spec §1.2 tables; [SUPP-DS] for the others).
-//   * "auto" is accepted only where HF fills it (spec §2.2): batch sizes, gradient_accumulation,
+//   * Every zero_optimization key (offload_*, aio included) and the top-level keys above are
+//     read into DeepSpeedConfig. Absent keys keep DeepSpeed 0.13.5's defaults.
+//   * "auto" is accepted only where HF fills it (trainer_config_process /
+//     trainer_config_finalize): batch sizes, gradient_accumulation,
 //     gradient_clipping, optimizer.params.{lr,betas,eps,weight_decay}, scheduler.params.{warmup_*,
 //     total_num_steps}, fp16/bf16/amp.enabled, amp.opt_level,
 //     zero_optimization.{reduce_bucket_size, stage3_prefetch_bucket_size,
@@ -35,7 +37,8 @@
 //       as "amp", only "apex" as apex — HF's `"apex" if backend == "apex" else "amp"`.
 //     - the adafactor check fires for --adafactor and for --optim adafactor (PostInit maps the
 //       former to the latter); HF checks only args.adafactor.
-//     - Phase B follows spec §2.2 ([SUPP-HF], newer than HF 4.38-4.41): the ZeRO-3 prefetch
+//     - Phase B follows newer transformers than 4.38-4.41 (integrations/deepspeed.py): the
+//       ZeRO-3 prefetch
 //       bucket is int(0.9 * h * h) (4.41 writes the float, e.g. 943718.4, which DeepSpeed's
 //       integer field must then coerce), and the hidden size is also looked up in text_config.
 //
@@ -177,7 +180,7 @@ struct OptimizerConfig {
 
 struct SchedulerConfig {
   std::string type;  // "WarmupLR", "WarmupDecayLR", "WarmupCosineLR", "OneCycle", ...
-  // Defaults are DeepSpeed's WarmupLR ones (spec §3.4).
+  // Defaults are DeepSpeed's WarmupLR ones (DeepSpeed 0.13.5 lr_schedules.py).
   AutoOr<double> warmup_min_lr = 0.0;
   AutoOr<double> warmup_max_lr = 0.001;
   AutoOr<int64_t> warmup_num_steps = int64_t{1000};
@@ -228,9 +231,9 @@ absl::StatusOr<DeepSpeedConfig> ParseDeepSpeedConfig(const nlohmann::ordered_jso
                                                      const std::string& source,
                                                      std::vector<std::string>* warnings = nullptr);
 
-// HF's dtype decision (spec §2.2) on the config as it stands: bf16.enabled truthy -> bfloat16;
-// else fp16.enabled present and falsy -> float32; else float16 (DeepSpeed's default mode).
-// Python truthiness: an unresolved "auto" counts as true, so call it after Phase A.
+// HF's dtype decision (HfDeepSpeedConfig.dtype) on the config as it stands: bf16.enabled truthy ->
+// bfloat16; else fp16.enabled present and falsy -> float32; else float16 (DeepSpeed's default
+// mode). Python truthiness: an unresolved "auto" counts as true, so call it after Phase A.
 DeepSpeedDtype DecideDtype(const nlohmann::ordered_json& raw);
 
 // The model's hidden size as HF's trainer_config_finalize finds it in a model config.json:
@@ -243,8 +246,8 @@ class TrainerDeepSpeedConfig {
  public:
   explicit TrainerDeepSpeedConfig(DeepSpeedConfig config);
 
-  // Phase A (spec §2.2): batch sizes (mismatch checks of the two batch keys skipped when
-  // args.auto_find_batch_size()), gradient_clipping, optimizer.params, scheduler warmup lrs,
+  // Phase A (trainer_config_process): batch sizes (mismatch checks of the two batch keys skipped
+  // when args.auto_find_batch_size()), gradient_clipping, optimizer.params, scheduler warmup lrs,
   // checkpoint.use_node_local_storage, fp16/amp/bf16, then the dtype decision.
   absl::Status TrainerConfigProcess(const TrainingArguments& args, int world_size);
 

@@ -1,5 +1,5 @@
 // TrainerDeepSpeedConfig: HF's HfTrainerDeepSpeedConfig (transformers integrations/deepspeed.py,
-// spec/deepspeed.md §2.2-§2.3) over the raw JSON document; the typed view is re-read after each
+// transformers 4.41) over the raw JSON document; the typed view is re-read after each
 // phase so both always agree. Also the Python-semantics helpers the mismatch messages need.
 #include <algorithm>
 

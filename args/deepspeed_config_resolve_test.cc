@@ -1,4 +1,4 @@
-// "auto" resolution and mismatch tests (spec/deepspeed.md §2.2-§2.3); the expected values were
+// "auto" resolution and mismatch tests (HfTrainerDeepSpeedConfig); the expected values were
 // checked against HF's HfTrainerDeepSpeedConfig logic run in Python.
 #include <string>
 #include <vector>
@@ -145,7 +145,8 @@ TEST(DeepSpeedResolveTest, PhaseAFillsEveryKeyFromNonDefaultArguments) {
   EXPECT_EQ(ds.config().optimizer->betas.value(), (std::array<double, 2>{0.85, 0.98}));
 }
 
-// The numeric examples of spec/deepspeed.md §11 (items 2, 7, 9, 10, 11).
+// The numeric examples of transformers' "DeepSpeed Integration" docs (train_batch_size,
+// warmup_num_steps, reduce_bucket_size, stage3_* auto values).
 TEST(DeepSpeedResolveTest, SpecExampleVectors) {
   ASSERT_OK_AND_ASSIGN(TrainingArguments args,
                        Args({"--per_device_train_batch_size", "4", "--gradient_accumulation_steps",
@@ -275,7 +276,7 @@ TEST(DeepSpeedResolveTest, UnknownHiddenSizeListsTheAutoKeys) {
                "replacing `auto` values for these keys with an integer value of your choice."));
 }
 
-// ---- Mismatches (spec §2.3) ----
+// ---- Mismatches (trainer_config_finalize's ValueError) ----
 
 TEST(DeepSpeedResolveTest, ManualConfigConflictsListEveryKey) {
   ASSERT_OK_AND_ASSIGN(TrainingArguments args, Args({}));  // TrainingArguments defaults
@@ -298,7 +299,7 @@ TEST(DeepSpeedResolveTest, ManualConfigConflictsListEveryKey) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("warmup_num_steps=500")));
 }
 
-// Every key HF checks (spec §2.2 "Mismatch checked? yes"), each explicit and different from
+// Every key HF checks for mismatches, each explicit and different from
 // TrainingArguments: one line per key, in HF's order, Python-formatted values. The keys HF only
 // fills (warmup_min_lr, the hidden-size keys) are not listed even when they differ.
 TEST(DeepSpeedResolveTest, EveryConflictIsListed) {

@@ -1,4 +1,5 @@
-// Loading tests: every example config of spec/deepspeed.md §1.4-§1.5 (args/testdata/ds_*.json),
+// Loading tests: every example config of transformers' "DeepSpeed Integration" docs
+// (args/testdata/ds_*.json),
 // DeepSpeed defaults, warnings and error messages. Resolution: deepspeed_config_resolve_test.cc.
 #include "args/deepspeed_config.h"
 
@@ -28,7 +29,7 @@ absl::StatusOr<DeepSpeedConfig> LoadNoWarnings(const std::string& name) {
   return c;
 }
 
-// ---- Every example config of the doc loads (spec §1.4, §1.5) ----
+// ---- Every example config of the doc loads ----
 
 TEST(DeepSpeedConfigLoadTest, SingleGpuZero2) {
   ASSERT_OK_AND_ASSIGN(DeepSpeedConfig c, LoadNoWarnings("ds_single_gpu_zero2.json"));
@@ -175,7 +176,7 @@ TEST(DeepSpeedConfigLoadTest, Fp32AndStage0And1Examples) {
   ASSERT_OK_AND_ASSIGN(DeepSpeedConfig fp32, LoadNoWarnings("ds_fp32.json"));
   EXPECT_TRUE(fp32.fp16.present);
   EXPECT_EQ(fp32.fp16.enabled, AutoOr<bool>(false));
-  EXPECT_EQ(DecideDtype(fp32.raw), DeepSpeedDtype::kFloat32);  // spec §4.1: full fp32
+  EXPECT_EQ(DecideDtype(fp32.raw), DeepSpeedDtype::kFloat32);  // full fp32
   ASSERT_OK_AND_ASSIGN(DeepSpeedConfig zero0, LoadNoWarnings("ds_zero0.json"));
   EXPECT_EQ(zero0.zero_optimization.stage, 0);
   ASSERT_OK_AND_ASSIGN(DeepSpeedConfig zero1, LoadNoWarnings("ds_zero1.json"));
@@ -183,8 +184,9 @@ TEST(DeepSpeedConfigLoadTest, Fp32AndStage0And1Examples) {
   EXPECT_FALSE(zero1.zero_optimization.OverlapComm());  // unset: true only for stage 3
 }
 
-// Every key of spec/deepspeed.md §1.2 (zero_optimization, offload_*, aio) and the other keys of
-// §1.2 / §3-§5, each set to a value other than its default, lands in its typed field.
+// Every documented DeepSpeed key (zero_optimization, offload_*, aio) and the optimizer,
+// scheduler, precision and batch keys, each set to a value other than its default, lands in its
+// typed field.
 TEST(DeepSpeedConfigLoadTest, EveryKeyIsReadWithItsType) {
   std::vector<std::string> warnings;
   ASSERT_OK_AND_ASSIGN(DeepSpeedConfig c, LoadDeepSpeedConfig(R"({

@@ -1,6 +1,6 @@
-// Values HF's TrainingArguments derives on demand (properties and helpers, spec/trainer.md
-// §2.4), separate from PostInit so that libraries PostInit itself uses (the DeepSpeed config
-// resolution) can call them.
+// Values HF's TrainingArguments derives on demand (properties and helpers of transformers
+// 4.41 TrainingArguments, e.g. get_warmup_steps), separate from PostInit so that libraries PostInit
+// itself uses (the DeepSpeed config resolution) can call them.
 //
 // Example:
 //   int64_t warmup = GetWarmupSteps(args, /*num_training_steps=*/1000);

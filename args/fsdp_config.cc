@@ -1,4 +1,4 @@
-// --fsdp / --fsdp_config resolution (spec/trainer.md §2.2, §8.2, §8.3) in HF 4.41's
+// --fsdp / --fsdp_config resolution (TrainingArguments `fsdp`, `fsdp_config`) in HF 4.41's
 // __post_init__ order; contract in fsdp_config.h.
 #include "args/fsdp_config.h"
 

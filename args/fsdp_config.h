@@ -1,5 +1,6 @@
-// FSDP settings of TrainingArguments: the --fsdp option list (spec/trainer.md §8.2) and the
-// --fsdp_config dict (§2.2, §8.3), resolved as HF's TrainingArguments.__post_init__
+// FSDP settings of TrainingArguments: the --fsdp option list (HF's FSDPOption values) and the
+// --fsdp_config dict (the keys TrainingArguments documents under `fsdp_config`), resolved as
+// HF's TrainingArguments.__post_init__
 // (transformers 4.41) does, plus a typed view for the sharding code.
 //
 // ResolveFsdp(args, warnings) — called by PostInit (args/training_args.h):
@@ -9,7 +10,7 @@
 //     with the "fsdp_" prefix lose it (fsdp_min_num_params -> min_num_params); inline JSON is
 //     taken as given (HF strips prefixes only when reading a file), and a prefixed known key
 //     there gets a warning saying to drop the prefix.
-//   * Every key of §2.2 is type-checked before use: min_num_params a non-negative integer;
+//   * Every documented key is type-checked before use: min_num_params a non-negative integer;
 //     transformer_layer_cls_to_wrap a string or a list of strings; backward_prefetch one of
 //     backward_pre / backward_post / no_prefetch (any case: HF upper-cases it for accelerate);
 //     the flags (forward_prefetch, limit_all_gathers, use_orig_params, sync_module_states,
@@ -26,8 +27,8 @@
 //     requires sync_module_states. The result is stored back in args->fsdp_config() as JSON
 //     text (HF key order: the config's keys, then the added ones).
 //
-// FsdpConfigOf(args): the typed view of a resolved fsdp_config (defaults of §2.2 for absent
-// keys).
+// FsdpConfigOf(args): the typed view of a resolved fsdp_config (HF's documented defaults for
+// absent keys).
 //
 // Example:
 //   ASSIGN_OR_RETURN(std::vector<std::string> warnings, PostInit(&args));
@@ -50,10 +51,11 @@ namespace loom::args {
 
 enum class FsdpBackwardPrefetchPolicy { kBackwardPre, kBackwardPost, kNoPrefetch };
 
-// --fsdp_config after resolution (spec/trainer.md §2.2 table; defaults as listed there).
+// --fsdp_config after resolution (defaults as transformers 4.41 documents them for
+// `fsdp_config`).
 struct FsdpConfig {
   int64_t min_num_params = 0;
-  // Empty: the model's _no_split_modules decide (spec §8.3).
+  // Empty: the model's _no_split_modules decide (as in HF's transformer auto-wrap).
   std::vector<std::string> transformer_layer_cls_to_wrap;
   // Unset: no prefetch (accelerate's NO_PREFETCH).
   std::optional<FsdpBackwardPrefetchPolicy> backward_prefetch;

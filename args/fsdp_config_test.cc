@@ -1,4 +1,4 @@
-// --fsdp_config typing, unknown keys and the typed view (spec/trainer.md §2.2, §8.3). HF's
+// --fsdp_config typing, unknown keys and the typed view (transformers 4.41). HF's
 // derivations (prefix stripping, min_num_params, deprecated flags, mutual exclusion) are also
 // covered in training_args_test.cc.
 #include "args/fsdp_config.h"

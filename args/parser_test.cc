@@ -45,7 +45,7 @@ TEST(FieldTableTest, CoversEveryFieldInSignatureOrder) {
   ASSERT_EQ(d->field_count(), 130);
   for (int i = 0; i < d->field_count(); ++i) {
     EXPECT_EQ(d->field(i)->name(), Table()[i].name) << i;
-    EXPECT_EQ(d->field(i)->number(), i + 1) << "field numbers are the spec's row numbers";
+    EXPECT_EQ(d->field(i)->number(), i + 1) << "field numbers are the positions in HF's signatures";
     EXPECT_FALSE(SpecOf(d->field(i)).doc().empty()) << d->field(i)->name();
   }
 }

@@ -20,7 +20,8 @@ using ::loom::base::testing::StatusIs;
 using ::testing::HasSubstr;
 using google::protobuf::util::MessageDifferencer;
 
-// Golden files were written by hand from spec/trainer.md §2 and HF's to_json_string() rules
+// Golden files were written by hand from transformers 4.41's TrainingArguments and its
+// to_json_string() rules
 // (field order, Python float repr, post-init values, token placeholders) with the clock and
 // host fixed to 2024-01-02 03:04:05 UTC / "goldenhost".
 PostInitOptions Fixed() {
@@ -51,7 +52,7 @@ std::string Golden(const std::string& name) {
 
 const std::vector<std::pair<std::string, std::vector<std::string>>>& Cases() {
   static const auto* cases = new std::vector<std::pair<std::string, std::vector<std::string>>>{
-      // The acceptance command line.
+      // A command line with an FSDP option list and a 0/1 boolean flag.
       {"acceptance.json",
        {"--output_dir", "out", "--learning_rate", "2e-5", "--fsdp", "full_shard auto_wrap",
         "--log_on_each_node", "0"}},

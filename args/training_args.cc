@@ -1,5 +1,5 @@
 // HF TrainingArguments.__post_init__ (transformers 4.41), step by step in HF's order. Step
-// comments cite spec/trainer.md sections; message texts follow HF's so users can search them.
+// comments name the HF field or rule; message texts follow HF's so users can search them.
 #include "args/training_args.h"
 
 #include "hub/hub_config.h"
@@ -85,7 +85,7 @@ absl::Status CheckChoices(const TrainingArguments& args) {
   return absl::OkStatus();
 }
 
-// Integer check of spec/trainer.md §2.1 rows 33/36/62: *_steps > 1 must be integers.
+// Integer check of logging_steps / save_steps / eval_steps: *_steps > 1 must be integers.
 absl::Status CheckIntegerSteps(double value, absl::string_view flag) {
   if (value > 1 && value != std::floor(value)) {
     return Invalid(
@@ -98,7 +98,8 @@ std::string StepsRepr(double v) {
   return (v > 1 && v == std::floor(v)) ? std::to_string(static_cast<int64_t>(v)) : PythonFloat(v);
 }
 
-// load_best_model_at_end rules (spec §2.1 row 70, §11 item 20).
+// load_best_model_at_end rules (save_strategy == eval_strategy; save_steps a multiple of
+// eval_steps).
 absl::Status CheckLoadBest(const TrainingArguments& a) {
   if (!a.load_best_model_at_end()) return absl::OkStatus();
   if (a.eval_strategy() != a.save_strategy()) {
@@ -128,7 +129,8 @@ absl::Status CheckLoadBest(const TrainingArguments& a) {
       StepsRepr(save), ", which is not a round multiple of --eval_steps ", StepsRepr(eval), "."));
 }
 
-// accelerator_config (spec §2.3) with the deprecated top-level dispatch/split_batches.
+// accelerator_config (HF's AcceleratorConfig) with the deprecated top-level
+// dispatch/split_batches.
 absl::Status ResolveAcceleratorConfig(TrainingArguments* a, std::vector<std::string>* warnings) {
   json given = json::object();
   if (a->has_accelerator_config()) {
@@ -171,8 +173,8 @@ absl::Status ResolveAcceleratorConfig(TrainingArguments* a, std::vector<std::str
   return absl::OkStatus();
 }
 
-// Options loom cannot honour (spec §10.6): the field table (args/field_support.h) over the
-// flags as given (so a deprecated alias is named, not the field HF moves it to), then the
+// Options loom cannot honour (TPU, MPS, Python-only): the field table (args/field_support.h) over
+// the flags as given (so a deprecated alias is named, not the field HF moves it to), then the
 // values of implemented fields that loom lacks, over the resolved arguments `a`.
 absl::Status CheckSupported(const TrainingArguments& given, const TrainingArguments& a,
                             const PostInitOptions& options, std::vector<std::string>* warnings) {
@@ -231,8 +233,9 @@ int WorldSizeFromEnv() {
 }
 
 // HF __post_init__ with a deepspeed config: HfTrainerDeepSpeedConfig(...) then
-// trainer_config_process(self) (spec/deepspeed.md §2). loom reports the mismatches found so
-// far right away (HF waits for trainer_config_finalize): they cannot go away later.
+// trainer_config_process(self) (transformers 4.41 integrations/deepspeed.py). loom reports the
+// mismatches found so far right away (HF waits for trainer_config_finalize): they cannot go away
+// later.
 absl::Status ResolveDeepSpeed(const TrainingArguments& a, int world_size,
                               std::vector<std::string>* warnings) {
   if (!a.has_deepspeed() || a.deepspeed().empty()) return absl::OkStatus();
@@ -271,7 +274,7 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
         "--output_dir is required: the directory where checkpoints and predictions "
         "are written");
   }
-  // Paths: expanduser and the logging_dir default (spec §2.1 row 30, §5.5).
+  // Paths: expanduser and the logging_dir default (output_dir/runs/DATETIME_HOSTNAME).
   a->set_output_dir(ExpandUser(a->output_dir()));
   if (!a->has_logging_dir()) {
     absl::Time now = options.now ? options.now() : absl::Now();
@@ -302,7 +305,7 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
   RETURN_IF_ERROR(CheckChoices(*a));
   if (!a->do_eval() && a->eval_strategy() != "no") a->set_do_eval(true);
 
-  // eval_steps <- logging_steps (spec §11 item 12).
+  // eval_steps <- logging_steps.
   if (a->eval_strategy() == "steps" && (!a->has_eval_steps() || a->eval_steps() == 0)) {
     if (a->logging_steps() > 0) {
       a->set_eval_steps(a->logging_steps());
@@ -328,7 +331,7 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
   }
   RETURN_IF_ERROR(CheckLoadBest(*a));
 
-  // metric_for_best_model / greater_is_better (spec §11 items 17-18).
+  // metric_for_best_model / greater_is_better defaults.
   if ((a->load_best_model_at_end() || a->lr_scheduler_type() == "reduce_lr_on_plateau") &&
       !a->has_metric_for_best_model()) {
     a->set_metric_for_best_model("loss");
@@ -363,7 +366,7 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
     a->set_optim("adafactor");
   }
 
-  // torch.compile implications (spec §11 item 11).
+  // torch.compile implications (a backend or mode sets torch_compile).
   if (a->has_torchdynamo()) {
     warnings.push_back(Deprecated("torchdynamo", "torch_compile_backend"));
     a->set_torch_compile_backend(a->torchdynamo());
@@ -374,7 +377,7 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
   if (a->torch_compile() && !a->has_torch_compile_backend())
     a->set_torch_compile_backend("inductor");
 
-  // report_to (spec §2.1 row 86): None and "all" mean every integration loom has. An explicit
+  // report_to: None and "all" mean every integration loom has. An explicit
   // "none" is kept as ["none"] (an empty repeated field would read back as None); ToDict()
   // prints it as [] like HF.
   std::vector<std::string> report(a->report_to().begin(), a->report_to().end());

@@ -1,9 +1,10 @@
 // TrainingArguments resolution: HF's TrainingArguments.__post_init__ (transformers 4.41) over
 // the proto schema in training_args.proto — derived defaults, deprecated aliases, and every
-// validation rule of spec/trainer.md §2 — plus loom's own rejection of options that cannot
-// apply in C++ (TPU, torch.compile, IPEX, Apex, ...: fields whose spec has `unsupported`).
+// validation rule of transformers 4.41 TrainingArguments — plus loom's own rejection of options
+// that cannot apply in C++ (TPU, torch.compile, IPEX, Apex, ...: fields whose spec has
+// `unsupported`).
 //
-// Derived defaults (spec/trainer.md §2.1, §11 items 10-25):
+// Derived defaults (TrainingArguments.__post_init__):
 //   do_eval <- true when eval_strategy != "no"; eval_steps <- logging_steps; logging_dir <-
 //   output_dir/runs/<Mon><DD>_<HH>-<MM>-<SS>_<host>; run_name <- output_dir;
 //   metric_for_best_model <- "loss" (load_best_model_at_end or reduce_lr_on_plateau);
@@ -61,7 +62,8 @@ struct PostInitOptions {
 // against the flags here, as HF's __post_init__ does (HfTrainerDeepSpeedConfig +
 // trainer_config_process): a missing file, bad JSON, a bad key, or a value that contradicts
 // a flag (e.g. fp16.enabled true without --fp16) is an error before any work
-// (spec/deepspeed.md §2.3). The loaded config is not kept: whoever trains with it loads it again.
+// (as transformers' trainer_config_finalize raises). The loaded config is not kept: whoever trains
+// with it loads it again.
 absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* args,
                                                   const PostInitOptions& options = {});
 

@@ -52,7 +52,7 @@ absl::StatusOr<TrainingArguments> Resolve(std::vector<std::string> args,
   EXPECT_THAT(Resolve args, StatusIs(absl::StatusCode::kInvalidArgument, \
                                      HasSubstr(flag_text)))
 
-// ---- Derived defaults (spec/trainer.md §11 items 10-25) ----
+// ---- Derived defaults (transformers 4.41 TrainingArguments.__post_init__) ----
 
 TEST(DerivedDefaultsTest, DoEvalFollowsEvalStrategy) {
   ASSERT_OK_AND_ASSIGN(auto a, Resolve({"--eval_strategy", "epoch"}));

@@ -1,5 +1,5 @@
 // CpuMemoryLimit: a cap on the bytes of CPU tensor memory one process may hold — what a
-// device's memory size is to a GPU run, for CPU runs and tests (issue 14: a model whose full
+// device's memory size is to a GPU run, for CPU runs and tests (so that a model whose full
 // training state does not fit one rank's budget trains sharded and fails clearly replicated).
 //
 // Contract:

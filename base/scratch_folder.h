@@ -1,6 +1,6 @@
 // ScratchFolder: a folder of temporary files that is removed when its owner goes away — at
 // normal destruction, and also when the process is stopped by SIGINT, SIGTERM or SIGHUP
-// (ZeRO-Infinity's swap files, issue 16: a killed run must not leave gigabytes on the disk).
+// (ZeRO-Infinity's swap files: a killed run must not leave gigabytes on the disk).
 //
 // Contract:
 //   - Create(parent, prefix): makes a new folder parent/prefix-XXXXXX (mkdtemp), private to

@@ -1,4 +1,4 @@
-// cpu_adam: loom's fused CPU AdamW (optim/fused_cpu_optim.h, issue 16) against
+// cpu_adam: loom's fused CPU AdamW (optim/fused_cpu_optim.h) against
 // torch::optim::AdamW and against the memory-bandwidth bound, on the same 100M fp32 parameters
 // in one process:
 //

@@ -1,4 +1,4 @@
-// nvme_offload: ZeRO-Infinity's disk path on this machine (issue 16), in one run:
+// nvme_offload: ZeRO-Infinity's disk path on this machine, in one run:
 //   1. the disk: a raw O_DIRECT sequential loop (pwrite/pread one block at a time, over the
 //      same bytes the engine moves, and dd-style with one reused block buffer), against loom's
 //      aio engine (//aio) on the same bytes, both ways;

@@ -1,5 +1,5 @@
 // precision: what bf16 buys on this CPU, and what gradient checkpointing saves, on a GEMM-bound
-// BERT (hidden 768, 12 heads, intermediate 3072, seq 128) — issue 11's benchmark.
+// BERT (hidden 768, 12 heads, intermediate 3072, seq 128).
 //
 //   ./bazelw run -c opt //benchmarks:precision
 //

@@ -1,5 +1,5 @@
 // sharding: DDP, ZeRO-1 and ZeRO-2 side by side on real ranks (forked processes over Gloo on
-// 127.0.0.1) with a model of 50M parameters (issue 13):
+// 127.0.0.1) with a model of 50M parameters:
 //
 //   ./bazelw run -c opt //benchmarks:sharding [-- RANKS [STEPS]]   (default 2 ranks, 4 steps)
 //
@@ -11,23 +11,25 @@
 //     and its ratio to DDP (goal: ZeRO-2 <= 1.1x);
 //   - rank 0's model-state bytes: what the strategy reports (StateBytes), what a counting
 //     allocator measured live after the step (every CPU tensor of the process: the model
-//     state plus small leftovers), and the per-stage formula — spec/deepspeed.md §7.2's
+//     state plus small leftovers), and the per-stage formula — DeepSpeed 0.13.5
+//     estimate_zero2_model_states_mem_needs'
 //     accounting with fp32 in place of the 16-bit copies (there are none in fp32 training):
 //     DDP 16P (weights 4P, gradients 4P, AdamW 8P), ZeRO-1 8P + 16P/N (full fp32 weights and
 //     gradients, and per partition the averaged gradients, master weights and AdamW's two
 //     moments), ZeRO-2 4P + 16P/N;
 //   - ZeRO-1 and ZeRO-2 with overlap_comm (the reduction during backward; "ovl");
-//   - the same for bf16 ZeRO-1 and ZeRO-2 (DeepSpeed's bf16 section), against §7.2's formula
+//   - the same for bf16 ZeRO-1 and ZeRO-2 (DeepSpeed's bf16 section), against that formula
 //     itself: ZeRO-2 2P + 18P/N (bf16 weights; per partition bf16 and fp32 gradients, fp32
 //     master weights, AdamW's moments), ZeRO-1 4P + 18P/N (its bf16 gradients unpartitioned).
-// Parameter sharding (issue 14), on BERT-base for sequence classification (109.5M parameters,
+// Parameter sharding, on BERT-base for sequence classification (109.5M parameters,
 // its 12 BertLayers the wrap units; fp32, AdamW, a batch of 2 x 64 tokens per rank): DDP,
 // ZeRO-2, ZeRO-3 (DeepSpeed's defaults, prefetching on) and FSDP full_shard without and with
 // prefetching (forward_prefetch, backward_pre) — step time and its ratio to DDP (goal:
 // ZeRO-3 / full_shard <= 1.3x), model-state bytes reported and measured against the fp32
-// form of §7.2's ZeRO-3 row, 16P/N + 4L (L: the largest layer, the word embeddings, which
-// loom's root unit keeps whole like FSDP's root), and the peak of full parameters held during
-// forward and backward against the root plus the largest unit (plus one prefetched unit).
+// form of DeepSpeed 0.13.5 estimate_zero3_model_states_mem_needs, 16P/N + 4L (L: the largest layer,
+// the word embeddings, which loom's root unit keeps whole like FSDP's root), and the peak of full
+// parameters held during forward and backward against the root plus the largest unit (plus one
+// prefetched unit).
 #include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
 
@@ -148,7 +150,7 @@ constexpr Row kRows[] = {{0, false, false, "DDP (stage 0)"}, {1, false, false, "
                          {2, true, false, "ZeRO-2 bf16"}};
 constexpr int kNumRows = sizeof(kRows) / sizeof(kRows[0]);
 
-// --- Parameter sharding on BERT-base (issue 14). ---
+// --- Parameter sharding on BERT-base. ---
 
 struct BertRow {
   const char* name;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# thread_defaults: run_glue's training throughput on issue 12's tiny workload (the embedded demo
+# thread_defaults: run_glue's training throughput on a tiny workload (the embedded demo
 # BERT, batch 8, accumulation 2, seq 64, 160 steps) with loom's thread defaults (no variable
 # set) against every manual setting of OMP_NUM_THREADS x OPENBLAS_NUM_THREADS in {1, cores},
 # one process and under //tools:launch --nproc_per_node 2; rounds alternate between settings
@@ -8,7 +8,7 @@
 #   ./bazelw run -c opt //benchmarks:thread_defaults [-- ROUNDS [MODES]]
 #       ROUNDS default 7; MODES "single launch" (default), "single" or "launch"
 #
-# Prints one table per mode and "defaults / best manual = N.NN" (issue 12's goal: >= 0.95).
+# Prints one table per mode and "defaults / best manual = N.NN" (the goal: >= 0.95).
 set -euo pipefail
 here="${BASH_SOURCE[0]}.runfiles/loom"
 [[ -d $here ]] || here="${RUNFILES_DIR:-$0.runfiles}/loom"

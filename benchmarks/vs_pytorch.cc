@@ -1,6 +1,6 @@
 // vs_pytorch: loom's Trainer against the plain PyTorch training loop a user would write in
 // Python (benchmarks/vs_pytorch_loop.py, Debian's python3-torch — the same LibTorch 1.13), on the
-// same BERT weights, examples, optimizer and schedule (issue 12).
+// same BERT weights, examples, optimizer and schedule.
 //
 //   ./bazelw run -c opt //benchmarks:vs_pytorch [-- ROUNDS [ONLY]]
 //       ROUNDS default 3; ONLY runs the cases whose "<model> <precision>" contains it

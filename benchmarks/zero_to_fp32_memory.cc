@@ -1,5 +1,5 @@
 // zero_to_fp32_memory: the peak memory of //tools:zero_to_fp32 consolidating a checkpoint of
-// 268M fp32 parameters (issue 15), against the size of its output:
+// 268M fp32 parameters, against the size of its output:
 //
 //   ./bazelw run -c opt //benchmarks:zero_to_fp32_memory
 //
@@ -9,7 +9,7 @@
 // (its peak resident set from wait4's rusage) writing model.safetensors and pytorch_model.bin.
 // The tool's fixed cost (LibTorch loaded: ~0.16 GiB) is part of the peak; at 201M parameters
 // (12 tensors) the ratio was 1.203x, at 268M it is lower.
-// DeepSpeed's zero_to_fp32.py needs about 2x the output (spec/deepspeed.md §6.3): it loads every
+// DeepSpeed's zero_to_fp32.py needs about 2x the output (DeepSpeed's docs): it loads every
 // partition, then concatenates them. loom's reads each parameter's pieces straight from the
 // files into the output tensors (checkpoint/lazy_torch_save.h) and streams both formats out.
 #include <fcntl.h>

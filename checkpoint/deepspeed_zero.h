@@ -1,6 +1,6 @@
 // Reading DeepSpeed ZeRO checkpoints (stages 1-3): the full fp32 state dict from a `global_stepN/`
-// folder, by the consolidation DeepSpeed's zero_to_fp32.py performs (spec/deepspeed.md §6.3;
-// the layout: sharding/deepspeed_checkpoint_layout.md). This is the code path
+// folder, by the consolidation DeepSpeed 0.13.5's `deepspeed/utils/zero_to_fp32.py` performs
+// (the layout: sharding/deepspeed_checkpoint_layout.md). This is the code path
 // //tools:zero_to_fp32 uses.
 //
 // Contract: ConsolidateZeroCheckpoint(dir, tag):
@@ -63,7 +63,7 @@ absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
 absl::StatusOr<NamedTensors> ConsolidateZeroCheckpoint(
     const std::string& dir, const std::optional<std::string>& tag = std::nullopt);
 
-// DeepSpeed's Python API (spec/deepspeed.md §6.4):
+// DeepSpeed's Python API (DeepSpeed 0.13.5 `zero_to_fp32.py`):
 //   GetFp32StateDictFromZeroCheckpoint(dir, tag, exclude_frozen_parameters): the consolidated
 //   fp32 state dict, on the CPU (get_fp32_state_dict_from_zero_checkpoint).
 //   LoadStateDictFromZeroCheckpoint(model, dir, tag): the model moved to the CPU and the state

@@ -1,5 +1,5 @@
 // LazyTorchSave: a torch.save file (zip format) read without its tensor data, for consolidating
-// checkpoints larger than memory (zero_to_fp32, issue 15). The pickle program runs with every
+// checkpoints larger than memory (zero_to_fp32). The pickle program runs with every
 // storage a placeholder on the meta device (no bytes); the tensors in value() are views of
 // those placeholders with their true dtype, shape, stride and offset. ReadElements copies a
 // range of one such tensor straight from the file (torch.save stores records uncompressed, so a

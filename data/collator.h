@@ -1,6 +1,6 @@
-// Collators: turn a list of examples into one batch (HF's data_collator argument; spec/trainer.md
-// §1.4 and §11 item 4: default_data_collator without a tokenizer, DataCollatorWithPadding with
-// one).
+// Collators: turn a list of examples into one batch (HF's data_collator argument, transformers
+// 4.38 `Trainer.__init__`: default_data_collator without a tokenizer, DataCollatorWithPadding
+// with one).
 //
 // Contract (both collators):
 //   - Collate is const and thread-safe (DataLoader workers call it concurrently).

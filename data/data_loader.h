@@ -1,15 +1,15 @@
 // DataLoader: batches of one epoch, in order, optionally prepared ahead by worker threads (the
 // C++ counterpart of torch.utils.data.DataLoader as HF's get_*_dataloader configure it;
-// spec/trainer.md §1.6, §11 items 50-53, §2.1 rows dataloader_*).
+// transformers 4.38 `Trainer.get_train_dataloader`, TrainingArguments dataloader_*).
 //
 // Contract:
 //   - Map-style: epoch e takes sampler->Indices(e) and cuts it into consecutive batches of
-//     batch_size; the last partial batch is kept unless drop_last (spec/trainer-semantics.md
-//     "Data order"). NumBatches() = Size/batch_size rounded down with drop_last, up without.
+//     batch_size; the last partial batch is kept unless drop_last (torch 1.13
+//     `BatchSampler`). NumBatches() = Size/batch_size rounded down with drop_last, up without.
 //     Indices outside the dataset are an OutOfRange error from Epoch().
-//   - Iterable: Epoch(e) calls dataset->SetEpoch(e) (HF's set_epoch, spec/trainer.md §1.4,
-//     §11 item 51), then Iterate(), and groups consecutive examples into batches the same way.
-//     NumBatches() is std::nullopt.
+//   - Iterable: Epoch(e) calls dataset->SetEpoch(e) (HF's set_epoch, as transformers 4.38
+//     `Trainer._inner_training_loop` calls it), then Iterate(), and groups consecutive examples
+//     into batches the same way. NumBatches() is std::nullopt.
 //   - Epoch(e, skip_batches) yields the epoch's batches from number skip_batches on, as a resumed
 //     run needs (HF's skip_first_batches). Skipped batches of a map-style dataset are neither
 //     fetched nor collated; for an iterable dataset their examples are read and dropped.

@@ -1,5 +1,6 @@
 // Datasets: where examples come from (the C++ side of torch.utils.data.Dataset /
-// IterableDataset as HF's Trainer consumes them; spec/trainer.md §1.4).
+// IterableDataset as HF's Trainer consumes them; transformers 4.38 `Trainer.__init__`
+// `train_dataset` / `eval_dataset`).
 //
 // Contract:
 //   - Dataset is map-style: Size() examples, Get(i) for 0 <= i < Size(). Get must be safe to call
@@ -10,13 +11,14 @@
 //   - ExampleListDataset holds whole examples (e.g. tokenized sentences of different lengths,
 //     for PaddingCollator); Get(i) returns a copy of the map (the tensors are shared, not cloned).
 //   - IterableDataset has no length. Before each epoch the DataLoader calls SetEpoch(epoch), as
-//     HF does for datasets with `set_epoch` (spec/trainer.md §1.4, §11 item 51); a dataset that
+//     HF does for datasets with `set_epoch` (transformers 4.38 `Trainer._inner_training_loop`);
+//     a dataset that
 //     shuffles should derive its randomness from the epoch (e.g. a generator seeded with
 //     seed + epoch, as HF's IterableDatasetShard does). Iterate() then starts a fresh pass whose
 //     ExampleIterator::Next() yields examples and std::nullopt at the end. The DataLoader calls
 //     Next() from one thread at a time (possibly different threads over the pass).
 //   - LengthsForGrouping gives the per-example lengths HF's group_by_length uses
-//     (spec/trainer.md §2.1 rows group_by_length, length_column_name): the scalar in
+//     (TrainingArguments group_by_length, length_column_name): the scalar in
 //     `length_column_name` when examples have that field, else the first dimension of
 //     `model_input_name` ("input_ids" by default).
 //

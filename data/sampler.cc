@@ -50,7 +50,7 @@ std::vector<int64_t> SequentialSampler::Indices(int64_t /*epoch*/) const {
   return order;
 }
 
-// spec/trainer-semantics.md "Data order": the seedable sampler reseeds a fresh generator with
+// accelerate 0.27 `SeedableRandomSampler`: the seedable sampler reseeds a fresh generator with
 // seed + epoch, so every epoch's permutation is a pure function of (n, seed, epoch).
 std::vector<int64_t> RandomSampler::Indices(int64_t epoch) const {
   return RandPerm(n_, SeededGenerator(seed_ + static_cast<uint64_t>(epoch)));

@@ -1,6 +1,6 @@
 // Samplers: the order in which one epoch visits a map-style dataset (torch.utils.data samplers as
-// HF's Trainer builds them; spec/trainer-semantics.md "Data order", spec/trainer.md §1.6
-// get_train_dataloader, §11 items 49-50).
+// HF's Trainer builds them; transformers 4.38 `Trainer._get_train_sampler` /
+// `get_train_dataloader`, accelerate 0.27 `data_loader.py` `SeedableRandomSampler`).
 //
 // Contract:
 //   - Sampler::Indices(epoch) is the whole index order of epoch `epoch` (0-based): Size()

@@ -1,7 +1,7 @@
 // BatchShardSampler: one rank's share of another sampler's batches in a multi-process run, as
 // HF's Trainer gets it from accelerate (accelerate.data_loader.BatchSamplerShard, which
-// Accelerator.prepare puts under every dataloader; spec/trainer.md §2.3 split_batches /
-// even_batches, §11 items 32-33).
+// Accelerator.prepare puts under every dataloader; accelerate 0.27 `data_loader.py`,
+// AcceleratorConfig split_batches / even_batches).
 //
 // Contract:
 //   - The inner sampler's Indices(epoch) is cut into batches of `batch_size` (the last one

@@ -1,6 +1,6 @@
 // DistributedDataParallel: PyTorch DDP's gradient synchronisation for a torch::nn::Module over an
-// explicit ProcessGroup (issue 5; TrainingArguments ddp_bucket_cap_mb, ddp_find_unused_parameters,
-// ddp_broadcast_buffers; spec/trainer.md §2.1).
+// explicit ProcessGroup (torch 1.13 `DistributedDataParallel`; TrainingArguments
+// ddp_bucket_cap_mb, ddp_find_unused_parameters, ddp_broadcast_buffers).
 //
 // Contract:
 //   - Create() checks that every rank has the same parameters (count, shapes and dtypes; an

@@ -1,5 +1,5 @@
 // DistributedEnv: who this process is in a multi-process run, read from the launcher's
-// environment variables (issue 5, "Process groups").
+// environment variables (torchrun's RANK / LOCAL_RANK / WORLD_SIZE, Open MPI, SLURM).
 //
 // Contract:
 //   - torchrun / //tools:launch variables win: RANK, WORLD_SIZE (both or neither), LOCAL_RANK,

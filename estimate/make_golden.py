@@ -1,7 +1,8 @@
 """make_golden.py OUT: DeepSpeed's ZeRO-2 / ZeRO-3 estimator printouts for a table of inputs,
-written here from spec/deepspeed.md §7.2 in Python (whose f-string formatting is the reference
-for the printed digits), as the golden file estimate/memory_estimate_test.cc compares loom's
-output with. Each case: a line "CASE stage P L g n f", the printout, a line "END".
+written here from DeepSpeed 0.13.5's estimate_zero2_model_states_mem_needs* (stage_1_and_2.py)
+and estimate_zero3_model_states_mem_needs* (stage3.py) in Python (whose f-string formatting is
+the reference for the printed digits), as the golden file estimate/memory_estimate_test.cc
+compares loom's output with. Each case: a line "CASE stage P L g n f", the printout, a line "END".
 Regenerate with: /usr/bin/python3 estimate/make_golden.py estimate/testdata/golden.txt
 When written (2026-11-26) every case was also compared with the output of DeepSpeed's own
 functions (estimate_zero3_model_states_mem_needs_all_cold of v0.13.5's stage3.py and

@@ -1,4 +1,4 @@
-// MemoryCheck (issue 15): `estimate_memory --check` — a few real training steps of a small BERT
+// MemoryCheck: `estimate_memory --check` — a few real training steps of a small BERT
 // under each of loom's strategies, on this machine, with the per-rank model-state bytes rank 0
 // measured (the strategy's StateBytes(), counted from its tensors) next to loom's estimate for
 // that model (memory_estimate.h's LoomRows), so the estimate can be trusted for a bigger one.

@@ -1,4 +1,5 @@
-// DeepSpeed's ZeRO memory estimators (spec/deepspeed.md §7.2; issue 15): the bytes of model
+// DeepSpeed's ZeRO memory estimators (DeepSpeed 0.13.5 `deepspeed/runtime/zero/stage3.py` and
+// `stage_1_and_2.py`, the estimate_zero*_model_states_mem_needs* functions): the bytes of model
 // states (parameters, gradients, optimizer states) per CPU and per GPU that each offload option
 // needs, with DeepSpeed's own arithmetic and printout, so that `//tools:estimate_memory` prints
 // what `estimate_zero3_model_states_mem_needs_all_cold` / `..._zero2_...` print, character for

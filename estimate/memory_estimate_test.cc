@@ -1,5 +1,7 @@
 // The estimators print exactly what DeepSpeed prints for a table of inputs (the golden file
-// estimate/testdata/golden.txt, written by estimate/make_golden.py from spec/deepspeed.md §7.2
+// estimate/testdata/golden.txt, written by estimate/make_golden.py from DeepSpeed 0.13.5's
+// estimate_zero2_model_states_mem_needs (stage_1_and_2.py) and
+// estimate_zero3_model_states_mem_needs (stage3.py)
 // with Python's formatting, and checked against DeepSpeed's own functions when it was made);
 // the JSON rows carry the same numbers; a run_glue-style folder (safetensors weights, or only a
 // BERT config.json) counts the parameters a loaded model has, its largest layer included.

@@ -1,4 +1,5 @@
-// The 🤗 Accelerate tutorial's training loop (spec/deepspeed.md §10) in C++, twice:
+// The 🤗 Accelerate tutorial's training loop (transformers docs, "Distributed training with
+// 🤗 Accelerate", accelerate 0.27) in C++, twice:
 // accelerate_tutorial_plain.cc is the single-process loop, accelerate_tutorial.cc the same
 // loop with loom's Accelerator — exactly the tutorial's four changes (include, create,
 // prepare instead of the device moves, Backward instead of backward), which

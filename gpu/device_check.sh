@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU-machine check of //tools:gpu_order (issue 15): builds it with gpu/build_standalone.sh
+# The GPU-machine check of //tools:gpu_order: builds it with gpu/build_standalone.sh
 # and runs it with and without CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER next to nvidia-smi and
 # torch. Run from the repository root on a machine with an NVIDIA driver.
 set -x

@@ -1,4 +1,4 @@
-// Device discovery for //tools:gpu_order (issue 15): the physical GPUs as NVML lists them (every
+// Device discovery for //tools:gpu_order: the physical GPUs as NVML lists them (every
 // GPU of the machine, whatever CUDA_VISIBLE_DEVICES says) and the devices the CUDA driver gives
 // this process, both loaded at run time with dlopen (libnvidia-ml.so.1, libcuda.so.1), so the
 // tool builds and runs everywhere: without a driver or a GPU it says so.

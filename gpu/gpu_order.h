@@ -1,6 +1,6 @@
-// GPU order (issue 15; spec/trainer.md §7): which physical GPU each CUDA ordinal of this process
-// is, under CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER, and which one each local rank of a
-// launcher uses — what //tools:gpu_order prints.
+// GPU order (transformers' Trainer docs, "Specific GPUs Selection"): which physical GPU each CUDA
+// ordinal of this process is, under CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER, and which one each
+// local rank of a launcher uses — what //tools:gpu_order prints.
 //
 // The rules (MapOrdinals), as the CUDA runtime applies them:
 //   - CUDA_DEVICE_ORDER=PCI_BUS_ID orders the physical GPUs by PCI bus id (nvidia-smi's order);

@@ -1,4 +1,4 @@
-// Git: runs the `git` program (and through it git-lfs) in a folder, for //hub (issue 17).
+// Git: runs the `git` program (and through it git-lfs) in a folder, for //hub.
 // Why the programs and not libgit2: a Hub model repository keeps its weights in Git LFS, which
 // only git-lfs (a program, Debian's git-lfs) implements — libgit2 has no LFS — and both
 // programs share git's credential-helper protocol, through which the token reaches them in

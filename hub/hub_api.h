@@ -1,5 +1,5 @@
 // The Hub's repository API: HF's create_repo(repo_id, token, private, exist_ok=True), which
-// Trainer.init_hf_repo calls for --push_to_hub (issue 17; spec/trainer.md §4.4), over libcurl
+// Trainer.init_hf_repo calls for --push_to_hub (transformers 4.41), over libcurl
 // (Debian's libcurl4-openssl-dev: HTTP and HTTPS without writing a client here).
 //
 // Contract:

@@ -1,4 +1,5 @@
-// Where --push_to_hub pushes and with which token (issue 17; spec/trainer.md §4.4).
+// Where --push_to_hub pushes and with which token (transformers 4.41 TrainingArguments
+// `hub_model_id`, `hub_token`, `hub_private_repo`; `Trainer.init_hf_repo`).
 //
 // Contract:
 //   - RemoteUrl(model_id, hub_url): a model_id that is a URL (has "://") or a local path

@@ -1,4 +1,4 @@
-// HubPusher: HF Trainer's push schedule for --push_to_hub (issue 17; spec/trainer.md §4.4,
+// HubPusher: HF Trainer's push schedule for --push_to_hub (TrainingArguments `hub_strategy`,
 // transformers 4.41's _push_from_checkpoint / push_to_hub), over HubRepository.
 //
 // Contract (only the main process makes one; other ranks never touch the repository):

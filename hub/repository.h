@@ -1,6 +1,7 @@
 // HubRepository: output_dir as a git repository synced with a Hub model repository (or any
-// git remote) — HF's init_hf_repo / push_to_hub plumbing for --push_to_hub (issue 17;
-// spec/trainer.md §4.4), over the git and git-lfs programs (git.h says why).
+// git remote) — HF's init_hf_repo / push_to_hub plumbing for --push_to_hub (transformers
+// 4.41 `Trainer.init_hf_repo`, `Trainer.push_to_hub`), over the git and git-lfs programs
+// (git.h says why).
 //
 // Contract:
 //   - Open(options): output_dir (made if missing) becomes a repository on branch main with

@@ -1,4 +1,4 @@
-// accelerate-style command lines for //tools:launch (spec/trainer.md §9): `accelerate launch`'s
+// accelerate-style command lines for //tools:launch (accelerate 0.27): `accelerate launch`'s
 // flags and config file, mapped onto the same spawn as torchrun's options.
 //
 // Parsing (ParseAccelerateCommandLine) is args/accelerate_config.h's ParseAccelerateLaunch

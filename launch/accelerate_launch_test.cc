@@ -19,7 +19,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Pair;
 
-// spec/trainer.md §9.2 a., CPU variant.
+// The multi-GPU YAML of transformers' Trainer docs ("Accelerate launcher"), CPU variant.
 constexpr char kCpuMultiNode[] = R"(compute_environment: LOCAL_MACHINE
 distributed_type: MULTI_CPU
 downcast_bf16: 'no'

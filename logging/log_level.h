@@ -1,6 +1,7 @@
 // Per-process log levels with Hugging Face Trainer semantics, applied over glog.
 //
-// Contract (spec/trainer.md §5):
+// Contract (transformers 4.38 `TrainingArguments.get_process_log_level`, fields `log_level`,
+// `log_level_replica`, `log_on_each_node`):
 //   Levels are Python `logging` ints: debug=10, info=20, warning=30, error=40, critical=50, and
 //   passive=-1, which means "leave the level as it is". ParseLogLevel maps a name to its int;
 //   an unknown name is InvalidArgument naming the value and listing the valid choices.

@@ -1,3 +1,5 @@
+// Log levels against transformers 4.38 `TrainingArguments.get_process_log_level` ("HF rule") and
+// the command lines of the Trainer documentation's logging section ("Docs example").
 #include "logging/log_level.h"
 
 #include <string>
@@ -80,7 +82,7 @@ TEST(LogLevelNameTest, NamesAndOthers) {
   EXPECT_EQ(LogLevelName(25), "level 25");
 }
 
-// §5.2, log_on_each_node=True: the local main process of every node is main.
+// HF rule, log_on_each_node=True: the local main process of every node is main.
 TEST(ShouldLogTest, OnEachNodeEveryLocalMainLogs) {
   ProcessLogPolicy policy = Policy("info", "warning", true);
   std::vector<bool> got;
@@ -88,7 +90,7 @@ TEST(ShouldLogTest, OnEachNodeEveryLocalMainLogs) {
   EXPECT_EQ(got, std::vector<bool>({true, false, true, false}));
 }
 
-// §5.2, log_on_each_node=False: only global rank 0 is main.
+// HF rule, log_on_each_node=False: only global rank 0 is main.
 TEST(ShouldLogTest, NotOnEachNodeOnlyGlobalRankZeroLogs) {
   ProcessLogPolicy policy = Policy("info", "warning", false);
   std::vector<bool> got;
@@ -101,22 +103,22 @@ TEST(ShouldLogTest, SingleProcessIsMainEitherWay) {
   EXPECT_TRUE(ShouldLog(Policy("info", "warning", false), Place(0, 0, 0, 1)));
 }
 
-// §5.2: every node's local main uses log_level; all others log_level_replica.
+// HF rule: every node's local main uses log_level; all others log_level_replica.
 TEST(ProcessLogLevelTest, OnEachNodeMainsUseLogLevel) {
   EXPECT_EQ(Levels(Policy("info", "error", true), TwoByTwo(), 30), Ints({20, 40, 20, 40}));
 }
 
-// §5.2: only node 0's main uses log_level, even the local main of node 1 is a replica.
+// HF rule: only node 0's main uses log_level, even the local main of node 1 is a replica.
 TEST(ProcessLogLevelTest, NotOnEachNodeOnlyRankZeroUsesLogLevel) {
   EXPECT_EQ(Levels(Policy("info", "error", false), TwoByTwo(), 30), Ints({20, 40, 40, 40}));
 }
 
-// §5.4 `--log_level warning --log_level_replica error` (log_on_each_node defaults to true).
+// Docs example `--log_level warning --log_level_replica error` (log_on_each_node defaults to true).
 TEST(ProcessLogLevelTest, WarningErrorOnEachNode) {
   EXPECT_EQ(Levels(Policy("warning", "error", true), TwoByTwo(), 30), Ints({30, 40, 30, 40}));
 }
 
-// §5.4 `--log_level warning --log_level_replica error --log_on_each_node 0`.
+// Docs example `--log_level warning --log_level_replica error --log_on_each_node 0`.
 TEST(ProcessLogLevelTest, WarningErrorOnlyFirstNodeMain) {
   EXPECT_EQ(Levels(Policy("warning", "error", false), TwoByTwo(), 30), Ints({30, 40, 40, 40}));
   // 3 nodes x 4 processes: only global rank 0 logs at warning.
@@ -127,12 +129,12 @@ TEST(ProcessLogLevelTest, WarningErrorOnlyFirstNodeMain) {
   EXPECT_EQ(Levels(Policy("warning", "error", false), twelve, 30), expected);
 }
 
-// §5.4 `--log_level error --log_level_replica error --log_on_each_node 0`: as quiet as possible.
+// Docs example `--log_level error --log_level_replica error --log_on_each_node 0`: quietest.
 TEST(ProcessLogLevelTest, ErrorEverywhere) {
   EXPECT_EQ(Levels(Policy("error", "error", false), TwoByTwo(), 30), Ints({40, 40, 40, 40}));
 }
 
-// §5.1: defaults are passive / warning; passive keeps the library's level (warning by default).
+// Defaults are passive / warning; passive keeps the library's level (warning by default).
 TEST(ProcessLogLevelTest, DefaultsGiveWarningEverywhere) {
   ProcessLogPolicy defaults;
   EXPECT_EQ(defaults.log_level, "passive");
@@ -141,7 +143,7 @@ TEST(ProcessLogLevelTest, DefaultsGiveWarningEverywhere) {
   EXPECT_EQ(Levels(defaults, TwoByTwo(), kDefaultLibraryLogLevel), Ints({30, 30, 30, 30}));
 }
 
-// §5.1: passive main keeps whatever the library level is now.
+// HF default: passive main keeps whatever the library level is now.
 TEST(ProcessLogLevelTest, PassiveMainKeepsCurrentLevel) {
   ProcessLogPolicy defaults;
   EXPECT_EQ(Levels(defaults, TwoByTwo(), 20), Ints({20, 30, 20, 30}));
@@ -149,7 +151,7 @@ TEST(ProcessLogLevelTest, PassiveMainKeepsCurrentLevel) {
   EXPECT_EQ(Levels(defaults, TwoByTwo(), 50), Ints({50, 30, 50, 30}));
 }
 
-// §5.1: replicas use warning unless log_level_replica is given, whatever the main level is.
+// HF default: replicas use warning unless log_level_replica is given, whatever the main level is.
 TEST(ProcessLogLevelTest, ReplicasDefaultToWarning) {
   ProcessLogPolicy policy;
   policy.log_level = "debug";

@@ -1,4 +1,5 @@
-// The model contract (spec/trainer.md §1.3, ARCHITECTURE.md "Model contract"): a
+// The model contract (transformers 4.38's Trainer docs: the model returns its loss as the first
+// output when labels are given; modeling/README.md): a
 // torch::nn::Module whose Forward takes a named batch and returns a ModelOutput whose loss is
 // present when the batch carries the labels. Models (models/) implement it and the Trainer
 // (trainer/) trains it; it depends on neither.

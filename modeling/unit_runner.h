@@ -1,5 +1,5 @@
 // Wrap units: the hook point through which a parameter-sharding strategy (FSDP's auto_wrap
-// units, ZeRO-3's fetch units; issue 14) reaches a model's repeating layers. LibTorch's C++
+// units, ZeRO-3's fetch units) reaches a model's repeating layers. LibTorch's C++
 // modules have no forward hooks, so a model runs each of its units through a UnitRunner the
 // strategy installs; the model needs no strategy-specific code, only to declare its repeating
 // layer type (what `transformer_layer_cls_to_wrap` names: "BertLayer" for BERT).

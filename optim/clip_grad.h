@@ -1,6 +1,7 @@
 // torch.nn.utils.clip_grad_norm_ (torch 1.13) with norm_type 2 and
 // error_if_nonfinite = false, as HF's Trainer calls it when max_grad_norm > 0
-// (spec/trainer-semantics.md "One optimizer step").
+// (transformers 4.38 `Trainer._inner_training_loop`, via accelerate 0.27
+// `Accelerator.clip_grad_norm_`).
 //
 // Contract: parameters whose grad() is undefined are skipped; with none left the result is
 // 0 and nothing changes. Otherwise

@@ -1,5 +1,5 @@
-// One-pass CPU optimizer kernels (issue 16): DeepSpeed's CPUAdam / CPUAdagrad idea in loom —
-// each element's parameter, gradient and state read once and written once, vectorised for
+// One-pass CPU optimizer kernels (for ZeRO-Offload): DeepSpeed's CPUAdam / CPUAdagrad idea in
+// loom — each element's parameter, gradient and state read once and written once, vectorised for
 // AVX-512 or AVX2 (chosen at run time from what the CPU has) with a scalar fallback, split over
 // LibTorch's intra-op threads, and optionally writing the updated parameter's 16-bit copy
 // (bf16 or fp16) in the same pass (DeepSpeed's step with fp16 params / adam_update_copy).

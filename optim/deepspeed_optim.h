@@ -1,6 +1,7 @@
-// The optimizer and scheduler sections of a DeepSpeed config (spec/deepspeed.md §3), built as
-// DeepSpeed 0.13.5's engine builds them, for the Trainer under --deepspeed (HF's DummyOptim /
-// DummyScheduler path, §3.2).
+// The optimizer and scheduler sections of a DeepSpeed config (DeepSpeed 0.13.5 `optimizer` /
+// `scheduler` config sections), built as DeepSpeed 0.13.5's engine builds them, for the
+// Trainer under --deepspeed (HF's DummyOptim / DummyScheduler path: transformers 4.38
+// `integrations/deepspeed.py` `deepspeed_optim_sched`).
 //
 // Optimizer (CheckDeepSpeedOptimizer validates, CreateDeepSpeedOptimizer builds): one
 // parameter group holding every parameter that requires grad, in model order — HF passes
@@ -28,7 +29,8 @@
 // (SGD) without zero_allow_untested_optimizer (DeepSpeed's message).
 //
 // Scheduler (CheckDeepSpeedScheduler, CreateDeepSpeedScheduler): WarmupLR, WarmupDecayLR,
-// WarmupCosineLR and LRRangeTest with lr_schedules.py's formulas (§3.4). As in DeepSpeed, the
+// WarmupCosineLR and LRRangeTest with the formulas of DeepSpeed 0.13.5
+// `deepspeed/runtime/lr_schedules.py`. As in DeepSpeed, the
 // schedule does not touch the optimizer until its first Step() (LRRangeTest sets its min lr at
 // construction), so the first optimizer step runs at the optimizer's own lr; Step() follows
 // each applied optimizer step. LastLr() before the first Step() is 0 (HF logs lr=0 then).

@@ -1,5 +1,5 @@
 // DeepSpeed's optimizer and scheduler sections: the schedules against closed forms of
-// lr_schedules.py's formulas (spec/deepspeed.md §3.4), the optimizer classes DeepSpeed picks,
+// lr_schedules.py's formulas (DeepSpeed 0.13.5), the optimizer classes DeepSpeed picks,
 // and the refusals.
 #include "optim/deepspeed_optim.h"
 

@@ -1,6 +1,6 @@
-// Fused CPU optimizers (issue 16): torch's AdamW, Adam and Adagrad, and HF's AdamW — DeepSpeedCPUAdam and
-// DeepSpeedCPUAdagrad semantics — stepping each parameter in one vectorised pass
-// (cpu_optim_kernels.h) instead of torch's eight. The optimizer step is the host-side
+// Fused CPU optimizers (for ZeRO-Offload): torch's AdamW, Adam and Adagrad, and HF's AdamW —
+// DeepSpeedCPUAdam and DeepSpeedCPUAdagrad semantics — stepping each parameter in one vectorised
+// pass (cpu_optim_kernels.h) instead of torch's eight. The optimizer step is the host-side
 // bottleneck of offloaded training (ZeRO-Offload), and `--optim adamw_torch_fused` uses the
 // AdamW on its own.
 //

@@ -1,7 +1,7 @@
 // Learning-rate schedulers with torch 1.13 semantics and HF's schedule types
-// (transformers 4.38–4.41 get_scheduler / Trainer.create_scheduler; spec/trainer.md §2.1
-// `lr_scheduler_type`, `lr_scheduler_kwargs`, `warmup_*`; spec/trainer-semantics.md
-// "Learning rate"; §11 items 5, 7, 14).
+// (transformers 4.38–4.41 get_scheduler / Trainer.create_scheduler / get_warmup_steps;
+// TrainingArguments `lr_scheduler_type`, `lr_scheduler_kwargs`, `warmup_*`: linear by default,
+// warmup_steps overrides warmup_ratio, the first step runs with lr 0).
 //
 // LambdaLrScheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, λ), last_epoch = -1:
 //   construction records base_lrs = each group's current lr (torch reuses a group's

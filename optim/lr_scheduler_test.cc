@@ -69,7 +69,8 @@ TEST(LambdaLrSchedulerTest, TorchLambdaLrSemantics) {
   EXPECT_EQ(scheduler.last_epoch(), 2);
 }
 
-// spec/trainer-semantics.md: with warmup the first optimizer step runs with lr 0, and the
+// transformers 4.38 `get_linear_schedule_with_warmup` under `Trainer._inner_training_loop`:
+// with warmup the first optimizer step runs with lr 0, and the
 // lr logged after step k is the one step k+1 will use.
 TEST(CreateSchedulerTest, LinearWarmupFromTrainingArguments) {
   auto optimizer = TwoGroupSgd();

@@ -1,6 +1,7 @@
 // HF Trainer.create_optimizer + Trainer.get_optimizer_cls_and_kwargs (transformers
-// 4.38–4.41) for the `--optim` names that exist in C++ (spec/trainer.md §2.1 `optim`,
-// `optim_args`, `adam_*`, `weight_decay`; §11 items 5, 8, 120).
+// 4.38–4.41) for the `--optim` names that exist in C++ (TrainingArguments `optim`,
+// `optim_args`, `adam_*`, `weight_decay`: AdamW by default, no decay on biases and LayerNorm
+// weights, unknown `optim` names refused).
 //
 // Contract: CreateOptimizer(args, model) builds the two HF parameter groups
 // (HfParamGroups: decay group with args.weight_decay, then the no-decay group with 0.0;

@@ -1,6 +1,6 @@
 // HF Trainer's parameter grouping for weight decay (transformers 4.38–4.41,
 // Trainer.get_decay_parameter_names and the two groups built by Trainer.create_optimizer;
-// spec/trainer.md §2.1 `weight_decay`, §11 item 8).
+// TrainingArguments `weight_decay`).
 //
 // Contract:
 //   DecayParameterNames(model): every parameter name of `model` (dotted, as

@@ -1,5 +1,5 @@
 // DeepSpeed's fp16 loss scalers (deepspeed/runtime/fp16/loss_scaler.py, v0.10–v0.17.0, the
-// scaler ZeRO stages 1–3 use; spec/deepspeed.md §4.2), for the half-weights path of
+// scaler ZeRO stages 1–3 use; DeepSpeed 0.13.5 `DynamicLossScaler`), for the half-weights path of
 // precision/master_weights.h.
 //
 // Contract:

@@ -1,5 +1,6 @@
 // The precision policy of a run, resolved once from TrainingArguments and, with --deepspeed,
-// the DeepSpeed config (spec/trainer.md §2.1 bf16/fp16 rows, spec/deepspeed.md §4), for the
+// the DeepSpeed config (TrainingArguments bf16/fp16 fields, DeepSpeed 0.13.5 `fp16` / `bf16`
+// sections), for the
 // machine the run is on.
 //
 // Modes:

@@ -1,7 +1,8 @@
 // The states Python's `random` module and numpy's global generator (np.random) hold right after
 // HF's `set_seed(seed)` (transformers.trainer_utils: random.seed(seed); np.random.seed(seed)).
 //
-// Why: HF Trainer's rng_state.pth has "python" and "numpy" entries (spec/trainer.md §6), and its
+// Why: HF Trainer's rng_state.pth has "python" and "numpy" entries (transformers 4.38
+// `Trainer._save_rng_state`), and its
 // `_load_rng_state` hands them to random.setstate / np.random.set_state. loom has no Python
 // generators; a loom process behaves like a Python process that seeded them and never drew from
 // them. rng/rng_state_file.h writes these states, so HF's Python Trainer can load the file.

@@ -1,6 +1,6 @@
 // RngState: a snapshot of every random generator a loom process draws from, so that a resumed
 // run continues with the numbers an uninterrupted run would have drawn (HF Trainer's
-// `_save_rng_state` / `_load_rng_state`, trainer.md §6). rng/rng_state_file.h puts it on disk.
+// `_save_rng_state` / `_load_rng_state`, transformers 4.38). rng/rng_state_file.h puts it on disk.
 //
 // Contract:
 //   - `cpu` is LibTorch's CPU default generator state, exactly what Python's

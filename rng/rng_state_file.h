@@ -3,7 +3,8 @@
 //
 // Contract:
 //   - The file is torch::pickle_save of a dict with string keys: HF Trainer's entries
-//     ("python", "numpy", "cpu", "cuda"; spec/trainer.md §6) plus loom's own ones:
+//     ("python", "numpy", "cpu", "cuda"; transformers 4.38 `Trainer._save_rng_state`) plus loom's
+//     own ones:
 //       "format":    "loom.rng_state"          (required)
 //       "version":   1                          (required int; newer versions are rejected)
 //       "cpu":       1-D uint8 tensor           (required; torch.get_rng_state() format, so

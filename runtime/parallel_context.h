@@ -1,7 +1,7 @@
 // ParallelContext: this process's place in a (possibly multi-process) run as the Trainer sees
 // it — HF TrainingArguments' world_size / process_index / local_process_index / should_save /
 // main_process_first and the accelerate pieces HF's Trainer relies on (data sharding, gathering
-// for metrics, the DDP wrapper) — over an explicit ProcessGroup (issue 5).
+// for metrics, the DDP wrapper) — over an explicit ProcessGroup.
 //
 // Contract:
 //   - Create(pg, args): with `pg`, that group; without, the launcher's environment
@@ -10,7 +10,7 @@
 //     GROUP_RANK come from the environment (a given pg with no launcher variables counts as one
 //     node). A single process never opens a socket.
 //   - is_world_zero(): rank 0. is_local_zero(): local rank 0. ShouldSave(args):
-//     save_on_each_node ? is_local_zero : is_world_zero (spec/trainer.md §2.1).
+//     save_on_each_node ? is_local_zero : is_world_zero (TrainingArguments.should_save).
 //   - Collectives are no-ops (or identities) for one process; with several, every rank must
 //     call them in the same order: Barrier, BroadcastString (from rank 0), MeanFloat (a float32
 //     mean over ranks in rank order, HF's _nested_gather(tr_loss).mean()), GatherRows (each

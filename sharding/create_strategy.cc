@@ -30,7 +30,7 @@ absl::Status FsdpNotYet(const std::string& what, const std::string& fix) {
 
 absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched) {
   if (args.fsdp_size() == 0) return absl::OkStatus();
-  // HF's Trainer.__init__ (spec/trainer.md §8).
+  // HF's Trainer.__init__ (transformers 4.41).
   if (args.has_deepspeed() && !args.deepspeed().empty()) {
     return absl::InvalidArgumentError(
         "Using --fsdp xxx together with --deepspeed is not possible, deactivate one of those "

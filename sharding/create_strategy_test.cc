@@ -127,7 +127,7 @@ TEST(CreateStrategyTest, ParameterShardingNeedsALoomModel) {
                        AllOf(HasSubstr("ZeRO-3"), HasSubstr("loom model"))));
 }
 
-// HF's --fsdp errors (spec/trainer.md §8).
+// HF's --fsdp errors (transformers 4.41 TrainingArguments.__post_init__ / Trainer.__init__).
 TEST(CreateStrategyTest, FsdpRules) {
   Pieces p;
   args::TrainingArguments fsdp;

@@ -190,7 +190,7 @@ absl::Status ResolveBatch(const args::DeepSpeedConfig& ds, int world, DeepSpeedP
   return absl::OkStatus();
 }
 
-// ZeRO-Offload and ZeRO-Infinity (spec/deepspeed.md §1.2 offload_* keys, §1.4; issue 16).
+// ZeRO-Offload and ZeRO-Infinity (DeepSpeed 0.13.5 offload_optimizer / offload_param keys).
 absl::Status PlanOffload(const args::TrainingArguments& args, const args::DeepSpeedConfig& ds,
                          DeepSpeedPlan* plan) {
   const args::ZeroConfig& zero = ds.zero_optimization;
@@ -351,7 +351,8 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
   plan.stage = zero.stage;
   if (plan.stage == 3) {
     // ZeRO-3 (sharding/param_shard.h): parameters below the persistence threshold stay whole,
-    // the 16-bit weights are written at save only when asked (spec/deepspeed.md §6.1).
+    // the 16-bit weights are written at save only when asked
+    // (stage3_gather_16bit_weights_on_model_save).
     plan.stage3_param_persistence_threshold = zero.stage3_param_persistence_threshold.is_auto()
                                                   ? 100000
                                                   : zero.stage3_param_persistence_threshold.value();

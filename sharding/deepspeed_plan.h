@@ -1,8 +1,9 @@
 // DeepSpeedPlan: what a `--deepspeed` config asks of a training run, resolved and checked once
-// before any work (issue 13) — HF's deepspeed_init up to the engine: the config loaded, its
+// before any work — HF's deepspeed_init up to the engine: the config loaded, its
 // "auto" values filled from TrainingArguments and the model (HfTrainerDeepSpeedConfig,
-// spec/deepspeed.md §2), DeepSpeed's own batch-size derivation and assertion (§5, DeepSpeed's
-// error text), and every key checked against what loom implements.
+// transformers 4.41 integrations/deepspeed.py), DeepSpeed 0.13.5's own batch-size derivation
+// and assertion (DeepSpeedConfig._set_batch_related_parameters, its error text), and every key
+// checked against what loom implements.
 //
 // Contract of PlanDeepSpeed(args, world_size, hidden_size, num_training_steps):
 //   - Loading / "auto" errors come back as //args gives them (naming the key).
@@ -12,7 +13,7 @@
 //     micro_batch_per_gpu * gradient_acc_step * world_size T != M * G * W". loom also refuses
 //     a derived micro batch or accumulation that differs from --per_device_train_batch_size /
 //     --gradient_accumulation_steps (the Trainer's loop and DeepSpeed would disagree).
-//   - Every key, in every section, is one of: implemented (stage 0-2; the bucket,
+//   - Every key, in every section, is one of: implemented (stage 0-3; the bucket,
 //     reduce_scatter, allgather and overlap_comm keys; gradient_clipping;
 //     gradient_predivide_factor / prescale_gradients with the all-reduce path; the optimizer
 //     and scheduler sections of optim/deepspeed_optim.h; bf16 with stages 1-2;
@@ -65,12 +66,12 @@ struct DeepSpeedPlan {
   int64_t train_micro_batch_size_per_gpu = 0;
   int64_t gradient_accumulation_steps = 0;
   int64_t steps_per_print = 10;
-  // Stage 3 (spec/deepspeed.md §1.2).
+  // Stage 3 (DeepSpeed 0.13.5 zero_optimization stage3_* keys and defaults).
   int64_t stage3_param_persistence_threshold = 100000;
   int64_t stage3_prefetch_bucket_size = 50000000;
   int64_t stage3_max_live_parameters = 1000000000;
   bool stage3_gather_16bit_weights_on_model_save = false;
-  // offload_optimizer / offload_param (issue 16).
+  // offload_optimizer / offload_param.
   OffloadOptions offload;
   bool round_robin_gradients = false;  // stages 1 and 2
   std::vector<std::string> warnings;

@@ -89,7 +89,7 @@ TEST(DeepSpeedPlanTest, OverlapComm) {
   EXPECT_FALSE(plan.comm.overlap_comm);  // DeepSpeed's default: stage == 3
 }
 
-// Stage 3's keys (spec/deepspeed.md §1.2): DeepSpeed's defaults, "auto" from the hidden size
+// Stage 3's keys (DeepSpeed 0.13.5's stage3_*): DeepSpeed's defaults, "auto" from the hidden size
 // (16 here: 10 * 16 and 0.9 * 16 * 16), explicit values.
 TEST(DeepSpeedPlanTest, Stage3Keys) {
   ASSERT_OK_AND_ASSIGN(DeepSpeedPlan plan, Plan(R"({"zero_optimization": {"stage": 3}})"));

@@ -1,6 +1,6 @@
-// FlatParamUnit: one wrap unit's parameters as FSDP / ZeRO-3 hold them (issue 14 groundwork) —
-// flattened into one buffer padded to a multiple of the world size, each rank keeping only its
-// shard; the full buffer exists only between Gather() and Release().
+// FlatParamUnit: one wrap unit's parameters as FSDP / ZeRO-3 hold them (parameter sharding's
+// groundwork) — flattened into one buffer padded to a multiple of the world size, each rank keeping
+// only its shard; the full buffer exists only between Gather() and Release().
 //
 // Contract:
 //   - Create(params, rank, world): the unit's parameters (one dtype and device, in unit order)

@@ -1,5 +1,5 @@
 // FullShardRunner: the life cycle of a model's wrap units under parameter sharding (FSDP's
-// full_shard / shard_grad_op, DeepSpeed's ZeRO-3; issue 14), as a modeling::UnitRunner the model
+// full_shard / shard_grad_op, DeepSpeed's ZeRO-3), as a modeling::UnitRunner the model
 // runs each repeating layer through.
 //
 // Contract:

@@ -1,5 +1,5 @@
-// FullShardRunner on the BERT model (issue 14 groundwork): with every BertLayer a wrap unit,
-// a forward and backward give the loss of the plain model, each unit's gradient shard equals
+// FullShardRunner on the BERT model (parameter sharding's groundwork): with every BertLayer a wrap
+// unit, a forward and backward give the loss of the plain model, each unit's gradient shard equals
 // the plain model's gradients of that unit averaged over the ranks' batches, and the units end
 // released (only shards held) — at 1 and 2 ranks.
 #include "sharding/full_shard_runner.h"

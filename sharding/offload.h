@@ -1,6 +1,6 @@
-// OffloadOptions: where a ZeRO strategy keeps what it offloads (issue 16; spec/deepspeed.md
-// §1.2 offload_optimizer / offload_param, §1.4 ZeRO-Infinity) — one plain struct that the
-// DeepSpeed plan fills and ZeroStrategy / ParamShardStrategy read.
+// OffloadOptions: where a ZeRO strategy keeps what it offloads (DeepSpeed 0.13.5
+// zero_optimization offload_optimizer / offload_param, ZeRO-Infinity's nvme device) — one plain
+// struct that the DeepSpeed plan fills and ZeroStrategy / ParamShardStrategy read.
 //
 // Contract:
 //   - optimizer: the fp32 master partitions, their gradients and the optimizer state live in

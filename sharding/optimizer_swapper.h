@@ -1,6 +1,6 @@
-// OptimizerSwapper: ZeRO-Infinity's optimizer-state offload to NVMe (issue 16; spec/deepspeed.md
-// §1.2 offload_optimizer with "device": "nvme", sub_group_size, buffer_count and the `aio`
-// section; §1.4) — the optimizer's per-parameter state tensors live in swap files and come into
+// OptimizerSwapper: ZeRO-Infinity's optimizer-state offload to NVMe (DeepSpeed 0.13.5
+// offload_optimizer with "device": "nvme", sub_group_size, buffer_count and the `aio`
+// section) — the optimizer's per-parameter state tensors live in swap files and come into
 // host memory one sub-group at a time for the optimizer step, through //aio's engine.
 //
 // Contract:

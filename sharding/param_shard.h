@@ -1,5 +1,6 @@
-// ParamShardStrategy: parameter sharding (issue 14) — FSDP's FULL_SHARD and SHARD_GRAD_OP
-// (spec/trainer.md §8.2) and DeepSpeed's ZeRO stage 3 (spec/deepspeed.md §1.1) behind the
+// ParamShardStrategy: parameter sharding — FSDP's FULL_SHARD and SHARD_GRAD_OP
+// (torch 1.13 FullyShardedDataParallel, HF's --fsdp) and DeepSpeed 0.13.5's ZeRO stage 3
+// (stage3.py) behind the
 // strategy seam of strategy.h: parameters, gradients and optimizer states all partitioned over
 // the ranks.
 //
@@ -30,8 +31,8 @@
 //   - OptimizerStep: the optimizer steps on the shards; the root is gathered again.
 //   - StateBytes: the shards, the parameters gathered now (the root), frozen parameters, the
 //     shard gradients, the optimizer's state.
-//   - Checkpoints (OwnsOptimizerState): DeepSpeed's ZeRO-3 layout (spec/deepspeed.md §6.2,
-//     §6.3 step 7) in global_stepN/: every rank writes zero_pp_rank_R_mp_rank_00_model_states.pt
+//   - Checkpoints (OwnsOptimizerState): DeepSpeed 0.13.5's ZeRO-3 layout (what zero_to_fp32.py
+//     reads) in global_stepN/: every rank writes zero_pp_rank_R_mp_rank_00_model_states.pt
 //     (empty placeholders for the partitioned parameters, the buffers) and
 //     zero_pp_rank_R_mp_rank_00_optim_states.pt (fp32_flat_groups: per group the rank's
 //     partition of each parameter, ceil(numel / W) elements, in order; the optimizer state in

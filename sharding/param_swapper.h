@@ -1,5 +1,5 @@
-// ParamSwapper: ZeRO-Infinity's parameter offload to NVMe (issue 16; spec/deepspeed.md §1.2
-// offload_param with "device": "nvme", buffer_count, buffer_size, max_in_cpu; §1.4) — a
+// ParamSwapper: ZeRO-Infinity's parameter offload to NVMe (DeepSpeed 0.13.5
+// offload_param with "device": "nvme", buffer_count, buffer_size, max_in_cpu) — a
 // ShardStore (shard_store.h) keeping ZeRO-3 parameter shards in swap files between their uses,
 // through //aio.
 //

@@ -1,7 +1,7 @@
 // ReplicatedStrategy: every rank holds the whole model, its gradients and the optimizer state —
 // one process, or PyTorch DDP over a process group (distributed/ddp.h: bucketed all-reduce of
 // the gradients from backward hooks, nothing on accumulation micro-steps). It is also what
-// DeepSpeed's ZeRO stage 0 is ("uses DeepSpeed only as DDP", spec/deepspeed.md §1.1).
+// DeepSpeed's ZeRO stage 0 is ("uses DeepSpeed only as DDP", transformers' DeepSpeed docs).
 //
 // Contract: ShardingStrategy's (strategy.h), with
 //   - Create: with a process group, DDP is set up (rank 0's weights broadcast to every rank; an

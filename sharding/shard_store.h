@@ -1,4 +1,4 @@
-// ShardStore: where a parameter shard's data lives between its uses (issue 16: ZeRO-Infinity's
+// ShardStore: where a parameter shard's data lives between its uses (ZeRO-Infinity's
 // offload_param "nvme", param_swapper.h). A FlatParamUnit with a store fetches its shard before
 // each gather (and write-back) and evicts it after; the strategy does the same around the
 // optimizer step and checkpoints.

@@ -1,4 +1,4 @@
-// ShardingStrategy: the seam between the training loop and data parallelism (issue 13) — one
+// ShardingStrategy: the seam between the training loop and data parallelism — one
 // object, chosen once when training starts (sharding/create_strategy.h), that owns everything
 // a data-parallel scheme changes in a step: the per-micro-batch hooks, the gradient reduction,
 // the global gradient norm and clipping, the optimizer step and zero_grad, and the report of
@@ -73,7 +73,8 @@ struct StrategySaveInfo {
   c10::IValue lr_scheduler;  // the scheduler's state_dict(); None when there is none
 };
 
-// Model-state bytes one rank holds (spec/deepspeed.md §7.2 counts the same four parts).
+// Model-state bytes one rank holds (DeepSpeed 0.13.5's estimate_zero*_model_states_mem_needs
+// count the same four parts).
 struct ModelStateBytes {
   int64_t parameters = 0;        // the module's parameters as they are stored (full or a shard)
   int64_t gradients = 0;         // gradients kept (full .grad or a partition)

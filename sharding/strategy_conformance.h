@@ -1,4 +1,4 @@
-// The conformance suite every ShardingStrategy registers into (tensorstore's pattern; issue 13).
+// The conformance suite every ShardingStrategy registers into (tensorstore's pattern).
 // testonly.
 //
 // A strategy is described by a ConformanceCase: the TrainingArguments that make

@@ -1,4 +1,4 @@
-// Swap space for ZeRO-Infinity (issue 16): the checks of an nvme_path and the pieces every
+// Swap space for ZeRO-Infinity: the checks of an nvme_path and the pieces every
 // swapper needs there — the aio engine and its own scratch folder (optimizer_swapper.h,
 // param_swapper.h).
 //

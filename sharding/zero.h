@@ -1,8 +1,8 @@
-// ZeroStrategy: DeepSpeed ZeRO stages 1 and 2 for fp32 training (issue 13; spec/deepspeed.md
-// §1.1) — the optimizer states (stage 1), and the gradients too (stage 2), partitioned over the
-// ranks, laid out as DeepSpeed's stage_1_and_2 optimizer lays them out.
+// ZeroStrategy: DeepSpeed ZeRO stages 1 and 2 for fp32 and bf16 training (DeepSpeed 0.13.5
+// stage_1_and_2.py) — the optimizer states (stage 1), and the gradients too (stage 2), partitioned
+// over the ranks, laid out as DeepSpeed's stage_1_and_2 optimizer lays them out.
 //
-// Layout (what DeepSpeed's checkpoints and zero_to_fp32 rely on, spec/deepspeed.md §6.3):
+// Layout (what DeepSpeed's checkpoints and zero_to_fp32 rely on; deepspeed_checkpoint_layout.md):
 //   - Per optimizer parameter group g, its trainable parameters in group order are flattened
 //     into one fp32 buffer, zero-padded at the end to a multiple of 2 x world_size (DeepSpeed's
 //     nccl_start_alignment_factor x dp size). Rank r owns elements [r * n / W, (r + 1) * n / W):
@@ -42,12 +42,12 @@
 // Checkpoints: SaveState / LoadState (DeepSpeed's layout, zero_checkpoint.h; bf16_ prefix).
 // overlap_comm: the reduction runs bucket by bucket during backward (zero_overlap.h), each
 // bucket's pieces reduced to their owners.
-// Offload (options.offload.optimizer, DeepSpeed's offload_optimizer; issue 16): the master
+// Offload (options.offload.optimizer, DeepSpeed's offload_optimizer): the master
 // partitions and their gradients are allocated in host memory (offload.h's HostOptions); the
 // averaged gradient is reduced on the device and copied to the host; the optimizer steps
 // there; the updated master is copied to the device as it is gathered. The Trainer gives such
 // a run loom's fused CPU optimizer.
-// Not yet (issue 13): fp16 weights with DeepSpeed's loss scaler (CUDA only in loom).
+// Not yet: fp16 weights with DeepSpeed's loss scaler (CUDA only in loom).
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto zero, ZeroStrategy::Create(ZeroOptions().set_stage(2).set_model(m)
@@ -75,8 +75,8 @@
 
 namespace loom::sharding {
 
-// How the gradients and parameters travel (DeepSpeed's zero_optimization keys, spec/deepspeed.md
-// §1.2, and the top-level gradient_predivide_factor / prescale_gradients). Numerically only
+// How the gradients and parameters travel (DeepSpeed 0.13.5's zero_optimization keys, and the
+// top-level gradient_predivide_factor / prescale_gradients). Numerically only
 // reduce_scatter, gradient_predivide_factor and prescale_gradients matter; the bucket sizes bound
 // the extra buffer one collective needs.
 struct ZeroCommOptions {

@@ -1,4 +1,4 @@
-// ZeRO-1/2 checkpoint files in DeepSpeed 0.13.5's layout (spec/deepspeed.md §6.2; the verified
+// ZeRO-1/2 checkpoint files in DeepSpeed 0.13.5's layout (engine.py save_checkpoint; the verified
 // details are in deepspeed_checkpoint_layout.md next to this file), written into HF's
 // checkpoint-N/ folder and read back for a resume on any number of ranks.
 //
@@ -126,7 +126,8 @@ absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& checkpoint_
                                                   const std::vector<ZeroGroupLayout>& groups,
                                                   int rank, int world_size);
 
-// ZeRO-3 checkpoints (DeepSpeed's layout, spec/deepspeed.md §6.3 step 7), read one saved rank's
+// ZeRO-3 checkpoints (DeepSpeed 0.13.5's layout, as zero_to_fp32.py's
+// _zero3_merge_trainable_params reads it), read one saved rank's
 // file at a time: for every parameter i of group g, the piece of it that saved rank holds —
 // elements [begin, begin + values.numel()) of the flattened parameter — of the fp32 weights
 // (what == kZero3Fp32) and of each partitioned optimizer state tensor (what == its key) is

@@ -1,4 +1,4 @@
-// Heap defaults for a training process (issue 12): freed memory is kept for the next step.
+// Heap defaults for a training process: freed memory is kept for the next step.
 //
 // A training step frees and re-allocates the same activation and gradient buffers every step.
 // glibc's malloc serves blocks above its mmap threshold (128 KiB at start, raised by the sizes

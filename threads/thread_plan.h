@@ -1,5 +1,5 @@
 // Thread defaults that do not fight each other, decided once per process from what the
-// machine is (issue 12) and logged in one line.
+// machine is, and logged in one line.
 //
 // LibTorch runs elementwise ops and oneDNN's bf16 matmuls on its OpenMP pool (intra-op
 // threads) but fp32 matmuls in the BLAS library's own pool (OpenBLAS on Debian). Both pools

@@ -1,5 +1,5 @@
-// aio_bench: DeepSpeed's aio benchmark idea for loom's engine (issue 16; spec/deepspeed.md §1.2
-// says to tune the `aio` section per machine) — sweeps block_size x queue_depth x thread_count
+// aio_bench: DeepSpeed's aio benchmark idea for loom's engine (DeepSpeed's docs say to tune the
+// `aio` section per machine) — sweeps block_size x queue_depth x thread_count
 // for reads and writes of one file in a folder on the disk that will hold nvme_path, prints
 // the rates, the raw O_DIRECT (dd-like) baseline, and the best `aio` section to paste into the
 // DeepSpeed config.

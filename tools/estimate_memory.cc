@@ -1,7 +1,7 @@
-// estimate_memory: DeepSpeed's ZeRO memory estimators as a command (issue 15; spec/deepspeed.md
-// §7.2) — the bytes of parameters, gradients and optimizer states each offload option needs
-// per CPU and per GPU, printed exactly as DeepSpeed's
-// estimate_zero{2,3}_model_states_mem_needs_all_{cold,live} print them.
+// estimate_memory: DeepSpeed's ZeRO memory estimators as a command (DeepSpeed 0.13.5
+// estimate_zero2_* / estimate_zero3_model_states_mem_needs*) — the bytes of parameters, gradients
+// and optimizer states each offload option needs per CPU and per GPU, printed exactly as
+// DeepSpeed's estimate_zero{2,3}_model_states_mem_needs_all_{cold,live} print them.
 //
 //   bazel run //tools:estimate_memory -- --stage 3 --total_params 2.85e9
 //       --largest_layer_params 32.9e6 --num_gpus_per_node 8   (one command line)

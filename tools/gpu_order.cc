@@ -1,7 +1,8 @@
-// gpu_order: which physical GPU each CUDA ordinal of this process is (issue 15; spec/trainer.md
-// §7) — under CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER, with name, PCI bus id, UUID, MIG
-// instance, memory, compute capability and nvidia-smi index, the CUDA driver's own view next to
-// the rules' prediction, and which GPU each local rank of a launcher uses.
+// gpu_order: which physical GPU each CUDA ordinal of this process is (transformers' Trainer
+// docs, "Specific GPUs Selection") — under CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER, with name,
+// PCI bus id, UUID, MIG instance, memory, compute capability and nvidia-smi index, the CUDA
+// driver's own view next to the rules' prediction, and which GPU each local rank of a launcher
+// uses.
 //
 //   bazel run //tools:gpu_order                              # this environment
 //   CUDA_VISIBLE_DEVICES=1,0 bazel run //tools:gpu_order -- --nproc_per_node 2

@@ -1,4 +1,4 @@
-// `bazel run //tools:launch -- [options] PROGRAM [ARGS...]`: torchrun-style launcher (issue 5).
+// `bazel run //tools:launch -- [options] PROGRAM [ARGS...]`: torchrun-style launcher.
 // Starts --nproc_per_node ranks of PROGRAM on this node with torchrun's environment variables and
 // supervises them (launch/rank_supervisor.h). The command line is torchrun-, accelerate- or
 // deepspeed-style (launch/command_line.h), or --help.

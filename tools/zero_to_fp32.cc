@@ -1,4 +1,4 @@
-// zero_to_fp32: DeepSpeed's zero_to_fp32.py in C++ (issues 13, 15) — the full fp32 state dict
+// zero_to_fp32: DeepSpeed's zero_to_fp32.py in C++ (DeepSpeed 0.13.5) — the full fp32 state dict
 // from a ZeRO stage 1, 2 or 3 checkpoint, with both generations of DeepSpeed's command line:
 //
 //   bazel run //tools:zero_to_fp32 -- CHECKPOINT_DIR OUTPUT_FILE [-t TAG]

@@ -1,5 +1,5 @@
-// TrainerCallback and the CallbackHandler that calls them: HF's event set (spec/trainer.md §1.4
-// "callbacks", §11 items 101-104), in the order transformers 4.41 fires them.
+// TrainerCallback and the CallbackHandler that calls them: HF's event set (transformers 4.41
+// trainer_callback.py), in the order transformers 4.41 fires them.
 //
 // Contract:
 //   - Every event receives the arguments, the TrainerState (read it; only the loop writes it)
@@ -94,7 +94,7 @@ class TrainerCallback {
   virtual absl::Status OnLog(const Event& e);
   virtual absl::Status OnPredictionStep(const Event& e);
 
-  // Stateful callbacks (HF ExportableState, spec/trainer.md §11 item 88): the state stored in
+  // Stateful callbacks (HF ExportableState, transformers 4.41): the state stored in
   // trainer_state.json's stateful_callbacks under Name(), as {"args": {...}, "attributes":
   // {...}}; std::nullopt (the default) for callbacks without state. RestoreState(state) sets
   // the callback as HF's `type(cb)(**args)` + setattr(attributes) would build it.

@@ -1,6 +1,6 @@
 // The Trainer's checkpoint glue: which files an HF checkpoint folder holds and how each piece
-// of training state goes in and out of them (spec/trainer.md §4.2, ARCHITECTURE.md "File
-// formats we match"). The folder mechanics (staging, atomic commit, checksums, discovery,
+// of training state goes in and out of them (transformers 4.41 Trainer._save_checkpoint; the
+// file formats: checkpoint/README.md). The folder mechanics (staging, atomic commit, checksums, discovery,
 // rotation) are checkpoint/folder's; the file formats are checkpoint/'s; the model files
 // and scaler.pt are runtime/model_files.h's (shared with the Accelerator).
 //

@@ -1,5 +1,5 @@
 // Trainer::Evaluate / Predict / EvaluationLoop / PredictionStep: HF's evaluation_loop shared by
-// evaluate() and predict() (spec/trainer.md §1.6, §11 items 63–75).
+// evaluate() and predict() (transformers 4.41 Trainer.evaluation_loop).
 #include <torch/types.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The Trainer's default callbacks (spec/trainer.md §1.4 "callbacks"; transformers 4.41
+// The Trainer's default callbacks (transformers 4.41
 // trainer_callback.py): DefaultFlowCallback decides when to log, evaluate, save and stop;
 // PrinterCallback prints logs (disable_tqdm); ProgressCallback draws the training and
 // prediction progress bars and writes logs above them; EarlyStoppingCallback stops training

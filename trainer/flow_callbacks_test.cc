@@ -1,5 +1,5 @@
 // DefaultFlowCallback / EarlyStoppingCallback / PrinterCallback / ProgressCallback against the
-// rules of transformers 4.41 trainer_callback.py (spec/trainer.md §11 items 39, 44-46, 79).
+// rules of transformers 4.41 trainer_callback.py.
 #include "trainer/flow_callbacks.h"
 
 #include <sstream>

@@ -1,4 +1,4 @@
-// HF's LabelSmoother (trainer_pt_utils; spec/trainer.md §11 item 48): the loss the Trainer
+// HF's LabelSmoother (transformers 4.41 trainer_pt_utils.py): the loss the Trainer
 // computes from the logits when label_smoothing_factor > 0.
 //
 //   loss = (1 - eps) * nll + eps * smoothed, with log_probs = log_softmax(logits, -1),

@@ -1,4 +1,4 @@
-// MemoryTracker: HF's TrainerMemoryTracker (spec/trainer.md §1.7, §11 items 111-112): memory
+// MemoryTracker: HF's TrainerMemoryTracker (transformers 4.41 trainer_utils.py): memory
 // deltas of the Trainer's outer stages, reported as metrics when skip_memory_metrics=false.
 //
 // Contract:

@@ -1,5 +1,5 @@
 // Logged values and metrics as HF keeps them: an insertion-ordered name -> number map
-// (Python dict of floats and ints), plus HF's helpers over it (spec/trainer.md §1.6):
+// (Python dict of floats and ints), plus HF's helpers over it (transformers 4.41):
 // speed_metrics, metrics_format, log_metrics text and save_metrics files.
 //
 // Values are JSON numbers: integers stay integers ("step": 10) and floats stay floats, so

@@ -1,5 +1,5 @@
 // Expected strings below were produced by Python 3's json / str / round and by HF's
-// metrics_format + log_metrics algorithm run in Python (spec/trainer.md §1.6), not by loom.
+// metrics_format + log_metrics algorithm run in Python (transformers 4.41), not by loom.
 #include "trainer/metrics.h"
 
 #include <cmath>

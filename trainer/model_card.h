@@ -1,4 +1,4 @@
-// The Trainer's side of the model card (issue 17): HF 4.41's Trainer.create_model_card and
+// The Trainer's side of the model card: HF 4.41's Trainer.create_model_card and
 // TrainingSummary.from_trainer / extract_hyperparameters_from_trainer over hub/model_card.h.
 //
 // Contract:

@@ -1,4 +1,4 @@
-// NEFTune (spec/trainer.md §10.1; HF's neftune_post_forward_hook, transformers 4.38–4.41):
+// NEFTune (HF's neftune_post_forward_hook, transformers 4.38–4.41):
 // uniform noise added to the input embeddings' output while training.
 //
 // Contract:

@@ -1,5 +1,5 @@
 // ResumePosition: what loom adds to an HF checkpoint folder so that a resumed run continues
-// bit for bit (issue 4 "Exact continuation"); HF's own resume recomputes the data position
+// bit for bit (exact continuation); HF's own resume recomputes the data position
 // from global_step (which is wrong when accumulation windows straddle epochs) and restarts
 // the running loss at zero. Stored as loom_resume.json next to trainer_state.json (HF tools
 // ignore the extra file; trainer_state.json keeps HF's schema so HF can load it).

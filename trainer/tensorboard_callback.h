@@ -1,6 +1,6 @@
-// TensorBoardCallback: HF's integration callback for report_to "tensorboard" (spec/trainer.md
-// §2.1 report_to, §11 item 121). On the world main process, every on_log writes the numeric
-// logs as scalars at state.global_step into an event file under args.logging_dir, with HF's
+// TensorBoardCallback: HF's integration callback for report_to "tensorboard" (transformers
+// 4.41 integrations TensorBoardCallback). On the world main process, every on_log writes the
+// numeric logs as scalars at state.global_step into an event file under args.logging_dir, with HF's
 // rewrite_logs tags: "eval_x" -> "eval/x", "test_x" -> "test/x", anything else -> "train/x";
 // the sink is flushed after each log and closed at on_train_end (reopened by a later log).
 // Non-numeric values are skipped with a warning, as HF does. Unlike HF, the "args" text

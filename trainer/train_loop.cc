@@ -1,5 +1,5 @@
 // Trainer::Train: HF's _inner_training_loop and _maybe_log_save_evaluate (transformers
-// 4.38–4.41 semantics; spec/trainer-semantics.md, spec/trainer.md §11 items 39–56).
+// 4.38–4.41 semantics).
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -23,7 +23,7 @@ double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// *_steps given as a ratio in [0, 1) of the total steps (spec/trainer.md §11 item 13).
+// *_steps given as a ratio in [0, 1) of the total steps (as HF reads them).
 int64_t AbsoluteSteps(double value, int64_t max_steps) {
   if (value < 1) return static_cast<int64_t>(std::ceil(max_steps * value));
   return static_cast<int64_t>(value);
@@ -53,7 +53,7 @@ absl::StatusOr<TrainOutput> Trainer::TrainWithBatchSizeSearch(
     const std::optional<ResumeFrom>& resume) {
   try {
     if (options_.model_init) {
-      // Each Train() starts from a fresh model (spec/trainer.md §11 item 3).
+      // Each Train() starts from a fresh model (HF's model_init).
       RETURN_IF_ERROR(Seed());
       strategy_.reset();  // it holds the old model's parameters and hooks
       ASSIGN_OR_RETURN(model_, options_.model_init(), "model_init");

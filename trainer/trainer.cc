@@ -58,7 +58,7 @@ absl::Status Trainer::Init() {
   ASSIGN_OR_RETURN(topology_,
                    runtime::DataParallelTopologyFor(args_, parallel_, options_.strategy_factory),
                    "Trainer");
-  // The process log level (spec/trainer.md §5.2): log_level on the main process,
+  // The process log level (HF's get_process_log_level): log_level on the main process,
   // log_level_replica on the others; passive keeps the current level.
   logging::ProcessLogPolicy policy;
   policy.log_level = args_.log_level();
@@ -81,7 +81,7 @@ absl::Status Trainer::Init() {
     if (model_ == nullptr) return absl::InvalidArgumentError("model_init returned no model");
   }
   if (!args_.deepspeed().empty() && (optimizer_ != nullptr || lr_scheduler_ != nullptr)) {
-    // HF's Trainer.__init__ refuses the same (spec/deepspeed.md §3.2).
+    // HF's Trainer.__init__ refuses the same (transformers 4.38).
     return absl::InvalidArgumentError(
         "Passing `optimizers` is not allowed if Deepspeed or PyTorch FSDP is enabled (--deepspeed "
         "is set). You should subclass `Trainer` and override the `CreateOptimizerAndScheduler` "
@@ -103,7 +103,7 @@ absl::Status Trainer::Init() {
   for (const std::string& name : LabelNames()) {
     if (name == "label") {
       return absl::InvalidArgumentError(
-          "--label_names: a label may not be named \"label\" (spec/trainer.md §1.3); name it "
+          "--label_names: a label may not be named \"label\" (HF's model contract); name it "
           "\"labels\"");
     }
   }
@@ -124,7 +124,7 @@ absl::Status Trainer::Init() {
     precision_policy = std::move(setup.precision.policy);
   }
   ASSIGN_OR_RETURN(precision_, precision::TrainingPrecision::Create(precision_policy), "Trainer");
-  // Thread counts for this process (issue 12), in one line.
+  // Thread counts for this process, in one line.
   const threads::ThreadPlan& thread_plan = options_.threads ? *options_.threads : setup.threads;
   RETURN_IF_ERROR(threads::ApplyThreadPlan(thread_plan));
   LOG(INFO) << thread_plan.Describe();
@@ -232,7 +232,7 @@ absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::GetTrainDataloader() 
     return absl::FailedPreconditionError(
         "Trainer: training requires a train_dataset (TrainerOptions.train_dataset)");
   }
-  // spec/trainer-semantics.md "Data order": seed = data_seed when set, else seed.
+  // accelerate 0.27 SeedableRandomSampler: seed = data_seed when set, else seed.
   const int64_t seed = args_.has_data_seed() ? args_.data_seed() : args_.seed();
   std::unique_ptr<data::Sampler> sampler;
   if (args_.group_by_length()) {
@@ -255,7 +255,7 @@ absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::GetTrainDataloader() 
   if (topology_.data_parallel_size == 1) {
     return MakeDataLoader(options_.train_dataset, std::move(sampler), batch_size);
   }
-  // accelerate's BatchSamplerShard over the global batches (spec/trainer.md §2.3).
+  // accelerate's BatchSamplerShard over the global batches (AcceleratorConfig).
   ASSIGN_OR_RETURN(data::BatchShardOptions shard, ShardOptions(batch_size));
   ASSIGN_OR_RETURN(std::unique_ptr<data::BatchShardSampler> sharded,
                    data::BatchShardSampler::Create(std::move(sampler), shard),
@@ -317,7 +317,7 @@ absl::Status Trainer::CreateOptimizerAndScheduler(int64_t num_training_steps) {
 absl::Status Trainer::CreateOptimizer() {
   if (optimizer_ != nullptr) return absl::OkStatus();
   if (deepspeed_ && deepspeed_->config.optimizer) {
-    // HF's DummyOptim path: DeepSpeed builds the config's optimizer (spec/deepspeed.md §3.2).
+    // HF's DummyOptim path: DeepSpeed builds the config's optimizer (deepspeed_optim_sched).
     ASSIGN_OR_RETURN(optimizer_, optim::CreateDeepSpeedOptimizer(deepspeed_->config, *model_),
                      "--deepspeed");
     return absl::OkStatus();
@@ -399,7 +399,7 @@ absl::StatusOr<at::Tensor> Trainer::TrainingStep(Model& model, data::Batch& inpu
     precision::AutocastGuard autocast(precision_->LossAutocast());
     ASSIGN_OR_RETURN(out, ComputeLoss(model, prepared, /*return_outputs=*/false));
   }
-  // spec/trainer-semantics.md "One optimizer step": backward on loss / accumulation steps
+  // transformers 4.38 Trainer.training_step: backward on loss / accumulation steps
   // (scaled by the GradScaler with --fp16, as accelerator.backward does).
   const double ga = static_cast<double>(args_.gradient_accumulation_steps());
   precision_->ScaleLoss(out.loss / ga).backward();

@@ -1,22 +1,21 @@
-// Trainer: HF's Trainer loop on LibTorch (spec/trainer.md §1, spec/trainer-semantics.md).
+// Trainer: HF's Trainer loop on LibTorch (transformers 4.38–4.41 Trainer).
 //
 // Contract:
 //   - Create(options) resolves the arguments (args::PostInit), seeds every generator
 //     (set_seed / full_determinism), places the model, installs the default callbacks
 //     (DefaultFlowCallback, TensorBoard when report_to has it, then the caller's, then
 //     PrinterCallback with disable_tqdm or ProgressCallback) and fires on_init_end.
-//   - Train() runs HF's _inner_training_loop (4.38–4.41 semantics, see
-//     spec/trainer-semantics.md): seeded per-epoch data order, gradient accumulation counted
-//     across epochs with the short-epoch rule, loss / gradient_accumulation_steps, clipping
-//     with the pre-clip grad_norm logged, optimizer + scheduler steps, the callback events in
-//     HF's order, logging / evaluation / saving per the strategies, and the final metrics
-//     (train_runtime, train_samples_per_second, train_steps_per_second, total_flos, train_loss,
-//     epoch).
+//   - Train() runs HF's _inner_training_loop (transformers 4.38–4.41 semantics): seeded per-epoch
+//     data order, gradient accumulation counted across epochs with the short-epoch rule, loss /
+//     gradient_accumulation_steps, clipping with the pre-clip grad_norm logged, optimizer +
+//     scheduler steps, the callback events in HF's order, logging / evaluation / saving per the
+//     strategies, and the final metrics (train_runtime, train_samples_per_second,
+//     train_steps_per_second, total_flos, train_loss, epoch).
 //   - Evaluate() runs the evaluation loop on the eval dataset(s): one dataset gives
 //     "eval_"-prefixed metrics, named datasets give "eval_<name>_"-prefixed ones.
 //     Predict() returns predictions, label ids and "test_"-prefixed metrics.
-//   - The hooks of spec/trainer.md §1.2 are virtual: subclass Trainer, override them, and
-//     construct the subclass with Create<MyTrainer>(options).
+//   - The hooks HF documents for subclassing (compute_loss, training_step, ...) are virtual:
+//     subclass Trainer, override them, and construct the subclass with Create<MyTrainer>(options).
 //   - Errors from LibTorch (c10::Error) are caught here and come back as Status naming the
 //     stage; a failed Train() leaves the output directory's existing checkpoints untouched.
 //
@@ -193,7 +192,7 @@ class Trainer {
                                                    const std::vector<std::string>& ignore_keys = {},
                                                    const std::string& metric_key_prefix = "test");
 
-  // --- Hooks (spec/trainer.md §1.2) ---
+  // --- Hooks (the methods HF's Trainer docs list for subclass override) ---
   virtual absl::StatusOr<std::unique_ptr<data::DataLoader>> GetTrainDataloader();
   virtual absl::StatusOr<std::unique_ptr<data::DataLoader>> GetEvalDataloader(
       std::shared_ptr<const data::Dataset> dataset);
@@ -251,7 +250,7 @@ class Trainer {
   // calls it.
   absl::Status SaveModel(std::optional<std::string> output_dir = std::nullopt);
 
-  // --- Hub (spec/trainer.md §4.4; trainer_hub.cc, over //hub) ---
+  // --- Hub (hub_strategy; trainer_hub.cc, over //hub) ---
   // HF push_to_hub: saves the model into output_dir (every rank calls it), then the main
   // process writes the model card (`card`: create_model_card's arguments; model_name defaults
   // to hub_model_id's last part), waits for a running checkpoint push and commits output_dir
@@ -351,7 +350,7 @@ class Trainer {
   // starts; unset without --deepspeed.
   std::optional<sharding::DeepSpeedPlan> deepspeed_;
   std::shared_ptr<DeepSpeedProgressCallback> deepspeed_progress_;  // with --deepspeed
-  // skip_memory_metrics=false: per-stage memory deltas (spec/trainer.md §1.7).
+  // skip_memory_metrics=false: per-stage memory deltas (HF's TrainerMemoryTracker).
   std::unique_ptr<MemoryTracker> memory_tracker_;
   // The precision policy's loop pieces (autocast, loss scaling), chosen once in Init.
   std::unique_ptr<precision::TrainingPrecision> precision_;

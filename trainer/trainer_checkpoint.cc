@@ -1,7 +1,7 @@
 // Trainer::SaveCheckpoint / SaveModel / LoadForResume / FinishCheckpoints: HF's
 // _save_checkpoint, save_model, _load_from_checkpoint + _load_optimizer_and_scheduler +
-// _load_rng_state, and the end-of-training best-model handling (spec/trainer.md §4,
-// §11 items 78–90), over checkpoint/folder (atomic folders) and trainer/checkpoint_io (files).
+// _load_rng_state, and the end-of-training best-model handling (transformers 4.41), over
+// checkpoint/folder (atomic folders) and trainer/checkpoint_io (files).
 #include <filesystem>
 #include <optional>
 
@@ -240,7 +240,7 @@ absl::StatusOr<std::string> Trainer::ResolveResumeFolder(const ResumeFrom& resum
   if (!std::filesystem::exists(path, ec) && std::filesystem::path(path).is_relative() &&
       std::filesystem::is_directory(in_output, ec)) {
     // "last-checkpoint" (what hub_strategy checkpoint pushes) names output_dir/last-checkpoint
-    // when the working directory has no such folder (spec/trainer.md §4.4).
+    // when the working directory has no such folder (HF's hub_strategy "checkpoint").
     path = in_output.string();
     LOG(INFO) << "resume_from_checkpoint " << resume.path << ": resuming from " << path;
   }

@@ -1,6 +1,6 @@
 // Trainer::PushToHub / CreateModelCard and the --push_to_hub plumbing: HF 4.41's
 // init_hf_repo, _push_from_checkpoint, _finish_current_push, push_to_hub and
-// create_model_card (spec/trainer.md §4.4, §11 items 94-100), over //hub.
+// create_model_card (TrainingArguments hub_strategy), over //hub.
 #include <filesystem>
 #include <fstream>
 #include <sstream>

@@ -1,6 +1,6 @@
 // TrainerState and TrainerControl: HF's split of what the loop knows (state, saved in
-// trainer_state.json) from what callbacks ask it to do next (control). spec/trainer.md §1.6,
-// §4.2; field names, defaults and the JSON layout follow transformers 4.41's dataclasses.
+// trainer_state.json) from what callbacks ask it to do next (control). Field names, defaults and
+// the JSON layout follow transformers 4.41's dataclasses.
 //
 // trainer_state.json is json.dumps(asdict(state), indent=2, sort_keys=True) + "\n": ToJson()
 // writes exactly that text and FromJson() reads it back (also files written by Python HF).

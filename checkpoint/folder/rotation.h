@@ -23,7 +23,8 @@
 //     removes the tree. The rename is atomic, so discovery never sees a half-deleted
 //     checkpoint-<N>; a crash during the removal leaves a hidden folder for RemoveStaleStaging.
 //
-// The spec (trainer.md §4.1, §11 item 81): with load_best_model_at_end, save_total_limit=5
+// HF (transformers 4.41 `Trainer._sorted_checkpoints` / `_rotate_checkpoints`, and the
+// `save_total_limit` docs): with load_best_model_at_end, save_total_limit=5
 // keeps the 4 most recent + the best; save_total_limit=1 can leave 2 (the last and the best).
 //
 // Deviations from HF, on purpose:

@@ -90,7 +90,7 @@ TEST(RotationTest, WithoutBestTheOldestGo) {
                                    "checkpoint-50", "checkpoint-60"));
 }
 
-// Spec §11 item 81: limit 5 keeps the 4 most recent + best.
+// HF (transformers 4.41 `_sorted_checkpoints`): limit 5 keeps the 4 most recent + best.
 TEST(RotationTest, LimitFiveKeepsTheFourMostRecentAndTheBest) {
   Outcome best10 = Rotate(5, 10);
   EXPECT_THAT(best10.deleted, ElementsAre("checkpoint-20"));
@@ -117,7 +117,7 @@ TEST(RotationTest, LimitsTwoAndThreeKeepTheBestBesideTheNewest) {
   EXPECT_THAT(l3_best50.kept, ElementsAre("checkpoint-40", "checkpoint-50", "checkpoint-60"));
 }
 
-// Spec §11 item 81: limit 1 can leave 2 (the last and the best).
+// HF (transformers 4.41 `_rotate_checkpoints`): limit 1 can leave 2 (the last and the best).
 TEST(RotationTest, LimitOneKeepsTheLastAndTheBestWhenTheyDiffer) {
   Outcome best20 = Rotate(1, 20);
   EXPECT_THAT(best20.deleted,

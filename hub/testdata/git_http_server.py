@@ -1,5 +1,5 @@
 """git_http_server.py ROOT PORT_FILE [DELAY_S]: a git server over HTTP on 127.0.0.1 for //hub's
-tests (issue 17) — git's own smart-HTTP CGI (git http-backend) for the repositories under ROOT,
+tests — git's own smart-HTTP CGI (git http-backend) for the repositories under ROOT,
 plus the Git LFS batch API with the basic transfer adapter (objects kept under ROOT/lfs/<oid>,
 their URLs signed as a real LFS server signs them), and the Hub's POST /api/repos/create
 ({"name", "organization", "private"}; 409 when the repository exists; the visibility is kept in

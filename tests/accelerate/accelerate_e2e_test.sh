@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# loom's Accelerator end to end (issue 18), real processes under //tools:launch over Gloo:
+# loom's Accelerator end to end, real processes under //tools:launch over Gloo:
 #   1. The tutorial example: the plain and the Accelerator versions give the same weights bit for
 #      bit in one process; on 2 ranks (torchrun style, accelerate style with a YAML config, and
 #      FSDP full_shard from an accelerate config) with half the batch each, the weights equal the

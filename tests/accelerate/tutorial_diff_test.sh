@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The Accelerate tutorial's claim (spec/deepspeed.md §10): the distributed loop differs from the
-# single-process one by four changes — the include, creating the Accelerator, Prepare in place
-# of the device moves, Backward in place of backward. The changed lines of the two example
-# files must be exactly these.
+# The Accelerate tutorial's claim (transformers docs, "Distributed training with 🤗 Accelerate"): the
+# distributed loop differs from the single-process one by four changes — the include, creating the
+# Accelerator, Prepare in place of the device moves, Backward in place of backward. The changed
+# lines of the two example files must be exactly these.
 #   usage: tutorial_diff_test.sh PLAIN_CC ACCELERATED_CC
 set -euo pipefail
 got=$(diff --unchanged-line-format= --old-line-format='-%L' --new-line-format='+%L' "$1" "$2" || true)

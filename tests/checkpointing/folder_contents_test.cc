@@ -1,5 +1,5 @@
-// What a checkpoint-<step> folder written by the Trainer holds (spec/trainer.md §4.2, §11 items
-// 78, 83, 84; trainer/checkpoint_io.h): the exact file names for the default run, for an
+// What a checkpoint-<step> folder written by the Trainer holds (transformers 4.41
+// `_save_checkpoint`; trainer/checkpoint_io.h): the exact file names for the default run, for an
 // epoch-end save that leaves a gradient accumulation window open, with save_safetensors=false,
 // with a model config, and with save_only_model=true (which cannot be resumed from); the
 // weights file holds the model of that step; no hidden .loom-* working folder is left behind.

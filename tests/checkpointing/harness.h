@@ -1,5 +1,5 @@
-// Shared pieces of the Trainer-level checkpoint tests (issue 4 acceptance; spec/trainer.md §4
-// and §11 items 78-93): a small model, the run's TrainingArguments, a scripted evaluation
+// Shared pieces of the Trainer-level checkpoint tests (transformers 4.41's checkpoint
+// behaviour): a small model, the run's TrainingArguments, a scripted evaluation
 // metric, callbacks that record what the output directory and the model looked like at each
 // save, and byte-level views of parameters, optimizer state and checkpoint files.
 //

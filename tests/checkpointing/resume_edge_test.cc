@@ -1,4 +1,5 @@
-// Resume edge cases through the Trainer (spec/trainer.md §4.3, §11 items 85-87): an explicit
+// Resume edge cases through the Trainer (transformers 4.41 `train(resume_from_checkpoint=...)`):
+// an explicit
 // checkpoint path resumes exactly like "latest"; a corrupted newest checkpoint is skipped for
 // the next older one; no checkpoint at all is a NotFound naming the output directory; resuming
 // from the final checkpoint trains nothing. Every run is BaseArgs (harness.h): 12 steps, a

@@ -1,9 +1,9 @@
-// Checkpoint rotation and best-model retention through the Trainer (spec/trainer.md §4.1, §11
-// items 80-82; HF 4.41's _save_checkpoint / _sorted_checkpoints / _rotate_checkpoints and the
-// save_total_limit=1 clean-up at the end of _inner_training_loop), with exact folder lists at
-// every on_save (after the save's rotation) and after training, trainer_state.json's
-// best_model_checkpoint / best_metric, and load_best_model_at_end's weights compared bit for
-// bit with the best checkpoint's model.safetensors.
+// Checkpoint rotation and best-model retention through the Trainer (HF 4.41's _save_checkpoint /
+// _sorted_checkpoints / _rotate_checkpoints and the save_total_limit=1 clean-up at the end of
+// _inner_training_loop), with exact folder lists at every on_save (after the save's rotation) and
+// after training, trainer_state.json's best_model_checkpoint / best_metric, and
+// load_best_model_at_end's weights compared bit for bit with the best checkpoint's
+// model.safetensors.
 //
 // Every run is BaseArgs (harness.h): 12 steps, a checkpoint every 2 steps. With evaluation,
 // eval_steps is 2 as well, and compute_metrics returns a scripted "score" per evaluation, so
@@ -157,7 +157,7 @@ TEST(RotationTest, LimitOneWhenTheBestIsAlwaysTheNewest) {
   EXPECT_THAT(run.trainer->state().best_metric, Optional(0.6));
 }
 
-// spec §11 item 82: after training the weights are the best checkpoint's, bit for bit.
+// load_best_model_at_end: after training the weights are the best checkpoint's, bit for bit.
 TEST(LoadBestModelAtEndTest, FinalWeightsAreTheBestCheckpointsWeights) {
   TrainedRun run = TrainRun("load_best", 0, {0.2, 0.9, 0.4, 0.5, 0.6, 0.7});
   ASSERT_NE(run.trainer, nullptr);

@@ -6,7 +6,7 @@ when the committed file differs. Rerun after changing a case:
 
 Record lines are `<kind> key=value ... : <numbers>`:
   random   n, seed, epoch: torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))
-           (accelerate's SeedableRandomSampler, spec/trainer-semantics.md "Data order").
+           (accelerate 0.27's SeedableRandomSampler).
   lengths  name: a list of example lengths used below.
   grouped  lengths, batch, mult, seed, epoch: HF's get_length_grouped_indices (transcribed below)
            with generator=torch.Generator().manual_seed(seed + epoch).

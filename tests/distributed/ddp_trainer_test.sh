@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 5 acceptance through //tools:launch and the real run_synthetic program (no dropout):
+# The distributed Trainer through //tools:launch and the real run_synthetic program (no dropout):
 #   ddp_trainer_test.sh parity     N ranks x batch B (GA 1, 2; and split_batches) == 1 process
 #                                  x batch N*B within 1e-6; evaluation / prediction on 37 examples (not divisible)
 #                                  exactly the single-process metrics and predictions.
@@ -7,10 +7,12 @@
 #                                  and no rank is left.
 #   ddp_trainer_test.sh multinode  two launch invocations (--nnodes 2 --node_rank 0|1) train
 #                                  together (same weights as one 2-rank launch); log levels per
-#                                  node follow spec/trainer.md §5 (log_on_each_node 1 and 0).
+#                                  node follow HF's get_process_log_level (log_on_each_node 1 and
+#                                  0).
 #   ddp_trainer_test.sh resume     a 2-rank run resumed from a mid-run checkpoint ends
 #                                  byte-identical to the uninterrupted run.
-#   ddp_trainer_test.sh accelerate an accelerate YAML (spec/trainer.md §9.2 a, CPU variant)
+#   ddp_trainer_test.sh accelerate an accelerate YAML (the multi-GPU example of transformers'
+#   Trainer docs, CPU variant)
 #                                  launches the same run as the equivalent flags.
 set -euo pipefail
 source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/require_python_torch.sh"
@@ -124,7 +126,7 @@ multinode() {
     wait "$pid_1" || { cat "$out.node1.log"; fail "node 1 failed"; }
     cmp "$T/node_ref/model.safetensors" "$out/model.safetensors" ||
       fail "2 nodes x 1 rank differ from 1 node x 2 ranks"
-    # spec/trainer.md §5.2: log_level passive on main processes, log_level_replica (warning)
+    # HF's get_process_log_level: log_level passive on main processes, log_level_replica (warning)
     # on the others; with log_on_each_node each node's local rank 0 is a main process.
     grep -q "Running training" "$out.node0.log" || fail "node 0 (rank 0) did not log at info"
     if [[ $each == 1 ]]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_glue --push_to_hub end to end (issue 17), against two real remotes on this machine: a bare
+# run_glue --push_to_hub end to end, against two real remotes on this machine: a bare
 # repository over file:// (git-lfs's standalone transfer) and an HTTP git server on 127.0.0.1
 # (hub/testdata/git_http_server.py: git http-backend, an LFS API, the Hub's create-repo call;
 # every request needs the token).

@@ -371,7 +371,7 @@ TEST(LaunchTest, MissingProgramIsReported) {
 }
 
 TEST(LaunchTest, AccelerateConfigFileLaunchesLikeItsFlagsAndTorchrun) {
-  // spec/trainer.md §9.2 a., CPU variant on one machine.
+  // The multi-GPU YAML of transformers' Trainer docs, CPU variant on one machine.
   std::string yaml = TempDir() + "/accelerate.yaml";
   std::ofstream(yaml) << "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\n"
                          "downcast_bf16: 'no'\ngpu_ids: all\nmachine_rank: 0\n"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# //tests/models:bert_autocast_parity_test ("Autocast parity", issue 11): a training step of a
+# //tests/models:bert_autocast_parity_test ("Autocast parity"): a training step of a
 # tiny BERT under loom's bf16 CPU autocast (bert_autocast_tool) against transformers' op order
 # under torch.autocast("cpu", dtype=torch.bfloat16) in Debian's python3-torch, the same LibTorch
 # 1.13 build (bert_autocast_reference.py): logits, loss and every gradient bitwise equal. One thread everywhere, so every reduction has one order on both sides. Fails (never

@@ -1,4 +1,4 @@
-"""Python reference for //tests/models:bert_autocast_parity_test ("Autocast parity", issue 11).
+"""Python reference for //tests/models:bert_autocast_parity_test ("Autocast parity").
 
 One training step of a tiny BertForSequenceClassification under bf16 CPU autocast, as
 transformers 4.38-4.41 + accelerate 0.27 run it, compared BITWISE with loom's (written by

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scaler parity (issue 11): scaler_reference.py writes the scenarios (scripted finite / inf /
+# Scaler parity: scaler_reference.py writes the scenarios (scripted finite / inf /
 # nan gradient sequences for torch's GradScaler rules and DeepSpeed's loss scalers),
 # scaler_trace_tool runs loom's C++ scalers on them, and scaler_reference.py compares every
 # step with its own implementation of the published rules (then checks that wrong rules would

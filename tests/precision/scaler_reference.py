@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Scaler parity (issue 11): the Python half of //tests/precision:scaler_parity_test.
+"""Scaler parity: the Python half of //tests/precision:scaler_parity_test.
 
 What it checks: on scripted sequences of finite / inf / nan / -inf gradients, loom's two loss
 scalers follow the published upstream rules exactly:

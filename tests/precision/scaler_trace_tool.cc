@@ -1,4 +1,4 @@
-// C++ half of //tests/precision:scaler_parity_test (issue 11, "Scaler parity"): runs loom's
+// C++ half of //tests/precision:scaler_parity_test ("Scaler parity"): runs loom's
 // real loss scalers on the scripted gradient sequences of a scenario file written by
 // scaler_reference.py and records what they do after every step; scaler_reference.py then
 // replays the same scenarios with its own implementation of torch's and DeepSpeed's published

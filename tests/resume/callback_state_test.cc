@@ -1,4 +1,5 @@
-// Stateful callbacks across a resume (spec/trainer.md §11 item 88): trainer_state.json stores
+// Stateful callbacks across a resume (transformers 4.41 `restore_callback_states_from_checkpoint`):
+// trainer_state.json stores
 // EarlyStoppingCallback's patience counter and TrainerControl in HF 4.41's layout, and with
 // --restore_callback_states_from_checkpoint a resumed run stops at the step an uninterrupted
 // one does; without it the counter starts over (HF's behaviour).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Crash safety (issue 4 acceptance): the training process is SIGKILLed at >= 20 random
+# Crash safety: the training process is SIGKILLed at >= 20 random
 # moments (checkpoints are written every step, so many kills land inside a save); after every
 # kill the next run must resume (or start) successfully, and the run that finally completes
 # must end bit-identical (weights, optimizer state, schedule, log history) to a run that was

@@ -1,4 +1,4 @@
-// Stop/resume bit-exactness in 16-bit precision (issue 11 acceptance): a --bf16 run (CPU
+// Stop/resume bit-exactness in 16-bit precision: a --bf16 run (CPU
 // autocast) and a run through --fp16's GradScaler (unit level on CPU: fp32 weights, dynamic
 // loss scaling, a batch whose loss is inf now and then so steps are skipped and the scale backs
 // off and grows) stopped after a checkpoint and resumed by a fresh Trainer end byte-identical to

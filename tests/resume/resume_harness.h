@@ -1,4 +1,4 @@
-// Shared pieces of the stop/resume and crash tests (issue 4 "Exact continuation"): a small
+// Shared pieces of the stop/resume and crash tests (exact continuation): a small
 // classifier with dropout, a fixed dataset, the TrainingArguments of the runs, and a byte
 // digest of everything that must match between an uninterrupted and a resumed run.
 //

@@ -1,4 +1,4 @@
-// Stop/resume bit-exactness (issue 4 acceptance): for stop points mid-epoch right after an
+// Stop/resume bit-exactness: for stop points mid-epoch right after an
 // evaluation, at an epoch boundary, and at an epoch-end save that leaves an accumulation
 // window open, with shuffling (data_seed), dropout and windows straddling epochs, a run
 // stopped after a checkpoint and resumed by a fresh Trainer ends with the same weights,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_glue --bf16 on the embedded demo (issue 11): logs "16-bits training: True" (fp32 logs
+# run_glue --bf16 on the embedded demo: logs "16-bits training: True" (fp32 logs
 # False), reaches an eval_accuracy within 0.02 of the fp32 run, and writes fp32 weights (HF's
 # amp path keeps fp32 weights) that load in the Python reference BERT and predict as run_glue did.
 # Fails (never skips) without Debian's python3 + torch.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_glue --deepspeed (issue 13) under //tools:launch: ZeRO stages 0, 1 and 2 at 2 and 4 ranks,
+# run_glue --deepspeed under //tools:launch: ZeRO stages 0, 1 and 2 at 2 and 4 ranks,
 # with gradient accumulation 1 and 2 and clipping on (--max_grad_norm 0.05 clips every step),
 # end with weights within 1e-6 of one process training the same global batch, and log the
 # same loss and lr (exactly) and grad_norm (within 1e-6 relative) at every step. The model is

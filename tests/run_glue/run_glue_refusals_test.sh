@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Honest flags (issue 11): every TrainingArguments field that show_args --support_table marks
+# Honest flags: every TrainingArguments field that show_args --support_table marks
 # "not yet" or "unsupported" is refused by run_glue with exit 2 and a message naming the flag,
 # before any work (the output directory is never created). A "not applicable" field runs with
 # a warning naming it; the first line a run prints is never glog's early-logging warning.
@@ -77,7 +77,7 @@ expect_refusal "ds gradient_clipping=2.0 vs hf max_grad_norm=1.0" --deepspeed '{
 expect_refusal "\"bf16\": {\"enabled\": \"auto\"}" --bf16 --deepspeed '{"zero_optimization": {"stage": 2}}'
 expect_refusal "At most one of --fp16 and --bf16" --bf16 --fp16
 expect_refusal "--fp16 with --half_precision_backend apex" --fp16 --half_precision_backend apex
-# --fsdp: HF's rules (spec/trainer.md §8), before any work.
+# --fsdp: HF's rules (transformers 4.41 TrainingArguments.__post_init__), before any work.
 expect_refusal "Using fsdp only works in distributed training." --fsdp full_shard
 expect_refusal "Using --fsdp xxx together with --deepspeed is not possible, deactivate one of those flags." --fsdp full_shard --deepspeed '{"zero_optimization": {"stage": 2}}'
 expect_refusal "--hub_private_repo: --hub_model_id file:///x.git is a git URL or path" --push_to_hub --hub_model_id file:///x.git --hub_private_repo

@@ -4,14 +4,14 @@ FSDP checkpoint folder (DeepSpeed's stage-3 layout) with Debian's python3-torch 
 
 1. `latest` names the tag folder; torch.load reads WORLD zero_pp_rank_R_mp_rank_00_model_states.pt
    and WORLD zero_pp_rank_R_mp_rank_00_optim_states.pt files with the keys DeepSpeed 0.13.5
-   writes for stage 3 (spec/deepspeed.md §6.2): module placeholders of 0 elements for the
-   partitioned parameters, param_shapes, dp_world_size; zero_stage 3, partition_count WORLD,
-   fp32_flat_groups, the base optimizer state under optimizer_state_dict.
-2. Consolidates the fp32 weights as zero_to_fp32 does for stage 3 (spec/deepspeed.md §6.3 step 7,
-   written here from the spec): per parameter in param_shapes order, partitioned_numel =
-   ceil(numel / WORLD); the full tensor is the concatenation over ranks of each rank's
-   flat.narrow(offset, partitioned_numel), cut to numel; offset advances by partitioned_numel;
-   at the end offset equals each rank's flat size.
+   writes for stage 3 (sharding/deepspeed_checkpoint_layout.md): module placeholders of 0
+   elements for the partitioned parameters, param_shapes, dp_world_size; zero_stage 3,
+   partition_count WORLD, fp32_flat_groups, the base optimizer state under optimizer_state_dict.
+2. Consolidates the fp32 weights as DeepSpeed 0.13.5's zero_to_fp32.py does for stage 3
+   (_zero3_merge_trainable_params, written here independently): per parameter in param_shapes
+   order, partitioned_numel = ceil(numel / WORLD); the full tensor is the concatenation over
+   ranks of each rank's flat.narrow(offset, partitioned_numel), cut to numel; offset advances by
+   partitioned_numel; at the end offset equals each rank's flat size.
 3. The result equals WEIGHTS (a safetensors file) bitwise: the same names, shapes and values
    (parameters outside param_shapes, e.g. frozen ones, come from frozen_param_fragments, and
    buffers from the module, as zero_to_fp32 takes them).
@@ -72,7 +72,7 @@ def main():
     if os.path.exists(os.path.join(d, "mp_rank_00_model_states.pt")):
         fail("a stage-1/2 model states file in a stage-3 checkpoint")
 
-    # Consolidation (spec/deepspeed.md §6.3 step 7).
+    # Consolidation (DeepSpeed 0.13.5 zero_to_fp32.py, ZeRO-3 path).
     state = {}
     for g, shapes in enumerate(models[0]["param_shapes"]):
         flats = [optims[r]["fp32_flat_groups"][g] for r in range(world)]

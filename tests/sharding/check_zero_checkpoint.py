@@ -4,8 +4,9 @@ files must hold plain Python types.
 
 1. `latest` names the tag folder; torch.load reads mp_rank_00_model_states.pt and WORLD
    zero_pp_rank_R_mp_rank_00_optim_states.pt files with the keys DeepSpeed 0.13.5 writes and
-   reads (spec/deepspeed.md §6.2), zero_stage == STAGE, partition_count == WORLD, dp_world_size.
-2. Consolidates them as zero_to_fp32 does (spec/deepspeed.md §6.3, written here from the spec):
+   reads (sharding/deepspeed_checkpoint_layout.md), zero_stage == STAGE, partition_count == WORLD,
+   dp_world_size.
+2. Consolidates them as DeepSpeed 0.13.5's zero_to_fp32.py does (written here independently):
    per group, the ranks' fp32 partitions concatenated, each parameter cut out in param_shapes
    order, the consumed count equal to the concatenation's up to the 2*WORLD alignment; frozen
    parameters from frozen_param_fragments; shared parameters.
@@ -76,7 +77,7 @@ def main():
     if len([f for f in os.listdir(tag_dir) if f.endswith("_optim_states.pt")]) != world:
         fail("not one optimizer file per rank")
 
-    # Consolidation (spec/deepspeed.md §6.3).
+    # Consolidation (DeepSpeed 0.13.5 zero_to_fp32.py, ZeRO-2 path).
     state = {}
     buffers = set(model["buffer_names"])
     for name, t in model["module"].items():

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A model whose fp32 training state does not fit one rank's memory (issue 14): with every
+# A model whose fp32 training state does not fit one rank's memory: with every
 # process capped at LOOM_CPU_MEMORY_LIMIT=350MB, a BERT of 25.6M parameters — 16P = 410 MB of
 # weights, gradients and AdamW moments per replica, over the cap — fails under DDP at 2 ranks
 # with a clear out-of-memory error naming the cap, the strategy and the fix (exit 1, no crash,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ZeRO-Offload through run_glue under //tools:launch at 2 ranks (issue 16):
+# ZeRO-Offload through run_glue under //tools:launch at 2 ranks:
 #   1. offload_optimizer cpu at stages 2 and 3, offload_param cpu at stage 3 (alone and with
 #      the optimizer), offload_optimizer nvme, and offload_optimizer + offload_param nvme at
 #      stage 3 (ZeRO-Infinity, nvme_path in a temp folder, several sub-groups, max_in_cpu 0 so

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Parameter sharding through run_glue under //tools:launch (issue 14):
+# Parameter sharding through run_glue under //tools:launch:
 #   1. --fsdp "full_shard auto_wrap" (transformer_layer_cls_to_wrap BertLayer) at 2 ranks with
 #      gradient accumulation 1 and 2 and at 4 ranks with 2, with prefetching (forward_prefetch,
 #      backward_pre, limit_all_gathers) and with activation_checkpointing at 2 ranks, the
@@ -11,7 +11,7 @@
 #      end within 1e-6 of one process training the same global batch, and the logged loss and
 #      lr are equal, grad_norm within 1e-6 relative.
 #   2. ZeRO-3 checkpoints: Python's torch.load reads every file without DeepSpeed and an
-#      independent consolidation (check_zero3_checkpoint.py, spec/deepspeed.md §6.3 step 7)
+#      independent consolidation (check_zero3_checkpoint.py, DeepSpeed's ZeRO-3 merge)
 #      equals the checkpoint's model.safetensors bitwise (stage3_gather_16bit_weights_on_model_save
 #      true); without it no weights file is written (HF's warning), the ZeRO files hold them,
 #      and a run resumes from them.
@@ -62,7 +62,8 @@ check_run full_shard 2 2 "FSDP full_shard" "${FSDP[@]}"
 check_run full_shard 4 2 "FSDP full_shard" "${FSDP[@]}"
 check_run full_shard_prefetch 2 2 "FSDP full_shard" --fsdp "full_shard auto_wrap" \
   --fsdp_config '{"transformer_layer_cls_to_wrap": ["BertLayer"], "forward_prefetch": true, "backward_prefetch": "backward_pre", "limit_all_gathers": true}'
-# The FSDP section of an accelerate YAML (spec/trainer.md §9 b, without mixed precision)
+# The FSDP section of an accelerate YAML (the FSDP example of transformers' Trainer docs,
+# "Accelerate launcher", without mixed precision)
 # selects the same through //tools:launch --config_file.
 cat > "$T/fsdp.yaml" <<'YAML'
 compute_environment: LOCAL_MACHINE

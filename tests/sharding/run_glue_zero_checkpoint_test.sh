@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# ZeRO checkpoints through run_glue --deepspeed under //tools:launch (issue 13):
+# ZeRO checkpoints through run_glue --deepspeed under //tools:launch:
 #   1. a 2-rank ZeRO-2 and a ZeRO-1 run save DeepSpeed's layout in checkpoint-N/; Python's
 #      torch.load reads every file without DeepSpeed and an independent consolidation
-#      (check_zero_checkpoint.py, spec/deepspeed.md §6.3) equals model.safetensors bitwise;
-#      //tools:zero_to_fp32 on it gives the same tensors;
+#      (check_zero_checkpoint.py, as DeepSpeed 0.13.5's zero_to_fp32.py) equals model.safetensors
+#      bitwise; //tools:zero_to_fp32 on it gives the same tensors;
 #   2. resuming checkpoint-2 on 2 ranks ends bitwise equal to the uninterrupted run, with the
 #      same log; on 1 and on 4 ranks (the same global batch) within 1e-6, the same logged loss;
 #   bf16 ZeRO-2 writes bf16_-prefixed optimizer files and bf16 weights (the fp32 masters

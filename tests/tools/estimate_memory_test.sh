@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# //tools:estimate_memory (issue 15): the command prints DeepSpeed's table (the golden file's
+# //tools:estimate_memory: the command prints DeepSpeed's table (the golden file's
 # first ZeRO-3 and first ZeRO-2 cases, whose inputs are given here in DeepSpeed's float
 # notation), counts a saved run_glue folder's parameters as loading the model does (the demo's
 # config.json gives the same count without weights), prints JSON, and refuses bad command lines

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# //tools:zero_to_fp32 on loom's own ZeRO checkpoints (issue 15): run_glue under //tools:launch
+# //tools:zero_to_fp32 on loom's own ZeRO checkpoints: run_glue under //tools:launch
 # with ZeRO stages 1, 2 and 3 at 1, 2 and 4 ranks saves checkpoint-2; the tool's consolidation
 # of it (one safetensors file, and a directory of forced shards) equals the checkpoint's
 # model.safetensors exactly (ZeRO-3 with stage3_gather_16bit_weights_on_model_save, so that the

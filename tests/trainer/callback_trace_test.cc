@@ -1,6 +1,6 @@
 // The Trainer fires HF's callback events in HF's order (transformers 4.38 _inner_training_loop,
-// _maybe_log_save_evaluate, evaluate, predict; spec/trainer.md §1.4 "callbacks", §11 items
-// 39, 63-65, 78-79). A recording callback writes "event@global_step" for every event; the
+// _maybe_log_save_evaluate, evaluate, predict; the `callbacks` argument of Trainer.__init__).
+// A recording callback writes "event@global_step" for every event; the
 // golden lists below are derived by hand from HF's loop, as follows.
 //
 // Run: 10 training examples in batches of 2 -> 5 micro-batches per epoch; GA 2; 2 epochs.

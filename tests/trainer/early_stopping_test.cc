@@ -1,5 +1,6 @@
-// Early stopping and named evaluation datasets through the whole Trainer (spec/trainer.md
-// §1.4 eval_dataset, §1.6 evaluate, §11 items 63-64, 81-82).
+// Early stopping and named evaluation datasets through the whole Trainer (transformers 4.41
+// EarlyStoppingCallback, Trainer(eval_dataset=dict) and Trainer.evaluate's metric prefixes,
+// load_best_model_at_end).
 //
 // HF's rules the expectations are derived from (transformers 4.38):
 //   - EarlyStoppingCallback.on_evaluate compares the metric with state.best_metric: the

@@ -9,7 +9,7 @@
 //     (pre-clip), "learning_rate", "epoch" (rounded to 2); eval_loss when evaluating;
 //   - max_steps, global_step, the final train_loss metric and epoch, and every final parameter.
 //
-// Tolerance: 1e-5 relative (|a - b| <= 1e-5 * |b|), from issue 3. Both sides run the same
+// Tolerance: 1e-5 relative (|a - b| <= 1e-5 * |b|). Both sides run the same
 // float32 LibTorch 1.13 kernels on one thread; what may differ is the order of a few float
 // reductions (e.g. the eval loss mean: numpy float32 in HF, double here), which moves values
 // by ~1e-7 relative. Parameters are compared element by element, relative to

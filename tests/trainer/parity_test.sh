@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Numerical parity of loom's Trainer with HF 4.38's training loop (issue 3): parity_init writes
+# Numerical parity of loom's Trainer with HF 4.38's training loop: parity_init writes
 # the initial weights and data, trainer_reference.py (Debian's /usr/bin/python3, torch 1.13)
 # trains every scenario of parity_scenarios.json the way HF does and writes the expected
 # values, parity_check trains the same scenarios through loom::trainer::Trainer and compares.

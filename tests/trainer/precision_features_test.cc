@@ -1,6 +1,6 @@
-// The Trainer's issue-11 features end to end on a CPU: NEFTune noise during Train only (within
-// HF's bound, removed afterwards), --auto_find_batch_size on real allocation failures (and a
-// resumed run starting from the checkpoint's batch size), --bf16_full_eval, and
+// The Trainer's precision and memory features end to end on a CPU: NEFTune noise during Train
+// only (within HF's bound, removed afterwards), --auto_find_batch_size on real allocation failures
+// (and a resumed run starting from the checkpoint's batch size), --bf16_full_eval, and
 // --gradient_checkpointing through the Trainer. (GradScaler skips: tests/resume.)
 #include <torch/torch.h>
 

@@ -2,7 +2,8 @@
 """Reference of HF Trainer's training loop (transformers 4.38 + accelerate 0.27, torch 1.13).
 
 transformers is not installed here, so this script re-implements, by hand, exactly what
-spec/trainer-semantics.md and HF's source describe for one process on CPU, with torch's own
+HF's source (transformers 4.38 Trainer._inner_training_loop, accelerate 0.27
+SeedableRandomSampler) does for one process on CPU, with torch's own
 AdamW, LambdaLR, ReduceLROnPlateau and clip_grad_norm_:
 
   - data order: epoch e visits torch.randperm(N, generator=Generator().manual_seed(seed + e))
