@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "base/free_port.h"
+#include "base/status_matchers.h"
 #include "distributed/multiprocess_testing.h"
 #include "distributed/process_group.h"
 #include "gmock/gmock.h"
@@ -13,7 +15,7 @@
 namespace loom::distributed {
 namespace {
 
-using ::loom::distributed::testing::PickFreePort;
+using ::loom::base::PickFreePort;
 using ::loom::distributed::testing::RunRanks;
 using ::testing::Each;
 
@@ -153,7 +155,7 @@ int RunCollectives(int rank, int n, int port) {
 }
 
 void RunWorld(int n) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   ASSERT_GT(port, 0);
   std::vector<int> codes =
       RunRanks(n, absl::Seconds(60), [&](int rank) { return RunCollectives(rank, n, port); });
@@ -164,7 +166,7 @@ TEST(CollectivesTest, TwoProcesses) { RunWorld(2); }
 
 // Rank 1 joins and exits; rank 0's AllReduce returns an error (no hang, within the timeout).
 TEST(CollectivesTest, PeerGoneIsAnErrorNotAHang) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   ASSERT_GT(port, 0);
   std::vector<int> codes = RunRanks(2, absl::Seconds(60), [&](int rank) {
     absl::StatusOr<ProcessGroup> pg = Join(rank, 2, port);
@@ -189,7 +191,7 @@ TEST(CollectivesTest, FourProcesses) { RunWorld(4); }
 // Rank 1 stays connected but never calls the collective: rank 0 gets DeadlineExceeded after
 // ddp_timeout (2 s), not a hang.
 TEST(CollectivesTest, PeerThatNeverJoinsTheCollectiveTimesOut) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   ASSERT_GT(port, 0);
   std::vector<int> codes = RunRanks(2, absl::Seconds(60), [&](int rank) {
     absl::StatusOr<ProcessGroup> pg = Join(rank, 2, port, absl::Seconds(2));
