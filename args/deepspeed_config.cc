@@ -383,6 +383,78 @@ Handler CommType(std::optional<CommDataType>* out) {
   };
 }
 
+// A section whose presence is recorded (fp16, bf16, amp): walks its keys.
+Handler Section(bool* present, std::vector<Key> keys, std::vector<std::string>* w) {
+  return [present, keys = std::move(keys), w](const json& v, const std::string& p) {
+    *present = true;
+    return Walk(v, p, keys, w);
+  };
+}
+
+// The "fp16", "bf16" and "amp" sections.
+std::vector<Key> PrecisionKeys(DeepSpeedConfig* c, std::vector<std::string>* w) {
+  return {
+      {"fp16", Section(&c->fp16.present,
+                       {{"enabled", AutoBool(&c->fp16.enabled)},
+                        {"loss_scale", Dbl(&c->fp16.loss_scale)},
+                        {"initial_scale_power", Int(&c->fp16.initial_scale_power)},
+                        {"loss_scale_window", Int(&c->fp16.loss_scale_window)},
+                        {"hysteresis", Int(&c->fp16.hysteresis)},
+                        {"consecutive_hysteresis", Bool(&c->fp16.consecutive_hysteresis)},
+                        {"min_loss_scale", Dbl(&c->fp16.min_loss_scale)}},
+                       w)},
+      {"bf16", Section(&c->bf16.present, {{"enabled", AutoBool(&c->bf16.enabled)}}, w)},
+      {"amp", Section(&c->amp.present,
+                      {{"enabled", AutoBool(&c->amp.enabled)},
+                       {"opt_level",
+                        [c](const json& v, const std::string& p) {
+                          AutoOr<std::string> level;
+                          RETURN_IF_ERROR(
+                              ReadAuto(v, p, &level,
+                                       [](const json& x, const std::string& q, std::string* o,
+                                          bool a) { return ReadString(x, q, o, a); }));
+                          c->amp.opt_level = level;
+                          return absl::OkStatus();
+                        }}},
+                      w)},
+  };
+}
+
+// The other top-level keys: optimizer, scheduler, batch sizes, clipping, checkpoint, ...
+std::vector<Key> TrainingKeys(DeepSpeedConfig* c, std::vector<std::string>* w) {
+  return {
+      {"optimizer", [c, w](const json& v, const std::string&) { return ParseOptimizer(v, c, w); }},
+      {"scheduler", [c, w](const json& v, const std::string&) { return ParseScheduler(v, c, w); }},
+      {"train_batch_size", OptAutoCount(&c->train_batch_size)},
+      {"train_micro_batch_size_per_gpu", OptAutoCount(&c->train_micro_batch_size_per_gpu)},
+      {"gradient_accumulation_steps", OptAutoCount(&c->gradient_accumulation_steps)},
+      {"gradient_clipping", AutoDbl(&c->gradient_clipping)},
+      {"steps_per_print", Int(&c->steps_per_print)},
+      {"wall_clock_breakdown", Bool(&c->wall_clock_breakdown)},
+      {"zero_allow_untested_optimizer", Bool(&c->zero_allow_untested_optimizer)},
+      {"zero_force_ds_cpu_optimizer", Bool(&c->zero_force_ds_cpu_optimizer)},
+      {"communication_data_type", CommType(&c->communication_data_type)},
+      {"checkpoint",
+       [c, w](const json& v, const std::string& p) {
+         return Walk(v, p,
+                     {{"use_node_local_storage", Bool(&c->checkpoint.use_node_local_storage)}}, w);
+       }},
+  };
+}
+
+// DeepSpeed reads only the top-level "aio"; a "zero_optimization.aio" is used when it is alone.
+absl::Status ParseAio(const json* top_aio, const json* nested_aio, AioConfig* aio,
+                      std::vector<std::string>* w) {
+  if (top_aio != nullptr && nested_aio != nullptr) {
+    w->push_back(
+        "DeepSpeed config has both a top-level \"aio\" and \"zero_optimization.aio\"; the "
+        "top-level one is used (DeepSpeed reads only that) and zero_optimization.aio is ignored");
+  }
+  if (top_aio != nullptr) return Walk(*top_aio, "aio", AioKeys(aio), w);
+  if (nested_aio != nullptr) return Walk(*nested_aio, "zero_optimization.aio", AioKeys(aio), w);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const char* OffloadDeviceName(OffloadDevice device) {
@@ -430,12 +502,6 @@ absl::StatusOr<DeepSpeedConfig> ParseDeepSpeedConfig(const json& doc, const std:
   c.source = source;
   const json* nested_aio = nullptr;
   const json* top_aio = nullptr;
-  auto section = [](bool* present, std::vector<Key> keys, std::vector<std::string>* w) {
-    return [present, keys = std::move(keys), w](const json& v, const std::string& p) {
-      *present = true;
-      return Walk(v, p, keys, w);
-    };
-  };
   std::vector<Key> keys = {
       {"zero_optimization",
        [&](const json& v, const std::string&) { return ParseZero(v, &c, &nested_aio, w); }},
@@ -444,57 +510,11 @@ absl::StatusOr<DeepSpeedConfig> ParseDeepSpeedConfig(const json& doc, const std:
          top_aio = &v;
          return absl::OkStatus();
        }},
-      {"fp16", section(&c.fp16.present,
-                       {{"enabled", AutoBool(&c.fp16.enabled)},
-                        {"loss_scale", Dbl(&c.fp16.loss_scale)},
-                        {"initial_scale_power", Int(&c.fp16.initial_scale_power)},
-                        {"loss_scale_window", Int(&c.fp16.loss_scale_window)},
-                        {"hysteresis", Int(&c.fp16.hysteresis)},
-                        {"consecutive_hysteresis", Bool(&c.fp16.consecutive_hysteresis)},
-                        {"min_loss_scale", Dbl(&c.fp16.min_loss_scale)}},
-                       w)},
-      {"bf16", section(&c.bf16.present, {{"enabled", AutoBool(&c.bf16.enabled)}}, w)},
-      {"amp", section(&c.amp.present,
-                      {{"enabled", AutoBool(&c.amp.enabled)},
-                       {"opt_level",
-                        [&](const json& v, const std::string& p) {
-                          AutoOr<std::string> level;
-                          RETURN_IF_ERROR(
-                              ReadAuto(v, p, &level,
-                                       [](const json& x, const std::string& q, std::string* o,
-                                          bool a) { return ReadString(x, q, o, a); }));
-                          c.amp.opt_level = level;
-                          return absl::OkStatus();
-                        }}},
-                      w)},
-      {"optimizer", [&](const json& v, const std::string&) { return ParseOptimizer(v, &c, w); }},
-      {"scheduler", [&](const json& v, const std::string&) { return ParseScheduler(v, &c, w); }},
-      {"train_batch_size", OptAutoCount(&c.train_batch_size)},
-      {"train_micro_batch_size_per_gpu", OptAutoCount(&c.train_micro_batch_size_per_gpu)},
-      {"gradient_accumulation_steps", OptAutoCount(&c.gradient_accumulation_steps)},
-      {"gradient_clipping", AutoDbl(&c.gradient_clipping)},
-      {"steps_per_print", Int(&c.steps_per_print)},
-      {"wall_clock_breakdown", Bool(&c.wall_clock_breakdown)},
-      {"zero_allow_untested_optimizer", Bool(&c.zero_allow_untested_optimizer)},
-      {"zero_force_ds_cpu_optimizer", Bool(&c.zero_force_ds_cpu_optimizer)},
-      {"communication_data_type", CommType(&c.communication_data_type)},
-      {"checkpoint",
-       [&](const json& v, const std::string& p) {
-         return Walk(v, p, {{"use_node_local_storage", Bool(&c.checkpoint.use_node_local_storage)}},
-                     w);
-       }},
   };
+  for (Key& k : PrecisionKeys(&c, w)) keys.push_back(std::move(k));
+  for (Key& k : TrainingKeys(&c, w)) keys.push_back(std::move(k));
   RETURN_IF_ERROR_CTX(Walk(doc, "", keys, w), where);
-  if (top_aio != nullptr && nested_aio != nullptr) {
-    w->push_back(
-        "DeepSpeed config has both a top-level \"aio\" and \"zero_optimization.aio\"; the "
-        "top-level one is used (DeepSpeed reads only that) and zero_optimization.aio is ignored");
-  }
-  if (top_aio != nullptr) {
-    RETURN_IF_ERROR_CTX(Walk(*top_aio, "aio", AioKeys(&c.aio), w), where);
-  } else if (nested_aio != nullptr) {
-    RETURN_IF_ERROR_CTX(Walk(*nested_aio, "zero_optimization.aio", AioKeys(&c.aio), w), where);
-  }
+  RETURN_IF_ERROR_CTX(ParseAio(top_aio, nested_aio, &c.aio, w), where);
   return c;
 }
 

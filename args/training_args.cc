@@ -252,13 +252,8 @@ absl::Status ResolveDeepSpeed(const TrainingArguments& a, int world_size,
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
-                                                  const PostInitOptions& options) {
-  std::vector<std::string> warnings;
-  const TrainingArguments given = *a;  // before aliases and derived values are filled in
-  // Dict fields given as JSON text: HF's _convert_str_dict ("true" -> true, "8" -> 8, ...).
+// HF's _convert_str_dict over the dict fields given as JSON text ("true" -> true, "8" -> 8, ...).
+void ConvertStrDicts(TrainingArguments* a) {
   for (const char* name : {"accelerator_config", "fsdp_config", "deepspeed",
                            "gradient_checkpointing_kwargs", "lr_scheduler_kwargs"}) {
     const FieldDescriptor* f = a->GetDescriptor()->FindFieldByName(name);
@@ -269,12 +264,16 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
     ConvertStrDict(&dict);
     r->SetString(a, f, dict.dump());
   }
+}
+
+// output_dir is required; expanduser on the paths; the logging_dir default
+// (output_dir/runs/<time>_<host>); disable_tqdm's default.
+absl::Status ResolvePaths(TrainingArguments* a, const PostInitOptions& options) {
   if (!a->has_output_dir() || a->output_dir().empty()) {
     return Invalid(
         "--output_dir is required: the directory where checkpoints and predictions "
         "are written");
   }
-  // Paths: expanduser and the logging_dir default (output_dir/runs/DATETIME_HOSTNAME).
   a->set_output_dir(ExpandUser(a->output_dir()));
   if (!a->has_logging_dir()) {
     absl::Time now = options.now ? options.now() : absl::Now();
@@ -291,15 +290,19 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
   a->set_logging_dir(ExpandUser(a->logging_dir()));
   // disable_tqdm: the default library level is warning, and `warning > WARN` is false.
   if (!a->has_disable_tqdm()) a->set_disable_tqdm(false);
+  return absl::OkStatus();
+}
 
+// Deprecated strategy aliases, the choice fields, do_eval, and the *_steps checks.
+absl::Status ResolveStrategiesAndSteps(TrainingArguments* a, std::vector<std::string>* warnings) {
   if (a->has_evaluation_strategy()) {
-    warnings.push_back(
+    warnings->push_back(
         "`evaluation_strategy` is deprecated and will be removed in version 4.46 of 🤗 "
         "Transformers. Use `eval_strategy` instead");
     a->set_eval_strategy(a->evaluation_strategy());
   }
   if (a->no_cuda()) {
-    warnings.push_back(Deprecated("no_cuda", "use_cpu"));
+    warnings->push_back(Deprecated("no_cuda", "use_cpu"));
     a->set_use_cpu(true);
   }
   RETURN_IF_ERROR(CheckChoices(*a));
@@ -330,8 +333,11 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
     if (v < 0) return Invalid(absl::StrCat("--", flag, " must be >= 0, got ", PythonFloat(v)));
   }
   RETURN_IF_ERROR(CheckLoadBest(*a));
+  return absl::OkStatus();
+}
 
-  // metric_for_best_model / greater_is_better defaults.
+// metric_for_best_model / greater_is_better defaults, and run_name's.
+void ResolveBestModelMetric(TrainingArguments* a) {
   if ((a->load_best_model_at_end() || a->lr_scheduler_type() == "reduce_lr_on_plateau") &&
       !a->has_metric_for_best_model()) {
     a->set_metric_for_best_model("loss");
@@ -341,9 +347,12 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
                              a->metric_for_best_model() != "eval_loss");
   }
   if (!a->has_run_name()) a->set_run_name(a->output_dir());
+}
 
+// fp16 / bf16 exclusions, the reduce_lr_on_plateau requirement, the adafactor alias.
+absl::Status CheckPrecisionAndScheduler(TrainingArguments* a, std::vector<std::string>* warnings) {
   if (!a->fp16_backend().empty() && a->fp16_backend() != "auto") {
-    warnings.push_back(Deprecated("fp16_backend", "half_precision_backend"));
+    warnings->push_back(Deprecated("fp16_backend", "half_precision_backend"));
     a->set_half_precision_backend(a->fp16_backend());
   }
   if (a->fp16() && a->bf16())
@@ -362,13 +371,16 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
         "or epoch)");
   }
   if (a->adafactor()) {
-    warnings.push_back(Deprecated("adafactor", "--optim adafactor"));
+    warnings->push_back(Deprecated("adafactor", "--optim adafactor"));
     a->set_optim("adafactor");
   }
+  return absl::OkStatus();
+}
 
-  // torch.compile implications (a backend or mode sets torch_compile).
+// torch.compile implications: torchdynamo alias, a mode or backend turns it on, inductor default.
+void ResolveTorchCompile(TrainingArguments* a, std::vector<std::string>* warnings) {
   if (a->has_torchdynamo()) {
-    warnings.push_back(Deprecated("torchdynamo", "torch_compile_backend"));
+    warnings->push_back(Deprecated("torchdynamo", "torch_compile_backend"));
     a->set_torch_compile_backend(a->torchdynamo());
   }
   if ((a->has_torch_compile_mode() || a->has_torch_compile_backend()) && !a->torch_compile()) {
@@ -376,10 +388,11 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
   }
   if (a->torch_compile() && !a->has_torch_compile_backend())
     a->set_torch_compile_backend("inductor");
+}
 
-  // report_to: None and "all" mean every integration loom has. An explicit
-  // "none" is kept as ["none"] (an empty repeated field would read back as None); ToDict()
-  // prints it as [] like HF.
+// report_to: None and "all" mean every integration loom has. An explicit "none" is kept as
+// ["none"] (an empty repeated field would read back as None); ToDict() prints it as [] like HF.
+absl::Status ResolveReportTo(TrainingArguments* a, const PostInitOptions& options) {
   std::vector<std::string> report(a->report_to().begin(), a->report_to().end());
   if (report.empty() || report == std::vector<std::string>{"all"}) {
     report = options.available_integrations;
@@ -396,22 +409,26 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
   }
   a->clear_report_to();
   for (const auto& r : report) a->add_report_to(r);
+  return absl::OkStatus();
+}
 
-  if (a->warmup_ratio() < 0 || a->warmup_ratio() > 1) {
+absl::Status CheckWarmup(const TrainingArguments& a, std::vector<std::string>* warnings) {
+  if (a.warmup_ratio() < 0 || a.warmup_ratio() > 1) {
     return Invalid("--warmup_ratio must lie in range [0,1]");
   }
-  if (a->warmup_ratio() > 0 && a->warmup_steps() > 0) {
-    warnings.push_back(
+  if (a.warmup_ratio() > 0 && a.warmup_steps() > 0) {
+    warnings->push_back(
         "Both warmup_ratio and warmup_steps given, warmup_steps will override any "
         "effect of warmup_ratio during training");
   }
-  if (a->warmup_steps() < 0) return Invalid("--warmup_steps must be 0 or a positive integer");
+  if (a.warmup_steps() < 0) return Invalid("--warmup_steps must be 0 or a positive integer");
+  return absl::OkStatus();
+}
 
-  RETURN_IF_ERROR(ResolveFsdp(a, &warnings));
-  RETURN_IF_ERROR(ResolveAcceleratorConfig(a, &warnings));
-
+// The tpu_metrics_debug alias, pin_memory on CPU, and the dataloader / batch-size checks.
+absl::Status ResolveDebugAndDataloader(TrainingArguments* a, std::vector<std::string>* warnings) {
   if (a->tpu_metrics_debug()) {
-    warnings.push_back(Deprecated("tpu_metrics_debug", "--debug tpu_metrics_debug"));
+    warnings->push_back(Deprecated("tpu_metrics_debug", "--debug tpu_metrics_debug"));
     a->add_debug("tpu_metrics_debug");
     a->set_tpu_metrics_debug(false);
   }
@@ -427,17 +444,20 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
         std::pair{a->gradient_accumulation_steps(), "gradient_accumulation_steps"}}) {
     if (v < 1) return Invalid(absl::StrCat("--", flag, " must be >= 1, got ", v));
   }
+  return absl::OkStatus();
+}
 
-  // Hub aliases.
+// The deprecated push_to_hub_* aliases of hub_token / hub_model_id, and hub_private_repo's check.
+absl::Status ResolveHubAliases(TrainingArguments* a, std::vector<std::string>* warnings) {
   if (a->has_push_to_hub_token()) {
-    warnings.push_back(Deprecated("push_to_hub_token", "--hub_token") + ".");
+    warnings->push_back(Deprecated("push_to_hub_token", "--hub_token") + ".");
     a->set_hub_token(a->push_to_hub_token());
   }
   if (a->has_push_to_hub_model_id()) {
     a->set_hub_model_id(a->has_push_to_hub_organization()
                             ? a->push_to_hub_organization() + "/" + a->push_to_hub_model_id()
                             : a->push_to_hub_model_id());
-    warnings.push_back(absl::StrCat(
+    warnings->push_back(absl::StrCat(
         a->has_push_to_hub_organization()
             ? "`--push_to_hub_model_id` and `--push_to_hub_organization` are"
             : "`--push_to_hub_model_id` is",
@@ -446,7 +466,7 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
         a->hub_model_id(), ")."));
   } else if (a->has_push_to_hub_organization()) {
     a->set_hub_model_id(a->push_to_hub_organization() + "/" + Basename(a->output_dir()));
-    warnings.push_back(absl::StrCat(
+    warnings->push_back(absl::StrCat(
         "`--push_to_hub_organization` is deprecated and will be removed in version 5 of 🤗 "
         "Transformers. Use `--hub_model_id` instead and pass the full repo name to this argument "
         "(in this case ",
@@ -460,6 +480,28 @@ absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
         " is a git URL or path, which has no visibility to set; drop the flag, or give "
         "hub_model_id as user/name of a Hub-compatible server (LOOM_HUB_URL / HF_ENDPOINT)"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> PostInit(TrainingArguments* a,
+                                                  const PostInitOptions& options) {
+  // HF's __post_init__ order: the first failing check is the error a user sees.
+  std::vector<std::string> warnings;
+  const TrainingArguments given = *a;  // before aliases and derived values are filled in
+  ConvertStrDicts(a);
+  RETURN_IF_ERROR(ResolvePaths(a, options));
+  RETURN_IF_ERROR(ResolveStrategiesAndSteps(a, &warnings));
+  ResolveBestModelMetric(a);
+  RETURN_IF_ERROR(CheckPrecisionAndScheduler(a, &warnings));
+  ResolveTorchCompile(a, &warnings);
+  RETURN_IF_ERROR(ResolveReportTo(a, options));
+  RETURN_IF_ERROR(CheckWarmup(*a, &warnings));
+  RETURN_IF_ERROR(ResolveFsdp(a, &warnings));
+  RETURN_IF_ERROR(ResolveAcceleratorConfig(a, &warnings));
+  RETURN_IF_ERROR(ResolveDebugAndDataloader(a, &warnings));
+  RETURN_IF_ERROR(ResolveHubAliases(a, &warnings));
   RETURN_IF_ERROR(ResolveDeepSpeed(*a, options.world_size, &warnings));
   if (options.reject_unsupported) RETURN_IF_ERROR(CheckSupported(given, *a, options, &warnings));
   return warnings;

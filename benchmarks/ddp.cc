@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "base/free_port.h"
 #include "distributed/collectives.h"
 #include "distributed/multiprocess_testing.h"
 #include "logging/process_logging.h"
@@ -176,10 +178,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: ddp [RANKS >= 2]\n");
     return 2;
   }
-  const int port = loom::distributed::testing::PickFreePort();
+  const absl::StatusOr<int> port = loom::base::PickFreePort();
+  if (!port.ok()) {
+    std::fprintf(stderr, "ddp benchmark: %s\n", port.status().ToString().c_str());
+    return 1;
+  }
   std::vector<int> codes = loom::distributed::testing::RunRanks(
       world, absl::Minutes(10),
-      [&](int rank) { return loom::benchmarks::Rank(rank, world, port); });
+      [&](int rank) { return loom::benchmarks::Rank(rank, world, *port); });
   for (int r = 0; r < world; ++r) {
     if (codes[r] != 0) {
       std::fprintf(stderr, "ddp benchmark: rank %d failed (%d)\n", r, codes[r]);

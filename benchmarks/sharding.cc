@@ -44,6 +44,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "args/training_args.pb.h"
+#include "base/free_port.h"
 #include "benchmarks/counting_allocator.h"
 #include "distributed/multiprocess_testing.h"
 #include "logging/process_logging.h"
@@ -373,11 +374,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: sharding [RANKS >= 1 [STEPS >= 2]]\n");
     return 2;
   }
-  const int port = loom::distributed::testing::PickFreePort();
+  const absl::StatusOr<int> port = loom::base::PickFreePort();
+  if (!port.ok()) {
+    std::fprintf(stderr, "sharding benchmark: %s\n", port.status().ToString().c_str());
+    return 1;
+  }
   const std::string out = absl::StrCat("/tmp/loom_sharding_benchmark_", getpid(), ".txt");
   std::vector<int> codes = loom::distributed::testing::RunRanks(
       world, absl::Minutes(30),
-      [&](int rank) { return loom::benchmarks::Child(rank, world, port, steps, out); });
+      [&](int rank) { return loom::benchmarks::Child(rank, world, *port, steps, out); });
   for (int r = 0; r < world; ++r) {
     if (codes[r] != 0) {
       std::fprintf(stderr, "sharding benchmark: rank %d failed (%d)\n", r, codes[r]);

@@ -112,6 +112,77 @@ absl::StatusOr<std::vector<int64_t>> CheckShapes(ProcessGroup& pg, const at::Ten
   return dim0;
 }
 
+// Chunk i (mod world) of a flat tensor cut into `world` chunks of `chunk` elements.
+at::Tensor RingChunk(const at::Tensor& flat, int64_t chunk, int world, int i) {
+  return flat.slice(0, (i % world) * chunk, (i % world + 1) * chunk);
+}
+
+// One step of the ring: sends `out_chunk` to `next` and adds what `prev` sends into `in_chunk`,
+// in pieces of piece_len elements through the two `incoming` buffers, the next piece's receive
+// posted before the last is added. Tags are unique per (step, piece) in one call. Throws what
+// c10d throws, after its sends (which still read `out_chunk`) have finished or failed.
+void RingStep(ProcessGroup& pg, int step, const at::Tensor& out_chunk, at::Tensor& in_chunk,
+              at::Tensor (&incoming)[2], int64_t piece_len, int next, int prev) {
+  const int64_t chunk = out_chunk.numel();
+  const int64_t pieces = (chunk + piece_len - 1) / piece_len;
+  const auto range = [&](int64_t i) {
+    return std::make_pair(i * piece_len, std::min(chunk, (i + 1) * piece_len));
+  };
+  const auto tag = [&](int64_t i) { return static_cast<int>(step * pieces + i); };
+  std::vector<c10::intrusive_ptr<::c10d::Work>> sends;
+  const auto post_recv = [&](int64_t i) {
+    auto [a, b] = range(i);
+    std::vector<at::Tensor> recv = {Wire(pg, incoming[i % 2].slice(0, 0, b - a))};
+    return pg.backend().recv(recv, prev, tag(i));
+  };
+  try {
+    for (int64_t i = 0; i < pieces; ++i) {
+      auto [a, b] = range(i);
+      std::vector<at::Tensor> send = {Wire(pg, out_chunk.slice(0, a, b))};
+      sends.push_back(pg.backend().send(send, next, tag(i)));
+    }
+    c10::intrusive_ptr<::c10d::Work> pending = post_recv(0);
+    for (int64_t i = 0; i < pieces; ++i) {
+      pending->wait();
+      if (i + 1 < pieces) pending = post_recv(i + 1);
+      auto [a, b] = range(i);
+      in_chunk.slice(0, a, b).add_(incoming[i % 2].slice(0, 0, b - a));
+    }
+  } catch (...) {
+    // The sends still read `flat`: let them finish (or fail) before the error unwinds.
+    for (auto& w : sends) {
+      try {
+        w->wait();
+      } catch (...) {
+      }
+    }
+    throw;
+  }
+  for (auto& w : sends) w->wait();
+}
+
+// Ring reduce-scatter over Gloo's send/recv: at step s rank r sends its partial sum of chunk
+// (r - s - 1) to rank r + 1 and adds what rank r - 1 sends of chunk (r - s - 2); after N - 1
+// steps chunk r is complete. Each chunk travels in pieces of at most kPiece elements through one
+// small receive buffer (no chunk-sized allocation). Throws what c10d throws.
+void RingReduceScatter(ProcessGroup& pg, const at::Tensor& flat, at::Tensor& out) {
+  const int world = pg.world_size();
+  const int rank = pg.rank();
+  const int64_t chunk = flat.numel() / world;
+  constexpr int64_t kPiece = int64_t{1} << 20;
+  const int64_t piece_len = std::min(chunk, kPiece);
+  at::Tensor incoming[2] = {at::empty({piece_len}, flat.options()),
+                            at::empty({piece_len}, flat.options())};
+  const int next = (rank + 1) % world;
+  const int prev = (rank + world - 1) % world;
+  for (int s = 0; s < world - 1; ++s) {
+    const at::Tensor out_chunk = RingChunk(flat, chunk, world, rank - s - 1 + 2 * world);
+    at::Tensor in_chunk = RingChunk(flat, chunk, world, rank - s - 2 + 2 * world);
+    RingStep(pg, s, out_chunk, in_chunk, incoming, piece_len, next, prev);
+  }
+  out.copy_(RingChunk(flat, chunk, world, rank));
+}
+
 }  // namespace
 
 absl::Status AllReduce(ProcessGroup& pg, at::Tensor& tensor, ReduceOp op) {
@@ -290,80 +361,24 @@ absl::StatusOr<PendingCollective> StartAllGatherInto(ProcessGroup& pg, const at:
 
 absl::Status ReduceScatterSum(ProcessGroup& pg, at::Tensor& flat, at::Tensor& out) {
   const int world = pg.world_size();
-  const int rank = pg.rank();
   if (flat.dim() != 1 || !flat.is_contiguous() || flat.numel() % world != 0 ||
       out.numel() != flat.numel() / world || out.scalar_type() != flat.scalar_type()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "ReduceScatterSum: needs a contiguous 1-D input whose numel (", flat.numel(),
         ") divides by the world size (", world, ") and an output of numel / world of its dtype"));
   }
-  const int64_t chunk = flat.numel() / world;
-  const auto piece = [&](int i) {
-    return flat.slice(0, (i % world) * chunk, (i % world + 1) * chunk);
-  };
   try {
     if (world == 1) {
       out.copy_(flat);
-      return absl::OkStatus();
-    }
-    if (pg.backend_name() != "gloo") {
+    } else if (pg.backend_name() != "gloo") {
+      const int64_t chunk = flat.numel() / world;
       std::vector<at::Tensor> outputs = {out};
       std::vector<std::vector<at::Tensor>> inputs = {{}};
-      for (int i = 0; i < world; ++i) inputs[0].push_back(piece(i));
+      for (int i = 0; i < world; ++i) inputs[0].push_back(RingChunk(flat, chunk, world, i));
       pg.backend().reduce_scatter(outputs, inputs)->wait();
-      return absl::OkStatus();
+    } else {
+      RingReduceScatter(pg, flat, out);
     }
-    // Ring: at step s rank r sends its partial sum of chunk (r - s - 1) to rank r + 1 and adds
-    // what rank r - 1 sends of chunk (r - s - 2); after N - 1 steps chunk r is complete. Each
-    // chunk travels in pieces of at most kPiece elements through one small receive buffer
-    // (no chunk-sized allocation), the next piece's receive posted before the last is added.
-    constexpr int64_t kPiece = int64_t{1} << 20;
-    const int64_t piece_len = std::min(chunk, kPiece);
-    at::Tensor incoming[2] = {at::empty({piece_len}, flat.options()),
-                              at::empty({piece_len}, flat.options())};
-    const int next = (rank + 1) % world;
-    const int prev = (rank + world - 1) % world;
-    for (int s = 0; s < world - 1; ++s) {
-      const at::Tensor out_chunk = piece(rank - s - 1 + 2 * world);
-      at::Tensor in_chunk = piece(rank - s - 2 + 2 * world);
-      const int64_t pieces = (chunk + piece_len - 1) / piece_len;
-      const auto range = [&](int64_t i) {
-        return std::make_pair(i * piece_len, std::min(chunk, (i + 1) * piece_len));
-      };
-      // Tags: unique per (step, piece) in this call.
-      const auto tag = [&](int64_t i) { return static_cast<int>(s * pieces + i); };
-      std::vector<c10::intrusive_ptr<::c10d::Work>> sends;
-      const auto post_recv = [&](int64_t i) {
-        auto [a, b] = range(i);
-        std::vector<at::Tensor> recv = {Wire(pg, incoming[i % 2].slice(0, 0, b - a))};
-        return pg.backend().recv(recv, prev, tag(i));
-      };
-      try {
-        for (int64_t i = 0; i < pieces; ++i) {
-          auto [a, b] = range(i);
-          std::vector<at::Tensor> send = {Wire(pg, out_chunk.slice(0, a, b))};
-          sends.push_back(pg.backend().send(send, next, tag(i)));
-        }
-        c10::intrusive_ptr<::c10d::Work> pending = post_recv(0);
-        for (int64_t i = 0; i < pieces; ++i) {
-          pending->wait();
-          if (i + 1 < pieces) pending = post_recv(i + 1);
-          auto [a, b] = range(i);
-          in_chunk.slice(0, a, b).add_(incoming[i % 2].slice(0, 0, b - a));
-        }
-      } catch (...) {
-        // The sends still read `flat`: let them finish (or fail) before the error unwinds.
-        for (auto& w : sends) {
-          try {
-            w->wait();
-          } catch (...) {
-          }
-        }
-        throw;
-      }
-      for (auto& w : sends) w->wait();
-    }
-    out.copy_(piece(rank));
   } catch (const std::exception& e) {
     return CollectiveFailure(e, "ReduceScatterSum", pg);
   }

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "base/free_port.h"
+#include "base/status_matchers.h"
 #include "distributed/multiprocess_testing.h"
 #include "distributed/process_group.h"
 #include "gmock/gmock.h"
@@ -13,7 +15,7 @@
 namespace loom::distributed {
 namespace {
 
-using ::loom::distributed::testing::PickFreePort;
+using ::loom::base::PickFreePort;
 using ::loom::distributed::testing::RunRanks;
 using ::testing::Each;
 
@@ -22,13 +24,8 @@ absl::StatusOr<ProcessGroup> Join(int rank, int world, int port,
   return testing::JoinGroup(rank, world, port, timeout);
 }
 
-// Every collective with exact expected values; rank r contributes r + 1.
-int RunCollectives(int rank, int n, int port) {
-  absl::StatusOr<ProcessGroup> pg_or = Join(rank, n, port);
-  CHILD_CHECK_OK(pg_or.status());
-  ProcessGroup& pg = *pg_or;
-  CHILD_CHECK(pg.rank() == rank && pg.world_size() == n);
-
+// AllReduce: sums (also in place on a non-contiguous view) and averages.
+int CheckAllReduce(ProcessGroup& pg, int rank, int n) {
   // AllReduce sum: 1 + 2 + ... + n.
   at::Tensor sum = at::full({3}, static_cast<float>(rank + 1));
   CHILD_CHECK_OK(AllReduce(pg, sum, ReduceOp::kSum));
@@ -50,7 +47,11 @@ int RunCollectives(int rank, int n, int port) {
   CHILD_CHECK(at::equal(avg, at::full({2, 2}, (n + 1) / 2.0, at::kDouble)));
   at::Tensor ints = at::ones({1}, at::kInt);
   CHILD_CHECK(AllReduce(pg, ints, ReduceOp::kAvg).code() == absl::StatusCode::kInvalidArgument);
+  return 0;
+}
 
+// Broadcast from rank 0 and from the last rank.
+int CheckBroadcast(ProcessGroup& pg, int rank, int n) {
   // Broadcast from rank 0, then from the last rank.
   at::Tensor b = rank == 0 ? at::arange(5, at::kFloat) : at::zeros({5});
   CHILD_CHECK_OK(Broadcast(pg, b));
@@ -59,9 +60,11 @@ int RunCollectives(int rank, int n, int port) {
   CHILD_CHECK_OK(Broadcast(pg, b2, n - 1));
   CHILD_CHECK(at::equal(b2, at::full({2}, (n - 1) * 10, at::kLong)));
   CHILD_CHECK(Broadcast(pg, b2, n).code() == absl::StatusCode::kInvalidArgument);
+  return 0;
+}
 
-  CHILD_CHECK_OK(Barrier(pg));
-
+// AllGather of equal shapes, and of variable length along dim 0.
+int CheckAllGather(ProcessGroup& pg, int rank, int n) {
   // AllGather of equal shapes: rank r sends [r + 1, 10 (r + 1)].
   at::Tensor mine = at::tensor({rank + 1, 10 * (rank + 1)}, at::kLong);
   absl::StatusOr<std::vector<at::Tensor>> gathered = AllGather(pg, mine);
@@ -89,7 +92,11 @@ int RunCollectives(int rank, int n, int port) {
   at::Tensor bad = at::zeros({1, rank == 0 ? 2 : 3});
   CHILD_CHECK(AllGatherVariableLength(pg, bad).status().code() ==
               absl::StatusCode::kInvalidArgument);
+  return 0;
+}
 
+// AllGatherInto one flat buffer.
+int CheckAllGatherInto(ProcessGroup& pg, int rank, int n) {
   // AllGatherInto: rank r's [r, r + 0.5, r + 0.25] lands at [3r, 3r + 3) of one flat buffer.
   at::Tensor piece = at::tensor({rank + 0.0f, rank + 0.5f, rank + 0.25f});
   at::Tensor flat = at::full({3 * n}, -1.0f);
@@ -100,7 +107,11 @@ int RunCollectives(int rank, int n, int port) {
   }
   at::Tensor short_flat = at::zeros({3 * n - 1});
   CHILD_CHECK(AllGatherInto(pg, piece, short_flat).code() == absl::StatusCode::kInvalidArgument);
+  return 0;
+}
 
+// ReduceScatterSum over 2 elements per rank.
+int CheckReduceScatterSum(ProcessGroup& pg, int rank, int n) {
   // ReduceScatterSum: rank r holds element i = (r + 1) * (i + 1) over 2n elements; chunk k
   // (2 elements) sums to (1 + ... + n) * (i + 1) = n (n + 1) / 2 * (i + 1).
   at::Tensor contrib = (at::arange(2 * n, at::kDouble) + 1) * (rank + 1);
@@ -111,7 +122,12 @@ int RunCollectives(int rank, int n, int port) {
       at::equal(mine_sum, at::tensor({tri * (2 * rank + 1), tri * (2 * rank + 2)}, at::kDouble)));
   at::Tensor uneven = at::zeros({2 * n + 1}, at::kDouble);
   CHILD_CHECK(ReduceScatterSum(pg, uneven, mine_sum).code() == absl::StatusCode::kInvalidArgument);
+  return 0;
+}
 
+// bfloat16 through every collective.
+int CheckBfloat16(ProcessGroup& pg, int rank, int n) {
+  const double tri = n * (n + 1) / 2.0;
   // bfloat16 (Gloo has none): broadcast, gather and the reduce-scatter ring move the bits;
   // values with few significant bits stay exact. AllReduce sums in fp32: 1 + ... + n.
   at::Tensor hb = rank == 0 ? at::tensor({1.5f, -3.0f, 0.125f}).to(at::kBFloat16)
@@ -138,7 +154,12 @@ int RunCollectives(int rank, int n, int port) {
   CHILD_CHECK_OK(AllReduce(pg, hred, ReduceOp::kSum));
   CHILD_CHECK(hred.scalar_type() == at::kBFloat16 &&
               at::equal(hred, at::full({2}, static_cast<float>(tri)).to(at::kBFloat16)));
+  return 0;
+}
 
+// ReduceScatterSum over the ring in several pieces.
+int CheckLongReduceScatter(ProcessGroup& pg, int rank, int n) {
+  const double tri = n * (n + 1) / 2.0;
   // A chunk of more than one ring piece (2^20 elements) with a short last piece.
   const int64_t big = (int64_t{1} << 20) + 3;
   at::Tensor bigflat = (at::arange(big * n, at::kFloat).remainder(7.0f) + 1) * (rank + 1);
@@ -147,13 +168,29 @@ int RunCollectives(int rank, int n, int port) {
   CHILD_CHECK(
       at::equal(bigout, (at::arange(rank * big, (rank + 1) * big, at::kFloat).remainder(7.0f) + 1) *
                             static_cast<float>(tri)));
+  return 0;
+}
 
+// Every collective with exact expected values; rank r contributes r + 1.
+int RunCollectives(int rank, int n, int port) {
+  absl::StatusOr<ProcessGroup> pg_or = Join(rank, n, port);
+  CHILD_CHECK_OK(pg_or.status());
+  ProcessGroup& pg = *pg_or;
+  CHILD_CHECK(pg.rank() == rank && pg.world_size() == n);
+  CHILD_CHECK(CheckAllReduce(pg, rank, n) == 0);
+  CHILD_CHECK(CheckBroadcast(pg, rank, n) == 0);
+  CHILD_CHECK_OK(Barrier(pg));
+  CHILD_CHECK(CheckAllGather(pg, rank, n) == 0);
+  CHILD_CHECK(CheckAllGatherInto(pg, rank, n) == 0);
+  CHILD_CHECK(CheckReduceScatterSum(pg, rank, n) == 0);
+  CHILD_CHECK(CheckBfloat16(pg, rank, n) == 0);
+  CHILD_CHECK(CheckLongReduceScatter(pg, rank, n) == 0);
   CHILD_CHECK_OK(Barrier(pg));
   return 0;
 }
 
 void RunWorld(int n) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   ASSERT_GT(port, 0);
   std::vector<int> codes =
       RunRanks(n, absl::Seconds(60), [&](int rank) { return RunCollectives(rank, n, port); });
@@ -164,7 +201,7 @@ TEST(CollectivesTest, TwoProcesses) { RunWorld(2); }
 
 // Rank 1 joins and exits; rank 0's AllReduce returns an error (no hang, within the timeout).
 TEST(CollectivesTest, PeerGoneIsAnErrorNotAHang) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   ASSERT_GT(port, 0);
   std::vector<int> codes = RunRanks(2, absl::Seconds(60), [&](int rank) {
     absl::StatusOr<ProcessGroup> pg = Join(rank, 2, port);
@@ -189,7 +226,7 @@ TEST(CollectivesTest, FourProcesses) { RunWorld(4); }
 // Rank 1 stays connected but never calls the collective: rank 0 gets DeadlineExceeded after
 // ddp_timeout (2 s), not a hang.
 TEST(CollectivesTest, PeerThatNeverJoinsTheCollectiveTimesOut) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   ASSERT_GT(port, 0);
   std::vector<int> codes = RunRanks(2, absl::Seconds(60), [&](int rank) {
     absl::StatusOr<ProcessGroup> pg = Join(rank, 2, port, absl::Seconds(2));

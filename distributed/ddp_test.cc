@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "base/free_port.h"
+#include "base/status_matchers.h"
 #include "distributed/collectives.h"
 #include "distributed/multiprocess_testing.h"
 #include "distributed/process_group.h"
@@ -14,8 +16,8 @@
 namespace loom::distributed {
 namespace {
 
+using ::loom::base::PickFreePort;
 using ::loom::distributed::testing::JoinGroup;
-using ::loom::distributed::testing::PickFreePort;
 using ::loom::distributed::testing::RunRanks;
 using ::testing::Each;
 
@@ -114,7 +116,7 @@ int RunGradientsMatch(int rank, int port, const Scenario& s) {
 }
 
 void ExpectAllRanksPass(const Scenario& s) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   std::vector<int> codes = RunRanks(s.world, absl::Seconds(60),
                                     [&](int rank) { return RunGradientsMatch(rank, port, s); });
   EXPECT_THAT(codes, Each(0));
@@ -133,7 +135,7 @@ TEST(DdpTest, ManySmallBucketsAndNoOverlapGiveTheSameGradients) {
 }
 
 TEST(DdpTest, BucketsFollowReverseParameterOrderAndTheCaps) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   auto codes = RunRanks(2, absl::Seconds(60), [&](int rank) {
     absl::StatusOr<ProcessGroup> pg = JoinGroup(rank, 2, port);
     CHILD_CHECK_OK(pg.status());
@@ -153,7 +155,7 @@ TEST(DdpTest, BucketsFollowReverseParameterOrderAndTheCaps) {
 }
 
 TEST(DdpTest, UnusedParametersWithoutTheFlagFailNamingThem) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   auto codes = RunRanks(2, absl::Seconds(60), [&](int rank) {
     absl::StatusOr<ProcessGroup> pg = JoinGroup(rank, 2, port);
     CHILD_CHECK_OK(pg.status());
@@ -174,7 +176,7 @@ TEST(DdpTest, UnusedParametersWithoutTheFlagFailNamingThem) {
 // A parameter used on rank 1 only: its gradient is rank 1's divided by the world size on every
 // rank (DDP averages zeros in), and a parameter used nowhere keeps no gradient.
 TEST(DdpTest, ParameterUsedOnOneRankIsAveragedWithZeros) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   auto codes = RunRanks(2, absl::Seconds(60), [&](int rank) {
     absl::StatusOr<ProcessGroup> pg = JoinGroup(rank, 2, port);
     CHILD_CHECK_OK(pg.status());
@@ -204,7 +206,7 @@ TEST(DdpTest, ParameterUsedOnOneRankIsAveragedWithZeros) {
 }
 
 TEST(DdpTest, BuffersComeFromRankZeroAfterEverySynchronisedStep) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   auto codes = RunRanks(2, absl::Seconds(60), [&](int rank) {
     absl::StatusOr<ProcessGroup> pg = JoinGroup(rank, 2, port);
     CHILD_CHECK_OK(pg.status());
@@ -235,7 +237,7 @@ TEST(DdpTest, BuffersComeFromRankZeroAfterEverySynchronisedStep) {
 }
 
 TEST(DdpTest, DifferentModelsOnRanksAreRefused) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   auto codes = RunRanks(2, absl::Seconds(60), [&](int rank) {
     absl::StatusOr<ProcessGroup> pg = JoinGroup(rank, 2, port);
     CHILD_CHECK_OK(pg.status());

@@ -1,17 +1,10 @@
 #include "distributed/multiprocess_testing.h"
 
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
-#include <exception>
 #include <string>
 
-#include "absl/time/clock.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 
 namespace loom::distributed::testing {
 
@@ -27,66 +20,22 @@ absl::StatusOr<ProcessGroup> JoinGroup(int rank, int world, int port, absl::Dura
   return CreateProcessGroup(*env, options);
 }
 
-int PickFreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 std::vector<int> RunRanks(int n, absl::Duration deadline, const std::function<int(int)>& fn) {
-  std::fflush(nullptr);
-  std::vector<pid_t> pids(n, -1);
-  std::vector<int> outcome(n, kTimedOut);
-  for (int r = 0; r < n; ++r) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      int code = 1;
-      try {
-        code = fn(r);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "rank %d threw: %s\n", r, e.what());
-      }
-      std::fflush(nullptr);
-      _exit(code);
-    }
-    pids[r] = pid;
-  }
-  const absl::Time end = absl::Now() + deadline;
-  int left = n;
-  while (left > 0) {
-    for (int r = 0; r < n; ++r) {
-      if (pids[r] <= 0) continue;
-      int status = 0;
-      if (waitpid(pids[r], &status, WNOHANG) == pids[r]) {
-        outcome[r] = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-        pids[r] = -1;
-        --left;
-      }
-    }
-    if (left == 0) break;
-    if (absl::Now() > end) {
-      for (int r = 0; r < n; ++r) {
-        if (pids[r] <= 0) continue;
-        kill(pids[r], SIGKILL);
-        waitpid(pids[r], nullptr, 0);
-        std::fprintf(stderr, "rank %d still running at the deadline: killed\n", r);
-      }
-      break;
-    }
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return outcome;
+  std::vector<int> outcomes;
+  base::ForkRanksOptions options;
+  options.deadline = deadline;
+  options.label = "RunRanks";
+  options.outcomes = &outcomes;
+  const absl::Status status = base::ForkRanks(
+      n,
+      [&](int rank) {
+        const int code = fn(rank);
+        if (code == 0) return absl::OkStatus();
+        return absl::InternalError(absl::StrCat("returned ", code));
+      },
+      options);
+  if (!status.ok()) std::fprintf(stderr, "%s\n", status.ToString().c_str());
+  return outcomes;
 }
 
 }  // namespace loom::distributed::testing

@@ -1,17 +1,19 @@
 // Test helpers: run N real ranks as forked processes talking over 127.0.0.1 (testonly).
 //
 // Contract:
-//   - PickFreePort(): binds 127.0.0.1:0 and returns the port the kernel chose (-1 on failure).
 //   - JoinGroup(rank, world, port, timeout): this child's ProcessGroup over 127.0.0.1:port.
 //   - CHILD_CHECK(cond) / CHILD_CHECK_OK(status): in a child function with an `int rank` in
 //     scope, print the failed check (file, line, rank) to stderr and return 1.
-//   - RunRanks(n, deadline, fn): forks n children; child r runs fn(r) and exits with its result
-//     (0 = pass; a failing child prints why to stderr). Children still running at the deadline
-//     are SIGKILLed. Returns one outcome per rank: the exit code, or -signal, or kTimedOut.
-//     Fork before anything in the parent starts threads (LibTorch pools, Gloo).
+//   - RunRanks(n, deadline, fn): base::ForkRanks for children that return an int (0 = pass; a
+//     failing child prints why to stderr): child r runs fn(r). The first failing rank stops the
+//     others, and so does the deadline. Returns one outcome per rank: 0 for a pass, 1 for a
+//     failure (the returned code and the rank are printed to stderr), -signal for a rank stopped
+//     or killed, or kTimedOut for one still running at the deadline. Fork before anything in
+//     the parent starts threads (LibTorch pools, Gloo).
+//   The free port comes from base::PickFreePort (base/free_port.h).
 //
 // Example:
-//   const int port = PickFreePort();
+//   ASSERT_OK_AND_ASSIGN(const int port, base::PickFreePort());
 //   auto codes = RunRanks(2, absl::Seconds(30), [&](int rank) { return Child(rank, port); });
 //   EXPECT_THAT(codes, Each(0));
 #ifndef LOOM_DISTRIBUTED_MULTIPROCESS_TESTING_H_
@@ -23,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/fork_ranks.h"
 #include "distributed/process_group.h"
 
 #define CHILD_CHECK(cond)                                                                          \
@@ -44,9 +47,7 @@
 
 namespace loom::distributed::testing {
 
-constexpr int kTimedOut = 1000;
-
-int PickFreePort();
+constexpr int kTimedOut = base::kRankStillRunning;
 
 absl::StatusOr<ProcessGroup> JoinGroup(int rank, int world, int port,
                                        absl::Duration timeout = absl::Seconds(20));

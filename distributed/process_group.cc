@@ -67,18 +67,9 @@ absl::Status RendezvousError(const std::exception& e, const DistributedEnv& env,
       " failed; check MASTER_ADDR/MASTER_PORT (is the port free on rank 0's host?): ", what));
 }
 
-}  // namespace
-
-ProcessGroupOptions ProcessGroupOptionsFromArgs(const loom::args::TrainingArguments& args) {
-  ProcessGroupOptions options;
-  if (args.has_ddp_backend() && !args.ddp_backend().empty()) options.backend = args.ddp_backend();
-  options.timeout = absl::Seconds(args.ddp_timeout());
-  return options;
-}
-
-absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
-                                                const ProcessGroupOptions& options) {
-  const std::string backend = options.backend.empty() ? "gloo" : options.backend;
+// The backend this build can run, a positive timeout, a rank inside the world.
+absl::Status CheckRequest(const std::string& backend, const DistributedEnv& env,
+                          const ProcessGroupOptions& options) {
   if (backend == "mpi" || backend == "ccl" || backend == "hccl") {
     return absl::UnimplementedError(absl::StrCat(
         "--ddp_backend ", backend, " is not supported by loom",
@@ -107,13 +98,14 @@ absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
     return absl::InvalidArgumentError(
         absl::StrCat("RANK=", env.rank, " is not in [0, WORLD_SIZE=", env.world_size, ")"));
   }
-  const std::chrono::milliseconds timeout = ToMillis(options.timeout);
+  return absl::OkStatus();
+}
 
-  // One deadline for the whole rendezvous: TCPStore's own wait for workers gives up silently,
-  // so the ranks count themselves in under a key of ours instead.
-  const absl::Time deadline = absl::Now() + options.timeout;
-  c10::intrusive_ptr<::c10d::Store> store;
-  while (store == nullptr) {
+// Rank 0 hosts the TCPStore, the others join it, retrying until the deadline.
+absl::StatusOr<c10::intrusive_ptr<::c10d::Store>> ConnectStore(const DistributedEnv& env,
+                                                               const ProcessGroupOptions& options,
+                                                               absl::Time deadline) {
+  for (;;) {
     try {
       ::c10d::TCPStoreOptions store_options;
       store_options.port = static_cast<std::uint16_t>(env.master_port);
@@ -121,8 +113,10 @@ absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
       store_options.numWorkers = static_cast<std::size_t>(env.world_size);
       store_options.waitWorkers = false;
       store_options.timeout = ToMillis(std::max(deadline - absl::Now(), absl::Milliseconds(1)));
-      store = c10::make_intrusive<::c10d::TCPStore>(env.master_addr, store_options);
-      store->setTimeout(timeout);
+      c10::intrusive_ptr<::c10d::Store> store =
+          c10::make_intrusive<::c10d::TCPStore>(env.master_addr, store_options);
+      store->setTimeout(ToMillis(options.timeout));
+      return store;
     } catch (const std::exception& e) {
       // c10d's client stops retrying a refused connection before its timeout; keep trying
       // until ours, so a rank may start well before rank 0.
@@ -135,10 +129,15 @@ absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
           e, env, env.rank == 0 ? "hosting the TCPStore" : "joining the TCPStore", options.timeout);
     }
   }
+}
+
+// Each rank counts itself in under kArrivedKey, then waits for the others until the deadline.
+absl::Status WaitForEveryRank(::c10d::Store& store, const DistributedEnv& env,
+                              const ProcessGroupOptions& options, absl::Time deadline) {
   try {
-    store->add(kArrivedKey, 1);
+    store.add(kArrivedKey, 1);
     int64_t arrived = 0;
-    while ((arrived = store->add(kArrivedKey, 0)) < env.world_size) {
+    while ((arrived = store.add(kArrivedKey, 0)) < env.world_size) {
       if (absl::Now() >= deadline) {
         return absl::DeadlineExceededError(absl::StrCat(
             Where(env, "waiting for every rank"), " timed out after ddp_timeout=",
@@ -151,32 +150,50 @@ absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
   } catch (const std::exception& e) {
     return RendezvousError(e, env, "counting ranks in the TCPStore", options.timeout);
   }
+  return absl::OkStatus();
+}
 
+// Gloo's device: GLOO_SOCKET_IFNAME's interface, MASTER_ADDR's loopback, or the default one.
+// Only a bad GLOO_SOCKET_IFNAME is reported here; other failures throw to the caller.
+absl::Status AddGlooDevice(const DistributedEnv& env, ::c10d::ProcessGroupGloo::Options& o) {
+  if (!env.gloo_socket_ifname.empty()) {
+    try {
+      o.devices.push_back(
+          ::c10d::ProcessGroupGloo::createDeviceForInterface(env.gloo_socket_ifname));
+    } catch (const std::exception& e) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "GLOO_SOCKET_IFNAME=", env.gloo_socket_ifname,
+          " is not a usable network interface (see `ip link`; unset it to use MASTER_ADDR's "
+          "route): ",
+          base::TorchErrorMessage(e)));
+    }
+  } else if (IsLoopback(env.master_addr)) {
+    o.devices.push_back(::c10d::ProcessGroupGloo::createDeviceForHostname(env.master_addr));
+  } else {
+    o.devices.push_back(::c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  return absl::OkStatus();
+}
+
+// The backend over the store, and how to make more of it (subgroups).
+struct ConnectedBackend {
   c10::intrusive_ptr<C10dBackend> pg;
   ProcessGroup::BackendFactory factory;
+};
+
+absl::StatusOr<ConnectedBackend> ConnectBackend(const std::string& backend,
+                                                const c10::intrusive_ptr<::c10d::Store>& store,
+                                                const DistributedEnv& env,
+                                                const ProcessGroupOptions& options) {
+  const std::chrono::milliseconds timeout = ToMillis(options.timeout);
+  ConnectedBackend out;
   try {
     if (backend == "gloo") {
       auto gloo_options = ::c10d::ProcessGroupGloo::Options::create(timeout);
-      if (!env.gloo_socket_ifname.empty()) {
-        try {
-          gloo_options->devices.push_back(
-              ::c10d::ProcessGroupGloo::createDeviceForInterface(env.gloo_socket_ifname));
-        } catch (const std::exception& e) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "GLOO_SOCKET_IFNAME=", env.gloo_socket_ifname,
-              " is not a usable network interface (see `ip link`; unset it to use MASTER_ADDR's "
-              "route): ",
-              base::TorchErrorMessage(e)));
-        }
-      } else if (IsLoopback(env.master_addr)) {
-        gloo_options->devices.push_back(
-            ::c10d::ProcessGroupGloo::createDeviceForHostname(env.master_addr));
-      } else {
-        gloo_options->devices.push_back(::c10d::ProcessGroupGloo::createDefaultDevice());
-      }
-      pg = c10::make_intrusive<::c10d::ProcessGroupGloo>(store, env.rank, env.world_size,
-                                                         gloo_options);
-      factory = [gloo_options](c10::intrusive_ptr<::c10d::Store> s, int rank, int size) {
+      if (absl::Status s = AddGlooDevice(env, *gloo_options); !s.ok()) return s;
+      out.pg = c10::make_intrusive<::c10d::ProcessGroupGloo>(store, env.rank, env.world_size,
+                                                             gloo_options);
+      out.factory = [gloo_options](c10::intrusive_ptr<::c10d::Store> s, int rank, int size) {
         return c10::intrusive_ptr<C10dBackend>(
             c10::make_intrusive<::c10d::ProcessGroupGloo>(std::move(s), rank, size, gloo_options));
       };
@@ -185,9 +202,9 @@ absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
     if (backend == "nccl") {
       auto nccl_options = ::c10d::ProcessGroupNCCL::Options::create();
       nccl_options->timeout = timeout;
-      pg = c10::make_intrusive<::c10d::ProcessGroupNCCL>(store, env.rank, env.world_size,
-                                                         nccl_options);
-      factory = [nccl_options](c10::intrusive_ptr<::c10d::Store> s, int rank, int size) {
+      out.pg = c10::make_intrusive<::c10d::ProcessGroupNCCL>(store, env.rank, env.world_size,
+                                                             nccl_options);
+      out.factory = [nccl_options](c10::intrusive_ptr<::c10d::Store> s, int rank, int size) {
         return c10::intrusive_ptr<C10dBackend>(
             c10::make_intrusive<::c10d::ProcessGroupNCCL>(std::move(s), rank, size, nccl_options));
       };
@@ -197,12 +214,36 @@ absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
     return RendezvousError(e, env, absl::StrCat("connecting the ", backend, " backend"),
                            options.timeout);
   }
+  return out;
+}
+
+}  // namespace
+
+ProcessGroupOptions ProcessGroupOptionsFromArgs(const loom::args::TrainingArguments& args) {
+  ProcessGroupOptions options;
+  if (args.has_ddp_backend() && !args.ddp_backend().empty()) options.backend = args.ddp_backend();
+  options.timeout = absl::Seconds(args.ddp_timeout());
+  return options;
+}
+
+absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
+                                                const ProcessGroupOptions& options) {
+  const std::string backend = options.backend.empty() ? "gloo" : options.backend;
+  if (absl::Status s = CheckRequest(backend, env, options); !s.ok()) return s;
+  // One deadline for the whole rendezvous: TCPStore's own wait for workers gives up silently,
+  // so the ranks count themselves in under a key of ours instead.
+  const absl::Time deadline = absl::Now() + options.timeout;
+  absl::StatusOr<c10::intrusive_ptr<::c10d::Store>> store = ConnectStore(env, options, deadline);
+  if (!store.ok()) return store.status();
+  if (absl::Status s = WaitForEveryRank(**store, env, options, deadline); !s.ok()) return s;
+  absl::StatusOr<ConnectedBackend> connected = ConnectBackend(backend, *store, env, options);
+  if (!connected.ok()) return connected.status();
   const at::Device comm_device =
       backend == "nccl" ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank))
                         : at::Device(at::kCPU);
-  ProcessGroup group(std::move(store), std::move(pg), env.rank, env.world_size, backend,
+  ProcessGroup group(*std::move(store), std::move(connected->pg), env.rank, env.world_size, backend,
                      options.timeout, comm_device);
-  group.set_backend_factory(std::move(factory));
+  group.set_backend_factory(std::move(connected->factory));
   return group;
 }
 

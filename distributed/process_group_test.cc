@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/free_port.h"
 #include "base/status_matchers.h"
 #include "distributed/collectives.h"
 #include "distributed/multiprocess_testing.h"
@@ -18,8 +19,8 @@
 namespace loom::distributed {
 namespace {
 
+using ::loom::base::PickFreePort;
 using ::loom::base::testing::StatusIs;
-using ::loom::distributed::testing::PickFreePort;
 using ::loom::distributed::testing::RunRanks;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -75,7 +76,7 @@ TEST(ProcessGroupTest, OptionsFromTrainingArguments) {
 }
 
 TEST(ProcessGroupTest, SingleProcessGroupWorks) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   ASSERT_GT(port, 0);
   auto codes = RunRanks(1, absl::Seconds(30), [&](int rank) {
     auto pg = CreateProcessGroup(Env(rank, 1, port), Options("gloo", absl::Seconds(10)));
@@ -93,7 +94,7 @@ TEST(ProcessGroupTest, SingleProcessGroupWorks) {
 
 // GLOO_SOCKET_IFNAME picks Gloo's interface: "lo" works, an unknown one is a clear error.
 TEST(ProcessGroupTest, GlooSocketIfname) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   ASSERT_GT(port, 0);
   auto codes = RunRanks(2, absl::Seconds(30), [&](int rank) {
     DistributedEnv env = Env(rank, 2, port);
@@ -109,7 +110,7 @@ TEST(ProcessGroupTest, GlooSocketIfname) {
   });
   EXPECT_THAT(codes, ElementsAre(0, 0));
 
-  const int port2 = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port2, PickFreePort());
   ASSERT_GT(port2, 0);
   codes = RunRanks(1, absl::Seconds(30), [&](int) {
     DistributedEnv env = Env(0, 1, port2);
@@ -154,7 +155,7 @@ TEST(ProcessGroupTest, MasterPortInUseIsUnavailable) {
 
 // Only one rank of two starts: creating the group fails within the timeout, naming where.
 void ExpectLoneRankTimesOut(int lone_rank) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   ASSERT_GT(port, 0);
   auto codes = RunRanks(1, absl::Seconds(30), [&](int) {
     const absl::Time start = absl::Now();
@@ -183,7 +184,7 @@ TEST(ProcessGroupTest, RendezvousWithoutRank0TimesOutOnRank1) { ExpectLoneRankTi
 // Rank 1 starts 3 s before rank 0 (its connection is refused until then): both still join
 // within the 6 s timeout and a collective works.
 TEST(ProcessGroupTest, RankMayStartLongBeforeRank0) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   ASSERT_GT(port, 0);
   auto codes = RunRanks(2, absl::Seconds(30), [&](int rank) {
     if (rank == 0) absl::SleepFor(absl::Seconds(3));
@@ -203,7 +204,7 @@ TEST(ProcessGroupTest, RankMayStartLongBeforeRank0) {
 // {2, 3}, and the replicas {0, 2} and {1, 3}; collectives in each reach only its members, and
 // both kinds work side by side. A non-member is refused.
 TEST(ProcessGroupTest, Subgroups) {
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   auto codes = RunRanks(4, absl::Seconds(60), [&](int rank) {
     auto pg = testing::JoinGroup(rank, 4, port);
     CHILD_CHECK_OK(pg.status());

@@ -1,6 +1,5 @@
 #include "estimate/memory_check.h"
 
-#include <sys/wait.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -9,12 +8,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 #include "args/training_args.pb.h"
+#include "base/fork_ranks.h"
+#include "base/free_port.h"
 #include "distributed/collectives.h"
 #include "distributed/distributed_env.h"
 #include "distributed/process_group.h"
 #include "estimate/memory_estimate.h"
-#include "launch/free_port.h"
 #include "models/bert/bert_for_sequence_classification.h"
 #include "precision/training_precision.h"
 #include "sharding/create_strategy.h"
@@ -36,6 +37,9 @@ constexpr Strategy kStrategies[] = {
      false, 3},
     {"FSDP full_shard", nullptr, true, 3},
 };
+
+// A rank that has not finished its two steps by then is hung: the check stops them all.
+constexpr absl::Duration kRanksDeadline = absl::Minutes(5);
 
 models::bert::BertConfig CheckConfig() {
   models::bert::BertConfig c;
@@ -124,23 +128,21 @@ absl::StatusOr<std::vector<CheckRow>> RunMemoryCheck(int ranks) {
   const std::vector<LoomRow> estimates = LoomRows(in);
   std::vector<CheckRow> rows;
   for (const Strategy& s : kStrategies) {
-    absl::StatusOr<int> port = launch::PickFreePort();
+    absl::StatusOr<int> port = base::PickFreePort();
     if (!port.ok()) return port.status();
     const std::string out = absl::StrCat("/tmp/loom_memory_check_", getpid());
-    std::vector<pid_t> pids;
-    for (int r = 0; r < ranks; ++r) {
-      const pid_t pid = fork();
-      if (pid == 0) _exit(Rank(s, r, ranks, *port, out));
-      pids.push_back(pid);
-    }
-    for (int r = 0; r < ranks; ++r) {
-      int status = 0;
-      waitpid(pids[r], &status, 0);
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        return absl::InternalError(absl::StrCat("estimate_memory --check: ", s.name, ": rank ", r,
-                                                " failed (status ", status, ")"));
-      }
-    }
+    base::ForkRanksOptions fork_options;
+    fork_options.label = absl::StrCat("estimate_memory --check: ", s.name);
+    fork_options.deadline = kRanksDeadline;
+    absl::Status ranks_status = base::ForkRanks(
+        ranks,
+        [&](int r) {
+          const int code = Rank(s, r, ranks, *port, out);
+          if (code == 0) return absl::OkStatus();
+          return absl::InternalError(absl::StrCat("Rank() returned ", code));
+        },
+        fork_options);
+    if (!ranks_status.ok()) return ranks_status;
     CheckRow row;
     row.strategy = s.name;
     std::ifstream(out) >> row.measured_bytes;

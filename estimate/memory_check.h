@@ -6,7 +6,8 @@
 // Contract: RunMemoryCheck(ranks) forks `ranks` processes per strategy (DDP, ZeRO-1, ZeRO-2,
 // ZeRO-3, FSDP full_shard), joined over Gloo on 127.0.0.1 (a free port), each training 2 steps
 // of the same BERT (hidden 256, 4 layers, vocabulary 1000; fp32, AdamW) on its own batch.
-// Returns one row per strategy; an error names the strategy and the rank that failed.
+// Returns one row per strategy; an error names the strategy and the rank that failed. A rank
+// still running after 5 minutes is hung: all are stopped and the error (DeadlineExceeded) says so.
 //
 // Example:
 //   ASSIGN_OR_RETURN(std::vector<CheckRow> rows, RunMemoryCheck(2));

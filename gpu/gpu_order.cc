@@ -31,53 +31,124 @@ std::string Gib(int64_t bytes) {
   return buf;
 }
 
+// The physical GPUs in CUDA's base order (before CUDA_VISIBLE_DEVICES), and the rule's text.
+std::vector<int> BaseOrder(const std::vector<PhysicalGpu>& gpus,
+                           const std::string& device_order_value, std::string* rule) {
+  std::vector<int> order(gpus.size());
+  std::iota(order.begin(), order.end(), 0);
+  const auto by_pci = [&](int a, int b) { return gpus[a].pci_bus_id < gpus[b].pci_bus_id; };
+  if (device_order_value == "PCI_BUS_ID") {
+    std::sort(order.begin(), order.end(), by_pci);
+    *rule = "CUDA_DEVICE_ORDER=PCI_BUS_ID: ordered by PCI bus id, as nvidia-smi";
+    return order;
+  }
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    const PhysicalGpu& x = gpus[a];
+    const PhysicalGpu& y = gpus[b];
+    if (x.cc_major != y.cc_major) return x.cc_major > y.cc_major;
+    if (x.cc_minor != y.cc_minor) return x.cc_minor > y.cc_minor;
+    const int64_t sx = x.multiprocessors * x.clock_khz, sy = y.multiprocessors * y.clock_khz;
+    if (sx != sy) return sx > sy;
+    return by_pci(a, b);
+  });
+  *rule = device_order_value.empty()
+              ? "CUDA_DEVICE_ORDER unset: the CUDA runtime's default FASTEST_FIRST (not PCI_BUS_ID)"
+          : device_order_value == "FASTEST_FIRST"
+              ? "CUDA_DEVICE_ORDER=FASTEST_FIRST"
+              : "CUDA_DEVICE_ORDER=" + device_order_value +
+                    " is not a value CUDA knows; it uses FASTEST_FIRST";
+  *rule +=
+      ": fastest first (loom's guess: compute capability, then multiprocessors x clock; ties "
+      "in PCI order)";
+  return order;
+}
+
+// A GPU's device: its first MIG instance in MIG mode.
+VisibleDevice DeviceOf(const std::vector<PhysicalGpu>& gpus, int gpu, const std::string& entry) {
+  VisibleDevice d;
+  d.gpu = gpu;
+  d.mig = gpus[gpu].mig.empty() ? -1 : 0;
+  d.entry = entry;
+  return d;
+}
+
+// The device one CUDA_VISIBLE_DEVICES entry names (an index into `order`, a MIG-... instance,
+// or a GPU-... UUID or its start); nullopt with `why` when it names none.
+std::optional<VisibleDevice> ResolveEntry(const std::vector<PhysicalGpu>& gpus,
+                                          const std::vector<int>& order, const std::string& e,
+                                          std::string* why) {
+  if (IsIndex(e)) {
+    const size_t i = std::stoul(e);
+    if (i < order.size()) return DeviceOf(gpus, order[i], e);
+    *why = "index " + e + " is out of range (" + std::to_string(order.size()) + " GPUs)";
+    return std::nullopt;
+  }
+  if (StartsWith(e, "MIG-")) {
+    std::optional<VisibleDevice> d;
+    for (size_t g = 0; g < gpus.size() && !d; ++g) {
+      for (size_t k = 0; k < gpus[g].mig.size(); ++k) {
+        if (gpus[g].mig[k].uuid == e) {
+          d = VisibleDevice{0, static_cast<int>(g), static_cast<int>(k), e};
+        }
+      }
+    }
+    if (!d) *why = "no MIG instance " + e;
+    return d;
+  }
+  if (StartsWith(e, "GPU-")) {
+    // A UUID, or the first characters of one (with "GPU-").
+    std::vector<int> matches;
+    for (size_t g = 0; g < gpus.size(); ++g) {
+      if (StartsWith(gpus[g].uuid, e)) matches.push_back(static_cast<int>(g));
+    }
+    if (matches.size() == 1) return DeviceOf(gpus, matches[0], e);
+    *why = matches.empty()
+               ? "no GPU's UUID starts with " + e
+               : e + " is the start of " + std::to_string(matches.size()) + " GPUs' UUIDs";
+    return std::nullopt;
+  }
+  *why = "not an index, a GPU-... UUID or a MIG-... instance";
+  return std::nullopt;
+}
+
+// The listed devices in the list's order, up to the first invalid or repeated entry (where CUDA
+// stops) or the first MIG instance (a process sees one).
+void ReadVisibleList(const std::vector<PhysicalGpu>& gpus, const std::vector<int>& order,
+                     const char* visible_devices, GpuMapping* m) {
+  std::stringstream list(visible_devices);
+  std::string raw;
+  std::set<std::pair<int, int>> seen;
+  while (std::getline(list, raw, ',')) {
+    const std::string e = Trim(raw);
+    std::string why;
+    std::optional<VisibleDevice> d = ResolveEntry(gpus, order, e, &why);
+    if (d && !seen.insert({d->gpu, d->mig}).second) {
+      d.reset();
+      why = "the device is already listed";
+    }
+    if (!d) {
+      m->stopped_at = "'" + e + "': " + why + " — CUDA stops at the first invalid entry";
+      break;
+    }
+    d->ordinal = static_cast<int>(m->visible.size());
+    m->visible.push_back(*d);
+    if (d->mig >= 0) break;  // one MIG instance per process
+  }
+}
+
 }  // namespace
 
 GpuMapping MapOrdinals(const std::vector<PhysicalGpu>& gpus, const char* visible_devices,
                        const char* device_order) {
   GpuMapping m;
   // 1. The base order.
-  std::vector<int> order(gpus.size());
-  std::iota(order.begin(), order.end(), 0);
-  const auto by_pci = [&](int a, int b) { return gpus[a].pci_bus_id < gpus[b].pci_bus_id; };
-  const std::string device_order_value = device_order == nullptr ? "" : device_order;
-  if (device_order_value == "PCI_BUS_ID") {
-    std::sort(order.begin(), order.end(), by_pci);
-    m.order_rule = "CUDA_DEVICE_ORDER=PCI_BUS_ID: ordered by PCI bus id, as nvidia-smi";
-  } else {
-    std::sort(order.begin(), order.end(), [&](int a, int b) {
-      const PhysicalGpu& x = gpus[a];
-      const PhysicalGpu& y = gpus[b];
-      if (x.cc_major != y.cc_major) return x.cc_major > y.cc_major;
-      if (x.cc_minor != y.cc_minor) return x.cc_minor > y.cc_minor;
-      const int64_t sx = x.multiprocessors * x.clock_khz, sy = y.multiprocessors * y.clock_khz;
-      if (sx != sy) return sx > sy;
-      return by_pci(a, b);
-    });
-    m.order_rule =
-        device_order_value.empty()
-            ? "CUDA_DEVICE_ORDER unset: the CUDA runtime's default FASTEST_FIRST (not PCI_BUS_ID)"
-        : device_order_value == "FASTEST_FIRST"
-            ? "CUDA_DEVICE_ORDER=FASTEST_FIRST"
-            : "CUDA_DEVICE_ORDER=" + device_order_value +
-                  " is not a value CUDA knows; it uses FASTEST_FIRST";
-    m.order_rule +=
-        ": fastest first (loom's guess: compute capability, then multiprocessors x clock; ties "
-        "in PCI order)";
-  }
-  // A GPU's device: its first MIG instance in MIG mode.
-  const auto device_of = [&](int gpu, const std::string& entry) {
-    VisibleDevice d;
-    d.gpu = gpu;
-    d.mig = gpus[gpu].mig.empty() ? -1 : 0;
-    d.entry = entry;
-    return d;
-  };
+  const std::vector<int> order =
+      BaseOrder(gpus, device_order == nullptr ? "" : device_order, &m.order_rule);
   // 2. Visibility.
   if (visible_devices == nullptr) {
     m.visibility_rule = "CUDA_VISIBLE_DEVICES unset: every GPU is visible";
     for (int g : order) {
-      m.visible.push_back(device_of(g, ""));
+      m.visible.push_back(DeviceOf(gpus, g, ""));
       if (m.visible.back().mig >= 0) break;  // one MIG instance per process
     }
   } else if (Trim(visible_devices).empty()) {
@@ -85,57 +156,7 @@ GpuMapping MapOrdinals(const std::vector<PhysicalGpu>& gpus, const char* visible
   } else {
     m.visibility_rule = std::string("CUDA_VISIBLE_DEVICES=") + visible_devices +
                         ": the listed devices, in the list's order";
-    std::stringstream list(visible_devices);
-    std::string raw;
-    std::set<std::pair<int, int>> seen;
-    while (std::getline(list, raw, ',')) {
-      const std::string e = Trim(raw);
-      std::optional<VisibleDevice> d;
-      std::string why;
-      if (IsIndex(e)) {
-        const size_t i = std::stoul(e);
-        if (i < order.size()) {
-          d = device_of(order[i], e);
-        } else {
-          why = "index " + e + " is out of range (" + std::to_string(order.size()) + " GPUs)";
-        }
-      } else if (StartsWith(e, "MIG-")) {
-        for (size_t g = 0; g < gpus.size() && !d; ++g) {
-          for (size_t k = 0; k < gpus[g].mig.size(); ++k) {
-            if (gpus[g].mig[k].uuid == e) {
-              d = VisibleDevice{0, static_cast<int>(g), static_cast<int>(k), e};
-            }
-          }
-        }
-        if (!d) why = "no MIG instance " + e;
-      } else if (StartsWith(e, "GPU-")) {
-        // A UUID, or the first characters of one (with "GPU-").
-        std::vector<int> matches;
-        for (size_t g = 0; g < gpus.size(); ++g) {
-          if (StartsWith(gpus[g].uuid, e)) matches.push_back(static_cast<int>(g));
-        }
-        if (matches.size() == 1) {
-          d = device_of(matches[0], e);
-        } else {
-          why = matches.empty()
-                    ? "no GPU's UUID starts with " + e
-                    : e + " is the start of " + std::to_string(matches.size()) + " GPUs' UUIDs";
-        }
-      } else {
-        why = "not an index, a GPU-... UUID or a MIG-... instance";
-      }
-      if (d && !seen.insert({d->gpu, d->mig}).second) {
-        d.reset();
-        why = "the device is already listed";
-      }
-      if (!d) {
-        m.stopped_at = "'" + e + "': " + why + " — CUDA stops at the first invalid entry";
-        break;
-      }
-      d->ordinal = static_cast<int>(m.visible.size());
-      m.visible.push_back(*d);
-      if (d->mig >= 0) break;  // one MIG instance per process
-    }
+    ReadVisibleList(gpus, order, visible_devices, &m);
   }
   for (size_t i = 0; i < m.visible.size(); ++i) m.visible[i].ordinal = static_cast<int>(i);
   return m;

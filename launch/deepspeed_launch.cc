@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -49,6 +52,142 @@ absl::StatusOr<std::optional<std::set<int>>> ParseHostFilter(const std::string& 
   return slots;
 }
 
+// What the deepspeed-style flags asked for.
+struct DeepSpeedFlags {
+  std::optional<int> num_gpus;
+  std::optional<std::string> include, exclude;
+  bool local_rank_arg = true;
+  bool num_nodes_given = false;
+};
+
+struct DeepSpeedFlag {
+  std::string name;
+  std::optional<std::string> value;
+};
+
+// "-i" / "-e" (include / exclude), "--name" or "--name=value" (dashes read as underscores).
+absl::StatusOr<DeepSpeedFlag> SplitDeepSpeedFlag(const std::string& word) {
+  DeepSpeedFlag flag;
+  flag.name = word == "-i" ? "include" : word == "-e" ? "exclude" : "";
+  if (!flag.name.empty()) return flag;
+  if (word.size() < 3 || word[1] != '-') {
+    return absl::InvalidArgumentError(absl::StrCat("unknown option '", word, "'"));
+  }
+  flag.name = absl::StrReplaceAll(word.substr(2), {{"-", "_"}});
+  if (size_t eq = flag.name.find('='); eq != std::string::npos) {
+    flag.value = word.substr(2 + eq + 1);
+    flag.name.resize(eq);
+  }
+  return flag;
+}
+
+// The flags that take a value; --hostfile (multi-node) is refused.
+absl::Status CheckKnownDeepSpeedFlag(const std::string& name, const std::string& word) {
+  if (name == "hostfile") {
+    return absl::InvalidArgumentError(
+        "--hostfile: multi-node deepspeed launches (pdsh/ssh) are not supported; run launch on "
+        "each node with --nnodes N --node_rank R --master_addr HOST instead");
+  }
+  const bool known = name == "num_gpus" || name == "num_accelerators" || name == "include" ||
+                     name == "exclude" || name == "num_nodes" || name == "master_port" ||
+                     name == "master_addr";
+  if (known) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown option '", word,
+                   "' in a deepspeed-style command line; known: --num_gpus, --include, --exclude, "
+                   "--num_nodes, --master_addr, --master_port, --no_local_rank (torchrun- and "
+                   "accelerate-style options cannot be mixed in)"));
+}
+
+absl::Status SetDeepSpeedFlag(const std::string& name, const std::string& value,
+                              DeepSpeedFlags* flags, LaunchOptions* o) {
+  if (name == "include" || name == "exclude") {
+    (name == "include" ? flags->include : flags->exclude) = value;
+    return absl::OkStatus();
+  }
+  if (name == "master_addr" || name == "master_port") {
+    // Same syntax and checks as torchrun's.
+    ASSIGN_OR_RETURN(LaunchOptions t,
+                     ParseLaunchCommandLine({absl::StrCat("--", name, "=", value), "P"}));
+    if (name == "master_addr") {
+      o->master_addr = t.master_addr;
+    } else {
+      o->master_port = t.master_port;
+    }
+    return absl::OkStatus();
+  }
+  int n = 0;
+  if (!absl::SimpleAtoi(value, &n) || n < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " '", value, "': expected a positive integer"));
+  }
+  if (name == "num_nodes" && n != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--num_nodes ", n,
+        ": multi-node deepspeed launches are not supported; run launch on each node with "
+        "--nnodes N --node_rank R --master_addr HOST instead"));
+  }
+  if (name == "num_nodes") {
+    flags->num_nodes_given = true;
+  } else {
+    flags->num_gpus = n;
+  }
+  return absl::OkStatus();
+}
+
+// The slots --include / --exclude leave of this machine's GPUs (each listed slot must exist).
+absl::StatusOr<std::vector<int>> FilterSlots(const DeepSpeedFlags& flags, std::vector<int> pool,
+                                             int local_gpus) {
+  const bool including = flags.include.has_value();
+  const std::string flag = including ? "include" : "exclude";
+  ASSIGN_OR_RETURN(std::optional<std::set<int>> filter,
+                   ParseHostFilter(flag, including ? *flags.include : *flags.exclude));
+  if (filter.has_value()) {
+    for (int slot : *filter) {
+      if (std::find(pool.begin(), pool.end(), slot) == pool.end()) {
+        return absl::InvalidArgumentError(absl::StrCat("--", flag, ": no slot ", slot,
+                                                       " on localhost, which has ", local_gpus,
+                                                       " GPU(s) (slots 0..", local_gpus - 1, ")"));
+      }
+    }
+  }
+  std::vector<int> kept;
+  for (int slot : pool) {
+    bool listed = !filter.has_value() || filter->count(slot) > 0;
+    if (listed == including) kept.push_back(slot);
+  }
+  return kept;
+}
+
+// The GPU slots to run on, one rank each, as DeepSpeed's launcher picks them.
+absl::StatusOr<std::vector<int>> SelectGpuSlots(const DeepSpeedFlags& flags, int local_gpus) {
+  const bool filtered = flags.include.has_value() || flags.exclude.has_value();
+  if (filtered && (flags.num_gpus.has_value() || flags.num_nodes_given)) {
+    return absl::InvalidArgumentError(
+        "--num_gpus/--num_nodes cannot be combined with --include/--exclude (DeepSpeed's rule): "
+        "give the slots with --include localhost:0,1 or the count with --num_gpus");
+  }
+  if (flags.include.has_value() && flags.exclude.has_value()) {
+    return absl::InvalidArgumentError(
+        "--include and --exclude are mutually exclusive: give one of them");
+  }
+  std::vector<int> pool;
+  for (int g = 0; g < local_gpus; ++g) pool.push_back(g);
+  if (filtered) {
+    ASSIGN_OR_RETURN(pool, FilterSlots(flags, std::move(pool), local_gpus));
+  }
+  if (flags.num_gpus.has_value()) {  // DeepSpeed: range(num_gpus), whatever the machine has
+    pool.clear();
+    for (int g = 0; g < *flags.num_gpus; ++g) pool.push_back(g);
+  }
+  if (pool.empty()) {
+    return absl::InvalidArgumentError(
+        local_gpus == 0 ? "no GPUs found on this machine: give --num_gpus N to start N ranks"
+                        : "--include/--exclude left no GPU to run on: keep at least one slot");
+  }
+  return pool;
+}
+
 }  // namespace
 
 bool IsDeepSpeedOption(const std::string& name) {
@@ -73,10 +212,7 @@ int CountLocalGpus() {
 absl::StatusOr<LaunchOptions> ParseDeepSpeedCommandLine(const std::vector<std::string>& args,
                                                         LaunchOptions base, int local_gpus) {
   LaunchOptions o = std::move(base);
-  std::optional<int> num_gpus;
-  std::optional<std::string> include, exclude;
-  bool local_rank_arg = true;
-  bool num_nodes_given = false;
+  DeepSpeedFlags flags;
   size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& word = args[i];
@@ -85,122 +221,30 @@ absl::StatusOr<LaunchOptions> ParseDeepSpeedCommandLine(const std::vector<std::s
       break;
     }
     if (word.empty() || word[0] != '-') break;
-    std::string name = word == "-i" ? "include" : word == "-e" ? "exclude" : "";
-    std::optional<std::string> value;
-    if (name.empty()) {
-      if (word.size() < 3 || word[1] != '-') {
-        return absl::InvalidArgumentError(absl::StrCat("unknown option '", word, "'"));
-      }
-      name = absl::StrReplaceAll(word.substr(2), {{"-", "_"}});
-      if (size_t eq = name.find('='); eq != std::string::npos) {
-        value = word.substr(2 + eq + 1);
-        name.resize(eq);
-      }
-    }
-    if (name == "no_local_rank") {
-      local_rank_arg = false;
+    ASSIGN_OR_RETURN(DeepSpeedFlag flag, SplitDeepSpeedFlag(word));
+    if (flag.name == "no_local_rank") {
+      flags.local_rank_arg = false;
       continue;
     }
-    if (name == "hostfile") {
-      return absl::InvalidArgumentError(
-          "--hostfile: multi-node deepspeed launches (pdsh/ssh) are not supported; run launch on "
-          "each node with --nnodes N --node_rank R --master_addr HOST instead");
-    }
-    const bool known = name == "num_gpus" || name == "num_accelerators" || name == "include" ||
-                       name == "exclude" || name == "num_nodes" || name == "master_port" ||
-                       name == "master_addr";
-    if (!known) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown option '", word,
-          "' in a deepspeed-style command line; known: --num_gpus, --include, --exclude, "
-          "--num_nodes, --master_addr, --master_port, --no_local_rank (torchrun- and "
-          "accelerate-style options cannot be mixed in)"));
-    }
-    if (!value.has_value()) {
+    RETURN_IF_ERROR(CheckKnownDeepSpeedFlag(flag.name, word));
+    if (!flag.value.has_value()) {
       if (i + 1 >= args.size()) {
-        return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+        return absl::InvalidArgumentError(absl::StrCat("--", flag.name, " needs a value"));
       }
-      value = args[++i];
+      flag.value = args[++i];
     }
-    if (name == "include" || name == "exclude") {
-      (name == "include" ? include : exclude) = *value;
-    } else if (name == "master_addr" || name == "master_port") {
-      // Same syntax and checks as torchrun's.
-      ASSIGN_OR_RETURN(LaunchOptions t,
-                       ParseLaunchCommandLine({absl::StrCat("--", name, "=", *value), "P"}));
-      if (name == "master_addr") {
-        o.master_addr = t.master_addr;
-      } else {
-        o.master_port = t.master_port;
-      }
-    } else {
-      int n = 0;
-      if (!absl::SimpleAtoi(*value, &n) || n < 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", name, " '", *value, "': expected a positive integer"));
-      }
-      if (name == "num_nodes" && n != 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--num_nodes ", n,
-            ": multi-node deepspeed launches are not supported; run launch on each node with "
-            "--nnodes N --node_rank R --master_addr HOST instead"));
-      }
-      if (name == "num_nodes") {
-        num_nodes_given = true;
-      } else {
-        num_gpus = n;
-      }
-    }
+    RETURN_IF_ERROR(SetDeepSpeedFlag(flag.name, *flag.value, &flags, &o));
   }
   if (i >= args.size()) {
     return absl::InvalidArgumentError(
         "no training script given: usage is launch [deepspeed options] SCRIPT [ARGS...]");
   }
-  if ((include.has_value() || exclude.has_value()) && (num_gpus.has_value() || num_nodes_given)) {
-    return absl::InvalidArgumentError(
-        "--num_gpus/--num_nodes cannot be combined with --include/--exclude (DeepSpeed's rule): "
-        "give the slots with --include localhost:0,1 or the count with --num_gpus");
-  }
-  if (include.has_value() && exclude.has_value()) {
-    return absl::InvalidArgumentError(
-        "--include and --exclude are mutually exclusive: give one of them");
-  }
-  std::vector<int> pool;
-  for (int g = 0; g < local_gpus; ++g) pool.push_back(g);
-  if (include.has_value() || exclude.has_value()) {
-    const std::string flag = include.has_value() ? "include" : "exclude";
-    ASSIGN_OR_RETURN(std::optional<std::set<int>> filter,
-                     ParseHostFilter(flag, include.has_value() ? *include : *exclude));
-    if (filter.has_value()) {
-      for (int slot : *filter) {
-        if (std::find(pool.begin(), pool.end(), slot) == pool.end()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("--", flag, ": no slot ", slot, " on localhost, which has ", local_gpus,
-                           " GPU(s) (slots 0..", local_gpus - 1, ")"));
-        }
-      }
-    }
-    std::vector<int> kept;
-    for (int slot : pool) {
-      bool listed = !filter.has_value() || filter->count(slot) > 0;
-      if (listed == include.has_value()) kept.push_back(slot);
-    }
-    pool = kept;
-  }
-  if (num_gpus.has_value()) {  // DeepSpeed: range(num_gpus), whatever the machine has
-    pool.clear();
-    for (int g = 0; g < *num_gpus; ++g) pool.push_back(g);
-  }
-  if (pool.empty()) {
-    return absl::InvalidArgumentError(
-        local_gpus == 0 ? "no GPUs found on this machine: give --num_gpus N to start N ranks"
-                        : "--include/--exclude left no GPU to run on: keep at least one slot");
-  }
+  ASSIGN_OR_RETURN(std::vector<int> slots, SelectGpuSlots(flags, local_gpus));
   o.nnodes = 1;
   o.node_rank = 0;
-  o.nproc_per_node = static_cast<int>(pool.size());
-  o.extra_env.emplace_back("CUDA_VISIBLE_DEVICES", absl::StrJoin(pool, ","));
-  o.local_rank_arg = local_rank_arg;
+  o.nproc_per_node = static_cast<int>(slots.size());
+  o.extra_env.emplace_back("CUDA_VISIBLE_DEVICES", absl::StrJoin(slots, ","));
+  o.local_rank_arg = flags.local_rank_arg;
   o.program = args[i];
   o.program_args.assign(args.begin() + i + 1, args.end());
   return o;

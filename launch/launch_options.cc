@@ -41,6 +41,176 @@ absl::StatusOr<int> ParseNnodes(const std::string& value) {
   return ParseInt("nnodes", value, 1, "a positive integer");
 }
 
+// Which flags were given explicitly (their defaults are valid values too).
+struct GivenFlags {
+  bool nnodes = false;
+  bool node_rank = false;
+  bool master_port = false;
+};
+
+// "--name=value" or "--name" (dashes in the name read as underscores).
+struct Flag {
+  std::string name;
+  std::optional<std::string> value;
+};
+
+absl::StatusOr<Flag> SplitFlag(const std::string& word) {
+  if (word.size() < 3 || word[1] != '-') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown option '", word, "': options are --name or --name=value; see --help"));
+  }
+  Flag flag;
+  flag.name = absl::StrReplaceAll(word.substr(2), {{"-", "_"}});
+  if (size_t eq = flag.name.find('='); eq != std::string::npos) {
+    flag.value = word.substr(2 + eq + 1);
+    flag.name.resize(eq);
+  }
+  return flag;
+}
+
+bool IsSwitch(const std::string& name) { return name == "standalone" || name == "prefix_output"; }
+
+// The value-less flags.
+absl::Status SetSwitch(const Flag& flag, LaunchOptions* options) {
+  if (flag.value.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag.name, " takes no value; write --", flag.name, " alone"));
+  }
+  if (flag.name == "standalone") {
+    options->standalone = true;
+  } else {
+    options->prefix_stdout = options->prefix_stderr = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckKnownValued(const std::string& name, const std::string& word) {
+  static const char* const kValued[] = {
+      "nproc_per_node", "nnodes",  "node_rank",          "master_addr",   "master_port", "tee",
+      "redirects",      "log_dir", "local_ranks_filter", "grace_period_s"};
+  for (const char* k : kValued) {
+    if (name == k) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown option '", word,
+                   "'; known: --nproc_per_node, --nnodes, --node_rank, --master_addr, "
+                   "--master_port, --standalone, --prefix_output, --tee, --redirects, --log_dir, "
+                   "--local_ranks_filter, "
+                   "--grace_period_s "
+                   "(PROGRAM must follow the options; accelerate-style (--num_processes, ...) "
+                   "and deepspeed-style (--num_gpus, ...) options cannot be mixed with "
+                   "torchrun-style ones)"));
+}
+
+absl::StatusOr<int> ParseMasterPort(const std::string& value) {
+  ASSIGN_OR_RETURN(int port, ParseInt("master_port", value, 1, "a port number 1-65535"));
+  if (port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--master_port ", value, ": expected a port number 1-65535 (e.g. --master_port 29500)"));
+  }
+  return port;
+}
+
+// --tee / --redirects: a bit mask of the streams (1 stdout, 2 stderr).
+absl::Status SetStreams(const std::string& name, const std::string& value, LaunchOptions* options) {
+  int streams = -1;
+  if (!absl::SimpleAtoi(value, &streams) || streams < 0 || streams > 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", name, " '", value, "': expected 0 (none), 1 (stdout), 2 (stderr) or 3 (both)"));
+  }
+  if (name == "tee") {
+    options->prefix_stdout = options->tee_stdout = (streams & 1) != 0;
+    options->prefix_stderr = options->tee_stderr = (streams & 2) != 0;
+  } else {
+    options->redirect_stdout = (streams & 1) != 0;
+    options->redirect_stderr = (streams & 2) != 0;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int>> ParseLocalRanksFilter(const std::string& value) {
+  std::vector<int> ranks;
+  for (absl::string_view r : absl::StrSplit(value, ',')) {
+    int rank = -1;
+    if (!absl::SimpleAtoi(r, &rank) || rank < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--local_ranks_filter '", value,
+                       "': expected comma-separated local ranks (e.g. --local_ranks_filter 0,1)"));
+    }
+    ranks.push_back(rank);
+  }
+  return ranks;
+}
+
+absl::StatusOr<double> ParseGracePeriod(const std::string& value) {
+  double s = 0;
+  if (!absl::SimpleAtod(value, &s) || !std::isfinite(s) || s < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--grace_period_s '", value, "': expected seconds >= 0 (e.g. --grace_period_s 5)"));
+  }
+  return s;
+}
+
+// One flag of kValued in CheckKnownValued with its value.
+absl::Status SetValued(const std::string& name, const std::string& value, LaunchOptions* options,
+                       GivenFlags* given) {
+  if (name == "nproc_per_node") {
+    ASSIGN_OR_RETURN(options->nproc_per_node,
+                     ParseInt(name, value, 1, "a positive number of processes"));
+  } else if (name == "nnodes") {
+    ASSIGN_OR_RETURN(options->nnodes, ParseNnodes(value));
+    given->nnodes = true;
+  } else if (name == "node_rank") {
+    ASSIGN_OR_RETURN(options->node_rank, ParseInt(name, value, 0, "a non-negative integer"));
+    given->node_rank = true;
+  } else if (name == "master_addr") {
+    if (value.empty()) {
+      return absl::InvalidArgumentError(
+          "--master_addr is empty: give rank 0's host name or IP (e.g. --master_addr 127.0.0.1)");
+    }
+    options->master_addr = value;
+  } else if (name == "master_port") {
+    ASSIGN_OR_RETURN(options->master_port, ParseMasterPort(value));
+    given->master_port = true;
+  } else if (name == "tee" || name == "redirects") {
+    RETURN_IF_ERROR(SetStreams(name, value, options));
+  } else if (name == "local_ranks_filter") {
+    ASSIGN_OR_RETURN(options->local_ranks_filter, ParseLocalRanksFilter(value));
+  } else if (name == "log_dir") {
+    if (value.empty()) {
+      return absl::InvalidArgumentError("--log_dir is empty: give a directory for the log files");
+    }
+    options->log_dir = value;
+  } else if (name == "grace_period_s") {
+    ASSIGN_OR_RETURN(options->grace_period_s, ParseGracePeriod(value));
+  }
+  return absl::OkStatus();
+}
+
+// The checks across flags, once all are read.
+absl::Status CheckCombinations(const LaunchOptions& options, const GivenFlags& given) {
+  if (options.standalone) {
+    if ((given.nnodes && options.nnodes != 1) || (given.node_rank && options.node_rank != 0)) {
+      return absl::InvalidArgumentError(
+          "--standalone runs a single node: drop --nnodes/--node_rank or --standalone");
+    }
+    if (given.master_port) {
+      return absl::InvalidArgumentError(
+          "--standalone picks a free port itself: drop --master_port or --standalone");
+    }
+  }
+  if ((options.redirect_stdout || options.redirect_stderr) && options.log_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--redirects sends output to log files: give --log_dir DIR as well");
+  }
+  if (options.node_rank >= options.nnodes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--node_rank ", options.node_rank, " must be smaller than --nnodes ",
+                     options.nnodes, " (node ranks are 0..", options.nnodes - 1, ")"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::vector<std::string> RankArgs(const LaunchOptions& options, int local_rank) {
@@ -110,7 +280,7 @@ absl::StatusOr<LaunchOptions> ParseLaunchCommandLine(const std::vector<std::stri
 
 absl::StatusOr<LaunchOptions> ParseLauncherOptions(const std::vector<std::string>& args) {
   LaunchOptions options;
-  bool nnodes_given = false, node_rank_given = false, port_given = false;
+  GivenFlags given;
   size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& word = args[i];
@@ -123,112 +293,20 @@ absl::StatusOr<LaunchOptions> ParseLauncherOptions(const std::vector<std::string
       options.help = true;
       return options;
     }
-    if (word.size() < 3 || word[1] != '-') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown option '", word, "': options are --name or --name=value; see --help"));
-    }
-    std::string name = absl::StrReplaceAll(word.substr(2), {{"-", "_"}});
-    std::optional<std::string> value;
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      value = word.substr(2 + eq + 1);
-      name.resize(eq);
-    }
-    // Value-less flags.
-    if (name == "standalone" || name == "prefix_output") {
-      if (value.has_value()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", name, " takes no value; write --", name, " alone"));
-      }
-      if (name == "standalone") {
-        options.standalone = true;
-      } else {
-        options.prefix_stdout = options.prefix_stderr = true;
-      }
+    ASSIGN_OR_RETURN(Flag flag, SplitFlag(word));
+    if (IsSwitch(flag.name)) {
+      RETURN_IF_ERROR(SetSwitch(flag, &options));
       continue;
     }
-    static const char* const kValued[] = {
-        "nproc_per_node", "nnodes",  "node_rank",          "master_addr",   "master_port", "tee",
-        "redirects",      "log_dir", "local_ranks_filter", "grace_period_s"};
-    bool known = false;
-    for (const char* k : kValued) known = known || name == k;
-    if (!known) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown option '", word,
-          "'; known: --nproc_per_node, --nnodes, --node_rank, --master_addr, "
-          "--master_port, --standalone, --prefix_output, --tee, --redirects, --log_dir, "
-          "--local_ranks_filter, "
-          "--grace_period_s "
-          "(PROGRAM must follow the options; accelerate-style (--num_processes, ...) "
-          "and deepspeed-style (--num_gpus, ...) options cannot be mixed with "
-          "torchrun-style ones)"));
-    }
-    if (!value.has_value()) {
+    RETURN_IF_ERROR(CheckKnownValued(flag.name, word));
+    if (!flag.value.has_value()) {
       if (i + 1 >= args.size()) {
         return absl::InvalidArgumentError(
-            absl::StrCat("--", name, " needs a value (e.g. --", name, "=VALUE)"));
+            absl::StrCat("--", flag.name, " needs a value (e.g. --", flag.name, "=VALUE)"));
       }
-      value = args[++i];
+      flag.value = args[++i];
     }
-    if (name == "nproc_per_node") {
-      ASSIGN_OR_RETURN(options.nproc_per_node,
-                       ParseInt(name, *value, 1, "a positive number of processes"));
-    } else if (name == "nnodes") {
-      ASSIGN_OR_RETURN(options.nnodes, ParseNnodes(*value));
-      nnodes_given = true;
-    } else if (name == "node_rank") {
-      ASSIGN_OR_RETURN(options.node_rank, ParseInt(name, *value, 0, "a non-negative integer"));
-      node_rank_given = true;
-    } else if (name == "master_addr") {
-      if (value->empty()) {
-        return absl::InvalidArgumentError(
-            "--master_addr is empty: give rank 0's host name or IP (e.g. --master_addr 127.0.0.1)");
-      }
-      options.master_addr = *value;
-    } else if (name == "master_port") {
-      ASSIGN_OR_RETURN(options.master_port, ParseInt(name, *value, 1, "a port number 1-65535"));
-      if (options.master_port > 65535) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--master_port ", *value,
-                         ": expected a port number 1-65535 (e.g. --master_port 29500)"));
-      }
-      port_given = true;
-    } else if (name == "tee" || name == "redirects") {
-      int streams = -1;
-      if (!absl::SimpleAtoi(*value, &streams) || streams < 0 || streams > 3) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--", name, " '", *value, "': expected 0 (none), 1 (stdout), 2 (stderr) or 3 (both)"));
-      }
-      if (name == "tee") {
-        options.prefix_stdout = options.tee_stdout = (streams & 1) != 0;
-        options.prefix_stderr = options.tee_stderr = (streams & 2) != 0;
-      } else {
-        options.redirect_stdout = (streams & 1) != 0;
-        options.redirect_stderr = (streams & 2) != 0;
-      }
-    } else if (name == "local_ranks_filter") {
-      options.local_ranks_filter.clear();
-      for (absl::string_view r : absl::StrSplit(*value, ',')) {
-        int rank = -1;
-        if (!absl::SimpleAtoi(r, &rank) || rank < 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "--local_ranks_filter '", *value,
-              "': expected comma-separated local ranks (e.g. --local_ranks_filter 0,1)"));
-        }
-        options.local_ranks_filter.push_back(rank);
-      }
-    } else if (name == "log_dir") {
-      if (value->empty()) {
-        return absl::InvalidArgumentError("--log_dir is empty: give a directory for the log files");
-      }
-      options.log_dir = *value;
-    } else if (name == "grace_period_s") {
-      double s = 0;
-      if (!absl::SimpleAtod(*value, &s) || !std::isfinite(s) || s < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--grace_period_s '", *value, "': expected seconds >= 0 (e.g. --grace_period_s 5)"));
-      }
-      options.grace_period_s = s;
-    }
+    RETURN_IF_ERROR(SetValued(flag.name, *flag.value, &options, &given));
   }
   if (i >= args.size()) {
     return absl::InvalidArgumentError(
@@ -236,26 +314,7 @@ absl::StatusOr<LaunchOptions> ParseLauncherOptions(const std::vector<std::string
   }
   options.program = args[i];
   options.program_args.assign(args.begin() + i + 1, args.end());
-
-  if (options.standalone) {
-    if ((nnodes_given && options.nnodes != 1) || (node_rank_given && options.node_rank != 0)) {
-      return absl::InvalidArgumentError(
-          "--standalone runs a single node: drop --nnodes/--node_rank or --standalone");
-    }
-    if (port_given) {
-      return absl::InvalidArgumentError(
-          "--standalone picks a free port itself: drop --master_port or --standalone");
-    }
-  }
-  if ((options.redirect_stdout || options.redirect_stderr) && options.log_dir.empty()) {
-    return absl::InvalidArgumentError(
-        "--redirects sends output to log files: give --log_dir DIR as well");
-  }
-  if (options.node_rank >= options.nnodes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--node_rank ", options.node_rank, " must be smaller than --nnodes ",
-                     options.nnodes, " (node ranks are 0..", options.nnodes - 1, ")"));
-  }
+  RETURN_IF_ERROR(CheckCombinations(options, given));
   return options;
 }
 

@@ -10,12 +10,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/status_macros.h"
 #include "launch/line_prefixer.h"
 
 extern char** environ;
@@ -137,6 +142,265 @@ std::vector<std::string> MergedEnvironment(
   return out;
 }
 
+// RunRanks' state: the children, their piped streams and the stop in progress.
+class Supervisor {
+ public:
+  Supervisor(const std::vector<RankSpec>& ranks, const SupervisorOptions& options)
+      : ranks_(ranks), options_(options), children_(ranks.size()), self_(getpid()) {}
+
+  absl::StatusOr<RankRunResult> Run() {
+    if (signals_.fd() < 0) {
+      return absl::InternalError(absl::StrCat("signalfd: ", strerror(errno)));
+    }
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      absl::Status started = StartRank(i);
+      if (!started.ok()) {
+        KillAndReapAll();
+        return started;
+      }
+    }
+    living_ = children_.size();
+    while (living_ > 0 || !streams_.empty()) {
+      if (!PollOnce()) break;
+      if (!poll_error_.ok()) {
+        KillAndReapAll();
+        return poll_error_;
+      }
+    }
+    // Leftover pipe readers (grandchildren that outlived their rank) and their groups.
+    for (Stream& s : streams_) CloseStream(s);
+    if (stopping_) SignalAll(SIGKILL);
+    return result_;
+  }
+
+ private:
+  void SignalAll(int sig) {
+    for (const Child& c : children_) {
+      if (c.pid > 0) kill(-c.pid, sig);
+    }
+  }
+
+  void KillAndReapAll() {
+    SignalAll(SIGKILL);
+    for (Child& c : children_) {
+      if (c.pid > 0 && !c.reaped) {
+        while (waitpid(c.pid, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        c.reaped = true;
+      }
+    }
+    for (Stream& s : streams_) CloseStream(s);
+  }
+
+  void BeginStop(int sig) {
+    stopping_ = true;
+    SignalAll(sig);
+    if (!kill_at_.has_value()) kill_at_ = absl::Now() + options_.grace_period;
+  }
+
+  // Starts rank i: its log files, pipes, the fork and exec; an exec failure is an error.
+  absl::Status StartRank(size_t i) {
+    const RankSpec& spec = ranks_[i];
+    std::vector<std::string> argv_strings = {spec.program};
+    argv_strings.insert(argv_strings.end(), spec.args.begin(), spec.args.end());
+    std::vector<std::string> env_strings = MergedEnvironment(spec.env);
+    const std::vector<char*> argv = NullTerminated(argv_strings);
+    const std::vector<char*> envp = NullTerminated(env_strings);
+    // A stream goes through the launcher when it is prefixed, logged or kept off the console.
+    const bool console_out = options_.console_stdout && spec.show_output;
+    const bool console_err = options_.console_stderr && spec.show_output;
+    const bool pipe_out = options_.prefix_stdout || !console_out || !spec.stdout_log.empty();
+    const bool pipe_err = options_.prefix_stderr || !console_err || !spec.stderr_log.empty();
+    int log_fds[2] = {-1, -1};
+    RETURN_IF_ERROR(OpenLogFiles(spec, log_fds));
+    int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, status_pipe[2];
+    if ((pipe_out && pipe2(out_pipe, O_CLOEXEC) != 0) ||
+        (pipe_err && pipe2(err_pipe, O_CLOEXEC) != 0) || pipe2(status_pipe, O_CLOEXEC) != 0) {
+      return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("fork for rank ", spec.rank, ": ", strerror(errno)));
+    }
+    if (pid == 0) {
+      ExecRank(argv, envp, self_, signals_.old_mask(), out_pipe[1], err_pipe[1], status_pipe[1]);
+    }
+    setpgid(pid, pid);  // also done by the child; whichever runs first wins the race
+    children_[i].pid = pid;
+    result_.pids.push_back(pid);
+    close(status_pipe[1]);
+    const std::string prefix = absl::StrCat("[rank ", spec.rank, "]:");
+    AddStream(out_pipe, console_out ? options_.stdout_fd : -1, options_.prefix_stdout, prefix,
+              log_fds[0]);
+    AddStream(err_pipe, console_err ? options_.stderr_fd : -1, options_.prefix_stderr, prefix,
+              log_fds[1]);
+    return CheckExec(spec, status_pipe[0]);
+  }
+
+  static std::vector<char*> NullTerminated(std::vector<std::string>& strings) {
+    std::vector<char*> out;
+    for (std::string& s : strings) out.push_back(s.data());
+    out.push_back(nullptr);
+    return out;
+  }
+
+  static absl::Status OpenLogFiles(const RankSpec& spec, int log_fds[2]) {
+    for (int k = 0; k < 2; ++k) {
+      const std::string& path = k == 0 ? spec.stdout_log : spec.stderr_log;
+      if (path.empty()) continue;
+      log_fds[k] = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (log_fds[k] < 0) {
+        int err = errno;
+        if (k == 1 && log_fds[0] >= 0) close(log_fds[0]);
+        return absl::FailedPreconditionError(absl::StrCat("cannot write the log file ", path,
+                                                          " of rank ", spec.rank, ": ",
+                                                          strerror(err), " (check --log_dir)"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  void AddStream(const int pipe_fds[2], int console_fd, bool prefixed, const std::string& prefix,
+                 int log_fd) {
+    if (pipe_fds[0] < 0) return;
+    close(pipe_fds[1]);
+    streams_.push_back({pipe_fds[0], console_fd,
+                        prefixed ? std::make_unique<LinePrefixer>(prefix) : nullptr, log_fd});
+  }
+
+  // The child writes errno to the status pipe when exec fails; exec closes it otherwise.
+  static absl::Status CheckExec(const RankSpec& spec, int status_fd) {
+    int exec_errno = 0;
+    ssize_t n;
+    do {
+      n = read(status_fd, &exec_errno, sizeof(exec_errno));
+    } while (n < 0 && errno == EINTR);
+    close(status_fd);
+    if (n <= 0) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot run PROGRAM '", spec.program, "' for rank ", spec.rank, ": ", strerror(exec_errno),
+        " (give a path to an executable, or a name found on PATH)"));
+  }
+
+  // How long poll() may wait: until the SIGKILL time or the end of draining; -1: no limit.
+  int PollTimeoutMs(absl::Time now) const {
+    absl::Time wake = absl::InfiniteFuture();
+    if (kill_at_.has_value() && living_ > 0) wake = std::min(wake, *kill_at_);
+    if (drain_until_.has_value()) wake = std::min(wake, *drain_until_);
+    if (wake == absl::InfiniteFuture()) return -1;
+    return static_cast<int>(
+        std::max<int64_t>(0, absl::ToInt64Milliseconds(wake - now + absl::Milliseconds(1))));
+  }
+
+  // One round of the supervision loop. Returns false when it is over (pipes drained long enough
+  // after the last rank); a poll() failure is left in poll_error_.
+  bool PollOnce() {
+    absl::Time now = absl::Now();
+    if (living_ == 0) {
+      if (!drain_until_.has_value()) drain_until_ = now + absl::Seconds(1);
+      if (now >= *drain_until_) return false;
+    }
+    if (kill_at_.has_value() && now >= *kill_at_ && living_ > 0) {
+      SignalAll(SIGKILL);
+      kill_at_ = absl::InfiniteFuture();
+    }
+    std::vector<pollfd> fds = {{signals_.fd(), POLLIN, 0}};
+    for (const Stream& s : streams_) fds.push_back({s.fd, POLLIN, 0});
+    int ready = poll(fds.data(), fds.size(), PollTimeoutMs(now));
+    if (ready < 0) {
+      if (errno != EINTR) {
+        poll_error_ = absl::InternalError(absl::StrCat("poll: ", strerror(errno)));
+      }
+      return true;
+    }
+    // Output first, so that a rank's last lines come before the launcher's message about it.
+    ForwardOutput(fds);
+    if (fds[0].revents != 0) HandleSignals();
+    return true;
+  }
+
+  void ForwardOutput(const std::vector<pollfd>& fds) {
+    for (size_t k = streams_.size(); k-- > 0;) {
+      if (fds[k + 1].revents == 0) continue;
+      Stream& s = streams_[k];
+      char buf[65536];
+      ssize_t n = read(s.fd, buf, sizeof(buf));
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n > 0) {
+        Forward(s, absl::string_view(buf, static_cast<size_t>(n)));
+      } else {
+        CloseStream(s);
+        streams_.erase(streams_.begin() + static_cast<ptrdiff_t>(k));
+      }
+    }
+  }
+
+  void HandleSignals() {
+    signalfd_siginfo info;
+    while (read(signals_.fd(), &info, sizeof(info)) == sizeof(info)) {
+      int sig = static_cast<int>(info.ssi_signo);
+      if (sig == SIGCHLD) {
+        ReapEndedRanks();
+      } else {
+        ForwardLauncherSignal(sig);
+      }
+    }
+  }
+
+  void ForwardLauncherSignal(int sig) {
+    if (result_.received_signal.has_value()) {
+      WriteAll(options_.stderr_fd,
+               absl::StrCat("launch: received ", SignalName(sig), " again; killing all ranks\n"));
+      SignalAll(SIGKILL);
+      kill_at_ = absl::InfiniteFuture();
+      return;
+    }
+    result_.received_signal = sig;
+    if (!result_.failed_rank.has_value()) result_.exit_code = 128 + sig;
+    WriteAll(options_.stderr_fd,
+             absl::StrCat("launch: received ", SignalName(sig), "; forwarding it to all ranks\n"));
+    BeginStop(sig);
+  }
+
+  // SIGCHLD: reap every rank that ended; the first failure stops the others.
+  void ReapEndedRanks() {
+    for (size_t i = 0; i < children_.size(); ++i) {
+      Child& c = children_[i];
+      if (c.reaped) continue;
+      int wait_status = 0;
+      pid_t r = waitpid(c.pid, &wait_status, WNOHANG);
+      if (r != c.pid) continue;
+      c.reaped = true;
+      --living_;
+      bool failed = !WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0;
+      if (!failed || stopping_) continue;
+      const RankSpec& spec = ranks_[i];
+      result_.failed_rank = spec.rank;
+      result_.failure = DescribeWaitStatus(wait_status);
+      result_.exit_code =
+          WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
+      WriteAll(options_.stderr_fd,
+               absl::StrCat("launch: rank ", spec.rank, " (local_rank ", spec.local_rank, ", pid ",
+                            c.pid, ") failed: ", result_.failure, "; stopping the other ranks\n"));
+      BeginStop(SIGTERM);
+    }
+  }
+
+  const std::vector<RankSpec>& ranks_;
+  const SupervisorOptions& options_;
+  SignalState signals_;
+  RankRunResult result_;
+  std::vector<Child> children_;
+  std::vector<Stream> streams_;
+  const pid_t self_;
+  size_t living_ = 0;
+  std::optional<absl::Time> kill_at_;      // SIGKILL everything still alive at this time
+  std::optional<absl::Time> drain_until_;  // stop reading pipes held open by grandchildren
+  bool stopping_ = false;
+  absl::Status poll_error_;
+};
+
 }  // namespace
 
 std::string DescribeWaitStatus(int wait_status) {
@@ -150,210 +414,8 @@ std::string DescribeWaitStatus(int wait_status) {
 
 absl::StatusOr<RankRunResult> RunRanks(const std::vector<RankSpec>& ranks,
                                        const SupervisorOptions& options) {
-  SignalState signals;
-  if (signals.fd() < 0) {
-    return absl::InternalError(absl::StrCat("signalfd: ", strerror(errno)));
-  }
-  RankRunResult result;
-  std::vector<Child> children(ranks.size());
-  std::vector<Stream> streams;
-  const pid_t self = getpid();
-
-  auto signal_all = [&](int sig) {
-    for (const Child& c : children) {
-      if (c.pid > 0) kill(-c.pid, sig);
-    }
-  };
-  auto kill_and_reap_all = [&]() {
-    signal_all(SIGKILL);
-    for (Child& c : children) {
-      if (c.pid > 0 && !c.reaped) {
-        while (waitpid(c.pid, nullptr, 0) < 0 && errno == EINTR) {
-        }
-        c.reaped = true;
-      }
-    }
-    for (Stream& s : streams) CloseStream(s);
-  };
-
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    const RankSpec& spec = ranks[i];
-    std::vector<std::string> argv_strings = {spec.program};
-    argv_strings.insert(argv_strings.end(), spec.args.begin(), spec.args.end());
-    std::vector<std::string> env_strings = MergedEnvironment(spec.env);
-    std::vector<char*> argv, envp;
-    for (std::string& s : argv_strings) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    for (std::string& s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-
-    // A stream goes through the launcher when it is prefixed, logged or kept off the console.
-    const bool console_out = options.console_stdout && spec.show_output;
-    const bool console_err = options.console_stderr && spec.show_output;
-    const bool pipe_out = options.prefix_stdout || !console_out || !spec.stdout_log.empty();
-    const bool pipe_err = options.prefix_stderr || !console_err || !spec.stderr_log.empty();
-    int log_fds[2] = {-1, -1};
-    for (int k = 0; k < 2; ++k) {
-      const std::string& path = k == 0 ? spec.stdout_log : spec.stderr_log;
-      if (path.empty()) continue;
-      log_fds[k] = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (log_fds[k] < 0) {
-        int err = errno;
-        if (k == 1 && log_fds[0] >= 0) close(log_fds[0]);
-        kill_and_reap_all();
-        return absl::FailedPreconditionError(absl::StrCat("cannot write the log file ", path,
-                                                          " of rank ", spec.rank, ": ",
-                                                          strerror(err), " (check --log_dir)"));
-      }
-    }
-    int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, status_pipe[2];
-    if ((pipe_out && pipe2(out_pipe, O_CLOEXEC) != 0) ||
-        (pipe_err && pipe2(err_pipe, O_CLOEXEC) != 0) || pipe2(status_pipe, O_CLOEXEC) != 0) {
-      int err = errno;
-      kill_and_reap_all();
-      return absl::InternalError(absl::StrCat("pipe: ", strerror(err)));
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-      int err = errno;
-      kill_and_reap_all();
-      return absl::ResourceExhaustedError(
-          absl::StrCat("fork for rank ", spec.rank, ": ", strerror(err)));
-    }
-    if (pid == 0) {
-      ExecRank(argv, envp, self, signals.old_mask(), out_pipe[1], err_pipe[1], status_pipe[1]);
-    }
-    setpgid(pid, pid);  // also done by the child; whichever runs first wins the race
-    children[i].pid = pid;
-    result.pids.push_back(pid);
-    close(status_pipe[1]);
-    const std::string prefix = absl::StrCat("[rank ", spec.rank, "]:");
-    if (out_pipe[0] >= 0) {
-      close(out_pipe[1]);
-      streams.push_back({out_pipe[0], console_out ? options.stdout_fd : -1,
-                         options.prefix_stdout ? std::make_unique<LinePrefixer>(prefix) : nullptr,
-                         log_fds[0]});
-    }
-    if (err_pipe[0] >= 0) {
-      close(err_pipe[1]);
-      streams.push_back({err_pipe[0], console_err ? options.stderr_fd : -1,
-                         options.prefix_stderr ? std::make_unique<LinePrefixer>(prefix) : nullptr,
-                         log_fds[1]});
-    }
-    int exec_errno = 0;
-    ssize_t n;
-    do {
-      n = read(status_pipe[0], &exec_errno, sizeof(exec_errno));
-    } while (n < 0 && errno == EINTR);
-    close(status_pipe[0]);
-    if (n > 0) {
-      kill_and_reap_all();
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cannot run PROGRAM '", spec.program, "' for rank ", spec.rank, ": ",
-          strerror(exec_errno), " (give a path to an executable, or a name found on PATH)"));
-    }
-  }
-
-  size_t living = children.size();
-  std::optional<absl::Time> kill_at;      // SIGKILL everything still alive at this time
-  std::optional<absl::Time> drain_until;  // stop reading pipes held open by grandchildren
-  bool stopping = false;
-  auto begin_stop = [&](int sig) {
-    stopping = true;
-    signal_all(sig);
-    if (!kill_at.has_value()) kill_at = absl::Now() + options.grace_period;
-  };
-
-  while (living > 0 || !streams.empty()) {
-    absl::Time now = absl::Now();
-    if (living == 0) {
-      if (!drain_until.has_value()) drain_until = now + absl::Seconds(1);
-      if (now >= *drain_until) break;
-    }
-    if (kill_at.has_value() && now >= *kill_at && living > 0) {
-      signal_all(SIGKILL);
-      kill_at = absl::InfiniteFuture();
-    }
-    absl::Time wake = absl::InfiniteFuture();
-    if (kill_at.has_value() && living > 0) wake = std::min(wake, *kill_at);
-    if (drain_until.has_value()) wake = std::min(wake, *drain_until);
-    int timeout_ms = -1;
-    if (wake != absl::InfiniteFuture()) {
-      timeout_ms = static_cast<int>(
-          std::max<int64_t>(0, absl::ToInt64Milliseconds(wake - now + absl::Milliseconds(1))));
-    }
-
-    std::vector<pollfd> fds = {{signals.fd(), POLLIN, 0}};
-    for (const Stream& s : streams) fds.push_back({s.fd, POLLIN, 0});
-    int ready = poll(fds.data(), fds.size(), timeout_ms);
-    if (ready < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      kill_and_reap_all();
-      return absl::InternalError(absl::StrCat("poll: ", strerror(err)));
-    }
-
-    // Output first, so that a rank's last lines come before the launcher's message about it.
-    for (size_t k = streams.size(); k-- > 0;) {
-      if (fds[k + 1].revents == 0) continue;
-      Stream& s = streams[k];
-      char buf[65536];
-      ssize_t n = read(s.fd, buf, sizeof(buf));
-      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (n > 0) {
-        Forward(s, absl::string_view(buf, static_cast<size_t>(n)));
-      } else {
-        CloseStream(s);
-        streams.erase(streams.begin() + static_cast<ptrdiff_t>(k));
-      }
-    }
-
-    if (fds[0].revents == 0) continue;
-    signalfd_siginfo info;
-    while (read(signals.fd(), &info, sizeof(info)) == sizeof(info)) {
-      int sig = static_cast<int>(info.ssi_signo);
-      if (sig != SIGCHLD) {
-        if (result.received_signal.has_value()) {
-          WriteAll(options.stderr_fd, absl::StrCat("launch: received ", SignalName(sig),
-                                                   " again; killing all ranks\n"));
-          signal_all(SIGKILL);
-          kill_at = absl::InfiniteFuture();
-        } else {
-          result.received_signal = sig;
-          if (!result.failed_rank.has_value()) result.exit_code = 128 + sig;
-          WriteAll(options.stderr_fd, absl::StrCat("launch: received ", SignalName(sig),
-                                                   "; forwarding it to all ranks\n"));
-          begin_stop(sig);
-        }
-        continue;
-      }
-      // SIGCHLD: reap every rank that ended.
-      for (size_t i = 0; i < children.size(); ++i) {
-        Child& c = children[i];
-        if (c.reaped) continue;
-        int wait_status = 0;
-        pid_t r = waitpid(c.pid, &wait_status, WNOHANG);
-        if (r != c.pid) continue;
-        c.reaped = true;
-        --living;
-        bool failed = !WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0;
-        if (!failed || stopping) continue;
-        const RankSpec& spec = ranks[i];
-        result.failed_rank = spec.rank;
-        result.failure = DescribeWaitStatus(wait_status);
-        result.exit_code =
-            WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
-        WriteAll(options.stderr_fd, absl::StrCat("launch: rank ", spec.rank, " (local_rank ",
-                                                 spec.local_rank, ", pid ", c.pid, ") failed: ",
-                                                 result.failure, "; stopping the other ranks\n"));
-        begin_stop(SIGTERM);
-      }
-    }
-  }
-  // Leftover pipe readers (grandchildren that outlived their rank) and their groups.
-  for (Stream& s : streams) CloseStream(s);
-  if (stopping) signal_all(SIGKILL);
-  return result;
+  Supervisor supervisor(ranks, options);
+  return supervisor.Run();
 }
 
 }  // namespace loom::launch

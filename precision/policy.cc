@@ -58,6 +58,113 @@ std::string SlowBf16Warning(const char* flag, const CpuBf16& cpu) {
                       flag, " to train in fp32.");
 }
 
+bool IsCpu(const PrecisionEnvironment& env) { return env.device == c10::DeviceType::CPU; }
+
+bool NativeBf16(const PrecisionEnvironment& env) { return env.cpu.support == Bf16Support::kNative; }
+
+// The flag combinations refused before anything is resolved.
+absl::Status CheckFlags(const args::TrainingArguments& a, const PrecisionEnvironment& env) {
+  if (a.fp16() && a.bf16()) {
+    return Invalid("At most one of --fp16 and --bf16 can be True, but not both");
+  }
+  if (a.half_precision_backend() == "apex" && (a.fp16() || a.bf16())) {
+    return Invalid(absl::StrCat(a.fp16() ? "--fp16" : "--bf16",
+                                " with --half_precision_backend apex: NVIDIA Apex is Python-only "
+                                "and not supported by loom; use --half_precision_backend auto"));
+  }
+  RETURN_IF_ERROR(CheckFp16Device(a, env));
+  return CheckBf16Gpu(a, env);
+}
+
+// Under --deepspeed its fp16 / bf16 sections decide: half weights with fp32 masters.
+absl::Status ResolveDeepSpeedPrecision(const args::DeepSpeedConfig& ds,
+                                       const PrecisionEnvironment& env, ResolvedPrecision* out) {
+  PrecisionPolicy& p = out->policy;
+  const auto enabled = [](const args::AutoOr<bool>& v) { return !v.is_auto() && v.value(); };
+  if (ds.amp.present && enabled(ds.amp.enabled)) {
+    return Invalid(
+        "--deepspeed: amp.enabled is true, but NVIDIA Apex AMP is Python-only and not "
+        "supported by loom; use the fp16 or bf16 section instead");
+  }
+  const bool fp16 = ds.fp16.present && enabled(ds.fp16.enabled);
+  const bool bf16 = ds.bf16.present && enabled(ds.bf16.enabled);
+  if (fp16 && bf16) {
+    return Invalid("--deepspeed: fp16.enabled and bf16.enabled are both true; enable one");
+  }
+  if (fp16 && IsCpu(env)) {
+    return Invalid(
+        "--deepspeed: fp16.enabled is true, but this process trains on cpu: fp16 training "
+        "needs CUDA. Use the bf16 section (and --bf16) on CPU.");
+  }
+  if (!fp16 && !bf16) return absl::OkStatus();
+  p.mode = PrecisionMode::kHalfWeights;
+  p.compute_dtype = fp16 ? at::kHalf : at::kBFloat16;
+  p.backend = "deepspeed";
+  const nlohmann::ordered_json raw_fp16 =
+      ds.raw.contains("fp16") ? ds.raw["fp16"] : nlohmann::ordered_json();
+  p.deepspeed_scaler = FromDeepSpeedFp16(ds.fp16, raw_fp16, fp16);
+  if (bf16 && IsCpu(env) && !NativeBf16(env)) {
+    out->warnings.push_back(SlowBf16Warning("--deepspeed bf16.enabled", env.cpu));
+  }
+  return absl::OkStatus();
+}
+
+// --bf16 / --fp16 without DeepSpeed: autocast over fp32 weights (a GradScaler for fp16).
+absl::Status ResolveAutocast(const args::TrainingArguments& a, const PrecisionEnvironment& env,
+                             ResolvedPrecision* out) {
+  PrecisionPolicy& p = out->policy;
+  const bool cpu = IsCpu(env);
+  if (a.half_precision_backend() == "cpu_amp" && !cpu) {
+    return Invalid(absl::StrCat(
+        a.bf16() ? "--bf16" : "--fp16",
+        " with --half_precision_backend cpu_amp: cpu_amp autocasts CPU operations, but this "
+        "process trains on ",
+        DeviceName(env), "; use --half_precision_backend auto"));
+  }
+  p.mode = PrecisionMode::kAutocast;
+  p.compute_dtype = a.bf16() ? at::kBFloat16 : at::kHalf;
+  absl::StatusOr<AutocastSpec> spec = MakeAutocastSpec(env.device, p.compute_dtype);
+  if (!spec.ok()) return spec.status();
+  p.autocast = *spec;
+  p.backend = cpu ? "cpu_amp" : "cuda_amp";
+  if (a.fp16()) p.grad_scaler = GradScalerOptions();
+  if (a.bf16() && cpu && !NativeBf16(env)) {
+    out->warnings.push_back(SlowBf16Warning("--bf16", env.cpu));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ResolveFullEval(const args::TrainingArguments& a, const PrecisionEnvironment& env,
+                             ResolvedPrecision* out) {
+  if (a.fp16_full_eval() && a.bf16_full_eval()) {
+    return Invalid(
+        "At most one of --fp16_full_eval and --bf16_full_eval can be True, but not both");
+  }
+  if (a.fp16_full_eval()) out->policy.full_eval_dtype = at::kHalf;
+  if (a.bf16_full_eval()) {
+    out->policy.full_eval_dtype = at::kBFloat16;
+    if (IsCpu(env) && !NativeBf16(env) && !a.bf16()) {
+      out->warnings.push_back(SlowBf16Warning("--bf16_full_eval", env.cpu));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ResolveTf32(const args::TrainingArguments& a, const PrecisionEnvironment& env,
+                         ResolvedPrecision* out) {
+  if (!a.has_tf32()) return absl::OkStatus();
+  if (IsCpu(env)) {
+    out->warnings.push_back(
+        "--tf32 only changes CUDA matmuls and convolutions on Ampere or newer GPUs; this "
+        "process trains on cpu, so it changes nothing here");
+  } else if (a.tf32() && env.cuda_major < 8) {
+    return Invalid("--tf32 requires Ampere or a newer GPU arch, cuda>=11 and torch>=1.7");
+  } else {
+    out->policy.tf32 = a.tf32();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string PrecisionPolicy::Describe() const {
@@ -102,90 +209,14 @@ absl::StatusOr<ResolvedPrecision> ResolvePrecisionPolicy(
     const args::TrainingArguments& a, const args::TrainerDeepSpeedConfig* deepspeed,
     const PrecisionEnvironment& env) {
   ResolvedPrecision out;
-  PrecisionPolicy& p = out.policy;
-  const bool cpu = env.device == c10::DeviceType::CPU;
-  const bool native_bf16 = env.cpu.support == Bf16Support::kNative;
-  if (a.fp16() && a.bf16()) {
-    return Invalid("At most one of --fp16 and --bf16 can be True, but not both");
-  }
-  if (a.half_precision_backend() == "apex" && (a.fp16() || a.bf16())) {
-    return Invalid(absl::StrCat(a.fp16() ? "--fp16" : "--bf16",
-                                " with --half_precision_backend apex: NVIDIA Apex is Python-only "
-                                "and not supported by loom; use --half_precision_backend auto"));
-  }
-  if (absl::Status s = CheckFp16Device(a, env); !s.ok()) return s;
-  if (absl::Status s = CheckBf16Gpu(a, env); !s.ok()) return s;
-
+  RETURN_IF_ERROR(CheckFlags(a, env));
   if (deepspeed != nullptr) {
-    const args::DeepSpeedConfig& ds = deepspeed->config();
-    const auto enabled = [](const args::AutoOr<bool>& v) { return !v.is_auto() && v.value(); };
-    if (ds.amp.present && enabled(ds.amp.enabled)) {
-      return Invalid(
-          "--deepspeed: amp.enabled is true, but NVIDIA Apex AMP is Python-only and not "
-          "supported by loom; use the fp16 or bf16 section instead");
-    }
-    const bool fp16 = ds.fp16.present && enabled(ds.fp16.enabled);
-    const bool bf16 = ds.bf16.present && enabled(ds.bf16.enabled);
-    if (fp16 && bf16) {
-      return Invalid("--deepspeed: fp16.enabled and bf16.enabled are both true; enable one");
-    }
-    if (fp16 && cpu) {
-      return Invalid(
-          "--deepspeed: fp16.enabled is true, but this process trains on cpu: fp16 training "
-          "needs CUDA. Use the bf16 section (and --bf16) on CPU.");
-    }
-    if (fp16 || bf16) {
-      p.mode = PrecisionMode::kHalfWeights;
-      p.compute_dtype = fp16 ? at::kHalf : at::kBFloat16;
-      p.backend = "deepspeed";
-      const nlohmann::ordered_json raw_fp16 =
-          ds.raw.contains("fp16") ? ds.raw["fp16"] : nlohmann::ordered_json();
-      p.deepspeed_scaler = FromDeepSpeedFp16(ds.fp16, raw_fp16, fp16);
-      if (bf16 && cpu && !native_bf16) {
-        out.warnings.push_back(SlowBf16Warning("--deepspeed bf16.enabled", env.cpu));
-      }
-    }
+    RETURN_IF_ERROR(ResolveDeepSpeedPrecision(deepspeed->config(), env, &out));
   } else if (a.bf16() || a.fp16()) {
-    if (a.half_precision_backend() == "cpu_amp" && !cpu) {
-      return Invalid(absl::StrCat(
-          a.bf16() ? "--bf16" : "--fp16",
-          " with --half_precision_backend cpu_amp: cpu_amp autocasts CPU operations, but this "
-          "process trains on ",
-          DeviceName(env), "; use --half_precision_backend auto"));
-    }
-    p.mode = PrecisionMode::kAutocast;
-    p.compute_dtype = a.bf16() ? at::kBFloat16 : at::kHalf;
-    absl::StatusOr<AutocastSpec> spec = MakeAutocastSpec(env.device, p.compute_dtype);
-    if (!spec.ok()) return spec.status();
-    p.autocast = *spec;
-    p.backend = cpu ? "cpu_amp" : "cuda_amp";
-    if (a.fp16()) p.grad_scaler = GradScalerOptions();
-    if (a.bf16() && cpu && !native_bf16) out.warnings.push_back(SlowBf16Warning("--bf16", env.cpu));
+    RETURN_IF_ERROR(ResolveAutocast(a, env, &out));
   }
-
-  if (a.fp16_full_eval() && a.bf16_full_eval()) {
-    return Invalid(
-        "At most one of --fp16_full_eval and --bf16_full_eval can be True, but not both");
-  }
-  if (a.fp16_full_eval()) p.full_eval_dtype = at::kHalf;
-  if (a.bf16_full_eval()) {
-    p.full_eval_dtype = at::kBFloat16;
-    if (cpu && !native_bf16 && !a.bf16()) {
-      out.warnings.push_back(SlowBf16Warning("--bf16_full_eval", env.cpu));
-    }
-  }
-
-  if (a.has_tf32()) {
-    if (cpu) {
-      out.warnings.push_back(
-          "--tf32 only changes CUDA matmuls and convolutions on Ampere or newer GPUs; this "
-          "process trains on cpu, so it changes nothing here");
-    } else if (a.tf32() && env.cuda_major < 8) {
-      return Invalid("--tf32 requires Ampere or a newer GPU arch, cuda>=11 and torch>=1.7");
-    } else {
-      p.tf32 = a.tf32();
-    }
-  }
+  RETURN_IF_ERROR(ResolveFullEval(a, env, &out));
+  RETURN_IF_ERROR(ResolveTf32(a, env, &out));
   return out;
 }
 

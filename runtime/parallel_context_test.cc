@@ -6,6 +6,8 @@
 #include <fstream>
 #include <string>
 
+#include "base/free_port.h"
+#include "base/status_matchers.h"
 #include "distributed/multiprocess_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -13,8 +15,8 @@
 namespace loom::runtime {
 namespace {
 
+using ::loom::base::PickFreePort;
 using ::loom::distributed::testing::JoinGroup;
-using ::loom::distributed::testing::PickFreePort;
 using ::loom::distributed::testing::RunRanks;
 using ::testing::Each;
 
@@ -84,7 +86,7 @@ int Child(int rank, int port, const std::string& dir) {
 TEST(ParallelContextTest, ThreeRanksShareCollectivesAndMainProcessFirst) {
   const std::string dir = ::testing::TempDir() + "/parallel_context";
   std::filesystem::create_directories(dir);
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   EXPECT_THAT(RunRanks(3, absl::Seconds(60), [&](int rank) { return Child(rank, port, dir); }),
               Each(0));
 }

@@ -6,6 +6,7 @@
 
 #include <torch/nn/modules/linear.h>
 
+#include "base/free_port.h"
 #include "base/status_matchers.h"
 #include "distributed/multiprocess_testing.h"
 #include "gmock/gmock.h"
@@ -76,7 +77,7 @@ TEST(FlatParamUnitTest, BackwardUsesTheStorageAsGatheredThen) {
 }
 
 TEST(FlatParamUnitTest, GatherJoinsEveryRanksShard) {
-  const int port = distributed::testing::PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, base::PickFreePort());
   ASSERT_GT(port, 0);
   EXPECT_THAT(distributed::testing::RunRanks(2, absl::Seconds(30),
                                              [&](int rank) { return TwoRanks(rank, port); }),

@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "base/free_port.h"
 #include "base/status_matchers.h"
 #include "distributed/multiprocess_testing.h"
 #include "gmock/gmock.h"
@@ -101,7 +102,7 @@ int Child(int rank, int world, int port) {
 
 TEST(FullShardRunnerTest, BertLayersShardedMatchThePlainModel) {
   for (int world : {1, 2}) {
-    const int port = distributed::testing::PickFreePort();
+    ASSERT_OK_AND_ASSIGN(const int port, base::PickFreePort());
     ASSERT_GT(port, 0);
     EXPECT_THAT(distributed::testing::RunRanks(world, absl::Seconds(60),
                                                [&](int rank) { return Child(rank, world, port); }),

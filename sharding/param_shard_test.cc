@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include "base/free_port.h"
 #include "base/status_matchers.h"
 #include "distributed/multiprocess_testing.h"
 #include "gmock/gmock.h"
@@ -100,7 +101,7 @@ int Child(int rank, int port, const std::function<void(args::TrainingArguments&)
 
 void RunTwoRanks(const std::function<void(args::TrainingArguments&)>& configure, int64_t units,
                  int64_t prefetches) {
-  const int port = distributed::testing::PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, base::PickFreePort());
   ASSERT_GT(port, 0);
   EXPECT_THAT(distributed::testing::RunRanks(
                   2, absl::Seconds(60),

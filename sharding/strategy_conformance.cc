@@ -19,6 +19,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/free_port.h"
+#include "base/status_matchers.h"
 #include "checkpoint/module_state.h"
 #include "checkpoint/optimizer_state.h"
 #include "checkpoint/torch_pickle.h"
@@ -36,8 +38,8 @@
 namespace loom::sharding::testing {
 namespace {
 
+using base::PickFreePort;
 using distributed::testing::JoinGroup;
-using distributed::testing::PickFreePort;
 using distributed::testing::RunRanks;
 
 constexpr int kSteps = 4;
@@ -312,7 +314,7 @@ void RunResumes(const ConformanceCase& c) {
   std::filesystem::remove_all(folder);
   std::filesystem::create_directories(folder);
   const std::string out = TempPath(absl::StrCat(c.name, "_resumed"));
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   ASSERT_THAT(RunRanks(c.world_size, absl::Seconds(90),
                        [&](int rank) { return ResumeChild(c, rank, port, folder, out); }),
               ::testing::Each(0));
@@ -354,7 +356,7 @@ void RunMatchesUnsharded(const ConformanceCase& c, int ga, double max_norm) {
     ASSERT_GT(*want->norms[0], max_norm);
   }
   const std::string out = TempPath(absl::StrCat(c.name, "_strategy_", ga, "_", max_norm));
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   ASSERT_THAT(RunRanks(c.world_size, absl::Seconds(90),
                        [&](int rank) { return StrategyChild(c, rank, port, ga, max_norm, out); }),
               ::testing::Each(0));
@@ -402,7 +404,7 @@ void RunStateBytes(const ConformanceCase& c) {
   m.trainable_tensors = 5;
   m.world_size = c.world_size;
   const std::string out = TempPath(absl::StrCat(c.name, "_bytes"));
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   ASSERT_THAT(RunRanks(c.world_size, absl::Seconds(60),
                        [&](int rank) { return StateBytesChild(c, rank, port, out); }),
               ::testing::Each(0));

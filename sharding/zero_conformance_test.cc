@@ -6,6 +6,8 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "base/free_port.h"
+#include "base/status_matchers.h"
 #include "distributed/multiprocess_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -71,7 +73,7 @@ void RegisterZero(int stage, int world, const std::string& suffix = "",
 // Ranks that start from different weights all train from rank 0's (DeepSpeed's engine
 // broadcasts them), so the all-gathered parameters never mix two initialisations.
 TEST(ZeroStrategyTest, EveryRankStartsFromRankZerosWeights) {
-  const int port = distributed::testing::PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, base::PickFreePort());
   auto codes = distributed::testing::RunRanks(2, absl::Seconds(60), [&](int rank) {
     auto pg = distributed::testing::JoinGroup(rank, 2, port);
     CHILD_CHECK_OK(pg.status());

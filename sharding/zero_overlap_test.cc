@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include "base/free_port.h"
+#include "base/status_matchers.h"
 #include "distributed/multiprocess_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -55,7 +57,7 @@ int Child(int rank, int world, int port) {
 
 TEST(OverlappedReductionTest, EachRankGetsItsAveragedPartition) {
   for (int world : {2, 4}) {
-    const int port = distributed::testing::PickFreePort();
+    ASSERT_OK_AND_ASSIGN(const int port, base::PickFreePort());
     ASSERT_GT(port, 0);
     auto codes = distributed::testing::RunRanks(world, absl::Seconds(60),
                                                 [&](int rank) { return Child(rank, world, port); });

@@ -16,11 +16,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "args/argv_secrets.h"
+#include "base/free_port.h"
 #include "launch/command_line.h"
 #include "launch/deepspeed_launch.h"
-#include "launch/free_port.h"
 #include "launch/launch_options.h"
 #include "launch/rank_supervisor.h"
 #include "logging/process_logging.h"
@@ -53,8 +54,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (options.standalone) {
-    absl::StatusOr<int> port = loom::launch::PickFreePort();
-    if (!port.ok()) return Fail(port.status(), 1);
+    absl::StatusOr<int> port = loom::base::PickFreePort();
+    if (!port.ok()) {
+      return Fail(absl::UnavailableError(absl::StrCat(
+                      port.status().message(), " for --standalone; give --master_port instead")),
+                  1);
+    }
     options.master_port = *port;
   }
   // Under `bazel run`, PROGRAM and its relative paths are meant from the user's directory.

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,15 +60,16 @@ int BadUsage(const std::string& why) {
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  loom::logging::InitProcessLogging(argv[0]);
-  std::vector<std::string> positional;
+struct CommandLine {
+  std::vector<std::string> positional;  // CHECKPOINT_DIR OUTPUT
   loom::checkpoint::ZeroReadOptions options;
   bool debug = false;
   bool safe_serialization = false;
   std::string max_shard_size = "5GB";
+};
+
+// Reads argv into `cl`; returns the exit code when the tool ends here (--help, a bad flag).
+std::optional<int> ParseCommandLine(int argc, char** argv, CommandLine* cl) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     // gflags' single-dash spelling of the long flags (-tag, -debug, ...) as well.
@@ -77,89 +79,111 @@ int main(int argc, char** argv) {
       return 0;
     } else if (a == "-t" || a == "--tag") {
       if (i + 1 >= argc) return BadUsage(a + " needs a value");
-      options.tag = argv[++i];
+      cl->options.tag = argv[++i];
     } else if (absl::StartsWith(a, "--tag=")) {
-      options.tag = a.substr(6);
+      cl->options.tag = a.substr(6);
     } else if (a == "--safe_serialization") {
-      safe_serialization = true;
+      cl->safe_serialization = true;
     } else if (a == "--max_shard_size") {
       if (i + 1 >= argc) return BadUsage(a + " needs a value");
-      max_shard_size = argv[++i];
+      cl->max_shard_size = argv[++i];
     } else if (absl::StartsWith(a, "--max_shard_size=")) {
-      max_shard_size = a.substr(17);
+      cl->max_shard_size = a.substr(17);
     } else if (a == "--exclude_frozen_parameters") {
-      options.exclude_frozen_parameters = true;
+      cl->options.exclude_frozen_parameters = true;
     } else if (a == "-d" || a == "--debug") {
-      debug = true;
+      cl->debug = true;
     } else if (absl::StartsWith(a, "-")) {
       return BadUsage("unknown option " + a);
     } else {
-      positional.push_back(a);
+      cl->positional.push_back(a);
     }
   }
-  if (positional.size() != 2) {
-    return BadUsage(absl::StrCat("expected CHECKPOINT_DIR and OUTPUT_FILE, got ", positional.size(),
-                                 " positional arguments"));
+  return std::nullopt;
+}
+
+bool IsOneFile(const std::string& output) {
+  return absl::EndsWith(output, ".bin") || absl::EndsWith(output, ".pt") ||
+         absl::EndsWith(output, ".safetensors");
+}
+
+// What DeepSpeed's script prints about the checkpoint it read (-d: every tensor too).
+void PrintSummary(const loom::checkpoint::ZeroCheckpoint& checkpoint, bool debug) {
+  std::cout << "Processing zero checkpoint '" << checkpoint.folder << "'\n";
+  std::cout << "Detected checkpoint of type zero stage " << checkpoint.zero_stage
+            << ", world_size: " << checkpoint.world_size << "\n";
+  if (!checkpoint.ds_version.empty()) {
+    std::cout << "Parsing checkpoint created by deepspeed==" << checkpoint.ds_version << "\n";
   }
-  const std::string& dir = positional[0];
-  const std::string& output = positional[1];
-  const bool one_file = absl::EndsWith(output, ".bin") || absl::EndsWith(output, ".pt") ||
-                        absl::EndsWith(output, ".safetensors");
-  absl::StatusOr<uint64_t> shard_bytes = loom::checkpoint::ParseShardSize(max_shard_size);
+  int64_t elements = 0;
+  for (const auto& [name, tensor] : checkpoint.state) {
+    elements += tensor.numel();
+    if (debug) std::cout << name << " " << tensor.sizes() << "\n";
+  }
+  std::cout << "Reconstructed fp32 state dict with " << checkpoint.state.size() << " params "
+            << elements << " elements\n";
+}
+
+// OUTPUT_FILE: torch.save's format, or safetensors by the extension.
+absl::Status SaveOneFile(const std::string& output, const loom::checkpoint::NamedTensors& state) {
+  std::cout << "Saving fp32 state dict to " << output << "\n";
+  return absl::EndsWith(output, ".safetensors")
+             ? loom::checkpoint::SaveSafetensors(output, state)
+             : loom::checkpoint::SaveTorchStateDict(output, state);
+}
+
+// OUTPUT_DIR: HF's shards and index, as current DeepSpeed writes them.
+absl::Status SaveDirectory(const std::string& output, const loom::checkpoint::NamedTensors& state,
+                           const CommandLine& cl, uint64_t shard_bytes) {
+  const bool safe = cl.safe_serialization;
+  const std::string weights_name = safe ? "model.safetensors" : "pytorch_model.bin";
+  std::cout << "Saving fp32 state dict to " << output << "/ (" << weights_name
+            << ", shards of at most " << cl.max_shard_size << ")\n";
+  std::error_code ec;
+  std::filesystem::create_directories(output, ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat(output, ": ", ec.message()));
+  const loom::checkpoint::ShardWriter write = [&](const std::string& path,
+                                                  const loom::checkpoint::NamedTensors& shard) {
+    return safe ? loom::checkpoint::SaveSafetensors(path, shard,
+                                                    loom::checkpoint::kHfSafetensorsMetadata)
+                : loom::checkpoint::SaveTorchStateDict(path, shard);
+  };
+  absl::StatusOr<std::vector<std::string>> files =
+      loom::checkpoint::SaveShardedFiles(output, state, shard_bytes, weights_name, write);
+  if (!files.ok()) return files.status();
+  for (const std::string& f : *files) std::cout << "  " << f << "\n";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  loom::logging::InitProcessLogging(argv[0]);
+  CommandLine cl;
+  if (std::optional<int> exit_code = ParseCommandLine(argc, argv, &cl)) return *exit_code;
+  if (cl.positional.size() != 2) {
+    return BadUsage(absl::StrCat("expected CHECKPOINT_DIR and OUTPUT_FILE, got ",
+                                 cl.positional.size(), " positional arguments"));
+  }
+  const std::string& dir = cl.positional[0];
+  const std::string& output = cl.positional[1];
+  const bool one_file = IsOneFile(output);
+  absl::StatusOr<uint64_t> shard_bytes = loom::checkpoint::ParseShardSize(cl.max_shard_size);
   if (!shard_bytes.ok())
     return BadUsage("--max_shard_size: " + std::string(shard_bytes.status().message()));
-  if (one_file && (safe_serialization || max_shard_size != "5GB")) {
+  if (one_file && (cl.safe_serialization || cl.max_shard_size != "5GB")) {
     return BadUsage(
         "--safe_serialization and --max_shard_size apply to an OUTPUT_DIR; OUTPUT_FILE's "
         "extension chooses its format");
   }
-  auto checkpoint = loom::checkpoint::ReadZeroCheckpoint(dir, options);
+  auto checkpoint = loom::checkpoint::ReadZeroCheckpoint(dir, cl.options);
   if (!checkpoint.ok()) {
     std::cerr << "zero_to_fp32: " << checkpoint.status().message() << "\n";
     return 1;
   }
-  std::cout << "Processing zero checkpoint '" << checkpoint->folder << "'\n";
-  std::cout << "Detected checkpoint of type zero stage " << checkpoint->zero_stage
-            << ", world_size: " << checkpoint->world_size << "\n";
-  if (!checkpoint->ds_version.empty()) {
-    std::cout << "Parsing checkpoint created by deepspeed==" << checkpoint->ds_version << "\n";
-  }
-  int64_t elements = 0;
-  for (const auto& [name, tensor] : checkpoint->state) {
-    elements += tensor.numel();
-    if (debug) std::cout << name << " " << tensor.sizes() << "\n";
-  }
-  std::cout << "Reconstructed fp32 state dict with " << checkpoint->state.size() << " params "
-            << elements << " elements\n";
-  absl::Status saved = absl::OkStatus();
-  if (one_file) {
-    std::cout << "Saving fp32 state dict to " << output << "\n";
-    saved = absl::EndsWith(output, ".safetensors")
-                ? loom::checkpoint::SaveSafetensors(output, checkpoint->state)
-                : loom::checkpoint::SaveTorchStateDict(output, checkpoint->state);
-  } else {
-    const std::string weights_name = safe_serialization ? "model.safetensors" : "pytorch_model.bin";
-    std::cout << "Saving fp32 state dict to " << output << "/ (" << weights_name
-              << ", shards of at most " << max_shard_size << ")\n";
-    std::error_code ec;
-    std::filesystem::create_directories(output, ec);
-    if (ec) {
-      saved = absl::PermissionDeniedError(absl::StrCat(output, ": ", ec.message()));
-    } else {
-      const loom::checkpoint::ShardWriter write = [&](const std::string& path,
-                                                      const loom::checkpoint::NamedTensors& shard) {
-        return safe_serialization ? loom::checkpoint::SaveSafetensors(
-                                        path, shard, loom::checkpoint::kHfSafetensorsMetadata)
-                                  : loom::checkpoint::SaveTorchStateDict(path, shard);
-      };
-      absl::StatusOr<std::vector<std::string>> files = loom::checkpoint::SaveShardedFiles(
-          output, checkpoint->state, *shard_bytes, weights_name, write);
-      saved = files.status();
-      if (files.ok()) {
-        for (const std::string& f : *files) std::cout << "  " << f << "\n";
-      }
-    }
-  }
+  PrintSummary(*checkpoint, cl.debug);
+  const absl::Status saved = one_file ? SaveOneFile(output, checkpoint->state)
+                                      : SaveDirectory(output, checkpoint->state, cl, *shard_bytes);
   if (!saved.ok()) {
     std::cerr << "zero_to_fp32: " << saved.message() << "\n";
     return 1;

@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "base/free_port.h"
+#include "base/status_matchers.h"
 #include "distributed/multiprocess_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -15,8 +17,8 @@
 namespace loom {
 namespace {
 
+using base::PickFreePort;
 using distributed::testing::JoinGroup;
-using distributed::testing::PickFreePort;
 using distributed::testing::RunRanks;
 using ::testing::Each;
 
@@ -90,7 +92,7 @@ int Child(int rank, int port, const std::string& dir) {
 
 TEST(TrainerIterableDdpTest, TwoRanksOnSlicesOfAStreamMatchOneProcess) {
   const std::string dir = ::testing::TempDir() + "/trainer_iterable_ddp";
-  const int port = PickFreePort();
+  ASSERT_OK_AND_ASSIGN(const int port, PickFreePort());
   EXPECT_THAT(RunRanks(2, absl::Seconds(120), [&](int rank) { return Child(rank, port, dir); }),
               Each(0));
 }

@@ -1,4 +1,4 @@
-#include "launch/free_port.h"
+#include "base/free_port.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -8,7 +8,7 @@
 #include "base/status_matchers.h"
 #include "gtest/gtest.h"
 
-namespace loom::launch {
+namespace loom::base {
 namespace {
 
 TEST(FreePortTest, ReturnsAPortThatCanBeBound) {
@@ -26,4 +26,4 @@ TEST(FreePortTest, ReturnsAPortThatCanBeBound) {
 }
 
 }  // namespace
-}  // namespace loom::launch
+}  // namespace loom::base

@@ -1,4 +1,4 @@
-#include "launch/free_port.h"
+#include "base/free_port.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-namespace loom::launch {
+namespace loom::base {
 
 absl::StatusOr<int> PickFreePort() {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -24,11 +24,11 @@ absl::StatusOr<int> PickFreePort() {
       getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     int err = errno;
     close(fd);
-    return absl::UnavailableError(absl::StrCat("no free local port for --standalone (",
-                                               strerror(err), "); give --master_port instead"));
+    return absl::UnavailableError(
+        absl::StrCat("no free local port (bind 127.0.0.1:0: ", strerror(err), ")"));
   }
   close(fd);
   return static_cast<int>(ntohs(addr.sin_port));
 }
 
-}  // namespace loom::launch
+}  // namespace loom::base
