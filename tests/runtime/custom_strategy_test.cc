@@ -14,6 +14,7 @@
 #include "data/collator.h"
 #include "data/dataset.h"
 #include "data/sampler.h"
+#include "base/free_port.h"
 #include "distributed/multiprocess_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -26,7 +27,7 @@ namespace loom {
 namespace {
 
 using distributed::testing::JoinGroup;
-using distributed::testing::PickFreePort;
+using base::PickFreePort;
 using distributed::testing::RunRanks;
 using ::testing::Each;
 
@@ -235,14 +236,18 @@ int AcceleratorChild(int rank, int port) {
 
 TEST(CustomStrategyTest, TrainerTrainsTwoRanksAsOneReplica) {
   const std::string dir = ::testing::TempDir() + "/custom_strategy_trainer";
-  const int port = PickFreePort();
+  absl::StatusOr<int> port_or = PickFreePort();
+  ASSERT_TRUE(port_or.ok()) << port_or.status();
+  const int port = *port_or;
   EXPECT_THAT(
       RunRanks(2, absl::Seconds(120), [&](int rank) { return TrainerChild(rank, port, dir); }),
       Each(0));
 }
 
 TEST(CustomStrategyTest, AcceleratorTrainsTwoRanksAsOneReplica) {
-  const int port = PickFreePort();
+  absl::StatusOr<int> port_or = PickFreePort();
+  ASSERT_TRUE(port_or.ok()) << port_or.status();
+  const int port = *port_or;
   EXPECT_THAT(RunRanks(2, absl::Seconds(120), [&](int rank) { return AcceleratorChild(rank, port); }),
               Each(0));
 }
