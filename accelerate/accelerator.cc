@@ -88,12 +88,10 @@ AccumulateScope::AccumulateScope(AcceleratorState* state) : state_(state) {
 
 AccumulateScope::~AccumulateScope() = default;
 
-absl::StatusOr<std::unique_ptr<Accelerator>> Accelerator::Create(AcceleratorOptions o) {
-  auto state = std::make_shared<AcceleratorState>();
-  // Unset options: accelerate's environment (what `accelerate launch` exports), then the
-  // strategy flags (below), then defaults.
-  std::optional<std::string> mixed_choice = o.mixed_precision;
-  if (!mixed_choice) mixed_choice = Env("ACCELERATE_MIXED_PRECISION");
+namespace {
+
+// gradient_accumulation_steps: the option, else accelerate's environment, else 1.
+absl::StatusOr<int> AccumulationSteps(const AcceleratorOptions& o) {
   int ga = 1;
   if (o.gradient_accumulation_steps) {
     ga = *o.gradient_accumulation_steps;
@@ -107,31 +105,56 @@ absl::StatusOr<std::unique_ptr<Accelerator>> Accelerator::Create(AcceleratorOpti
     return absl::InvalidArgumentError(
         absl::StrCat("Accelerator: gradient_accumulation_steps must be >= 1, got ", ga));
   }
-  bool cpu = false;
-  if (o.cpu) {
-    cpu = *o.cpu;
-  } else if (auto env = Env("ACCELERATE_USE_CPU")) {
-    ASSIGN_OR_RETURN(cpu, EnvBool("ACCELERATE_USE_CPU", *env));
-  }
-  // The shared pieces read TrainingArguments: the Accelerator's settings as those flags, over
-  // the strategy flags (the launcher's for an accelerate config, or the caller's).
-  args::TrainingArguments& a = state->args;
+  return ga;
+}
+
+// cpu: the option, else ACCELERATE_USE_CPU, else false.
+absl::StatusOr<bool> UseCpu(const AcceleratorOptions& o) {
+  if (o.cpu) return *o.cpu;
+  if (auto env = Env("ACCELERATE_USE_CPU")) return EnvBool("ACCELERATE_USE_CPU", *env);
+  return false;
+}
+
+// The strategy flags: the caller's, else those //tools:launch exported for an accelerate config.
+absl::StatusOr<std::vector<std::string>> StrategyFlags(const AcceleratorOptions& o) {
   std::vector<std::string> flags = o.strategy_flags;
-  if (flags.empty()) {
-    if (auto env = Env("LOOM_ACCELERATE_TRAINING_ARGS")) {
-      nlohmann::json list = nlohmann::json::parse(*env, nullptr, /*allow_exceptions=*/false);
-      if (!list.is_array()) {
-        return absl::InvalidArgumentError(
-            "LOOM_ACCELERATE_TRAINING_ARGS is not a JSON list of flags (//tools:launch sets it)");
-      }
-      for (const auto& f : list) {
-        if (!f.is_string()) {
-          return absl::InvalidArgumentError("LOOM_ACCELERATE_TRAINING_ARGS: a non-string flag");
-        }
-        flags.push_back(f.get<std::string>());
-      }
-    }
+  if (!flags.empty()) return flags;
+  auto env = Env("LOOM_ACCELERATE_TRAINING_ARGS");
+  if (!env) return flags;
+  nlohmann::json list = nlohmann::json::parse(*env, nullptr, /*allow_exceptions=*/false);
+  if (!list.is_array()) {
+    return absl::InvalidArgumentError(
+        "LOOM_ACCELERATE_TRAINING_ARGS is not a JSON list of flags (//tools:launch sets it)");
   }
+  for (const auto& f : list) {
+    if (!f.is_string()) {
+      return absl::InvalidArgumentError("LOOM_ACCELERATE_TRAINING_ARGS: a non-string flag");
+    }
+    flags.push_back(f.get<std::string>());
+  }
+  return flags;
+}
+
+// mixed_precision: the option, else ACCELERATE_MIXED_PRECISION, else the flags' --bf16 / --fp16.
+absl::StatusOr<std::string> MixedPrecision(const AcceleratorOptions& o,
+                                           const args::TrainingArguments& a) {
+  std::optional<std::string> choice = o.mixed_precision;
+  if (!choice) choice = Env("ACCELERATE_MIXED_PRECISION");
+  std::string mixed =
+      absl::AsciiStrToLower(choice.value_or(a.bf16() ? "bf16" : a.fp16() ? "fp16" : "no"));
+  if (mixed != "no" && mixed != "bf16" && mixed != "fp16") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Accelerator: mixed_precision '", mixed, "' is not one of no, bf16, fp16 (fp8 is not "
+        "available in loom)"));
+  }
+  return mixed;
+}
+
+// The TrainingArguments the shared pieces read: the strategy flags, then the Accelerator's own
+// settings over them, resolved as HF's __post_init__ resolves them.
+absl::Status ResolveArguments(const AcceleratorOptions& o, int ga, bool cpu,
+                              args::TrainingArguments& a, std::string* mixed) {
+  ASSIGN_OR_RETURN(std::vector<std::string> flags, StrategyFlags(o));
   if (!flags.empty()) {
     args::ArgParser parser({.program = "Accelerator"});
     parser.AddGroup("TrainingArguments", &a);
@@ -143,40 +166,54 @@ absl::StatusOr<std::unique_ptr<Accelerator>> Accelerator::Create(AcceleratorOpti
         "Accelerator: ACCELERATE_USE_DEEPSPEED is set but no DeepSpeed config came with it "
         "(LOOM_ACCELERATE_TRAINING_ARGS); launch with //tools:launch --config_file");
   }
-  std::string mixed = absl::AsciiStrToLower(
-      mixed_choice.value_or(a.bf16() ? "bf16" : a.fp16() ? "fp16" : "no"));
-  if (mixed != "no" && mixed != "bf16" && mixed != "fp16") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Accelerator: mixed_precision '", mixed, "' is not one of no, bf16, fp16 (fp8 is not "
-        "available in loom)"));
-  }
+  ASSIGN_OR_RETURN(*mixed, MixedPrecision(o, a));
   a.set_output_dir(o.project_dir.empty() ? "." : o.project_dir);
   a.set_gradient_accumulation_steps(ga);
   a.set_use_cpu(cpu);
   // The Accelerator's choice wins over the flags' --bf16 / --fp16.
-  a.set_bf16(mixed == "bf16");
-  a.set_fp16(mixed == "fp16");
+  a.set_bf16(*mixed == "bf16");
+  a.set_fp16(*mixed == "fp16");
   a.add_report_to("none");
   ASSIGN_OR_RETURN(std::vector<std::string> warnings, args::PostInit(&a), "Accelerator");
   for (const std::string& w : warnings) LOG(WARNING) << w;
+  return absl::OkStatus();
+}
+
+// This process's place in the run, the data-parallel topology, the device, threads and
+// precision (the runtime the Trainer uses too).
+absl::Status JoinRun(AcceleratorOptions& o, const std::string& mixed, AcceleratorState& state) {
+  const args::TrainingArguments& a = state.args;
   const bool launched = Env("WORLD_SIZE").has_value() || o.process_group.has_value();
   RETURN_IF_ERROR_CTX(sharding::CheckFsdp(a, launched), "Accelerator");
-  ASSIGN_OR_RETURN(state->parallel,
-                   runtime::ParallelContext::Create(std::move(o.process_group), a),
+  ASSIGN_OR_RETURN(state.parallel, runtime::ParallelContext::Create(std::move(o.process_group), a),
                    "Accelerator: joining the process group");
-  state->strategy_factory = o.strategy_factory;
-  ASSIGN_OR_RETURN(state->topology,
-                   runtime::DataParallelTopologyFor(a, state->parallel, o.strategy_factory),
+  state.strategy_factory = o.strategy_factory;
+  ASSIGN_OR_RETURN(state.topology,
+                   runtime::DataParallelTopologyFor(a, state.parallel, o.strategy_factory),
                    "Accelerator");
-  ASSIGN_OR_RETURN(runtime::RunSetup setup,
-                   runtime::ResolveRunSetup(a, state->parallel.local_rank(),
-                                            state->parallel.world_size()),
-                   absl::StrCat("Accelerator (mixed_precision ", mixed, ")"));
+  ASSIGN_OR_RETURN(
+      runtime::RunSetup setup,
+      runtime::ResolveRunSetup(a, state.parallel.local_rank(), state.parallel.world_size()),
+      absl::StrCat("Accelerator (mixed_precision ", mixed, ")"));
   for (const std::string& w : setup.precision.warnings) LOG(WARNING) << w;
   RETURN_IF_ERROR(threads::ApplyThreadPlan(setup.threads));
-  ASSIGN_OR_RETURN(state->precision, precision::TrainingPrecision::Create(setup.precision.policy),
+  ASSIGN_OR_RETURN(state.precision, precision::TrainingPrecision::Create(setup.precision.policy),
                    "Accelerator");
-  state->device = setup.device;
+  state.device = setup.device;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Accelerator>> Accelerator::Create(AcceleratorOptions o) {
+  auto state = std::make_shared<AcceleratorState>();
+  // Unset options: accelerate's environment (what `accelerate launch` exports), then the
+  // strategy flags, then defaults.
+  ASSIGN_OR_RETURN(const int ga, AccumulationSteps(o));
+  ASSIGN_OR_RETURN(const bool cpu, UseCpu(o));
+  std::string mixed;
+  RETURN_IF_ERROR(ResolveArguments(o, ga, cpu, state->args, &mixed));
+  RETURN_IF_ERROR(JoinRun(o, mixed, *state));
   state->mixed_precision = mixed;
   state->gradient_accumulation_steps = ga;
   state->split_batches = o.split_batches;

@@ -230,6 +230,90 @@ absl::StatusOr<PredictionStepOutput> Trainer::PredictionStep(
   return out;
 }
 
+namespace {
+
+// What the evaluation loop adds up over the gathered steps.
+struct EvalTotals {
+  double loss_sum = 0;  // sum over batches of mean loss * batch size
+  int64_t loss_count = 0;
+  bool have_loss = false;
+  Accumulator preds, labels, inputs;
+  int64_t observed = 0;
+};
+
+// This rank's record of one prediction step.
+StepRecord MakeRecord(int64_t batch_size, at::Tensor inputs, PredictionStepOutput step_out,
+                      const PreprocessLogitsFn& preprocess_logits) {
+  StepRecord record;
+  record.batch_size = batch_size;
+  record.inputs = std::move(inputs);
+  if (step_out.loss.defined()) record.loss = step_out.loss.item<double>();
+  if (!step_out.logits.empty()) {
+    if (preprocess_logits) {
+      at::Tensor label = step_out.labels.empty() ? at::Tensor() : step_out.labels.front();
+      step_out.logits = {preprocess_logits(step_out.logits.front(), label)};
+    }
+    record.logits = std::move(step_out.logits);
+  }
+  record.labels = std::move(step_out.labels);
+  return record;
+}
+
+// Every rank's record of a step into the totals: padding steps and the ranks that repeat their
+// data-parallel replica's batch count nothing.
+void AddRecords(const std::vector<StepRecord>& records, const sharding::DataParallelTopology& topology,
+                int world_size, EvalTotals& totals) {
+  for (size_t rank = 0; rank < records.size(); ++rank) {
+    const StepRecord& r = records[rank];
+    if (r.batch_size == 0 && world_size > 1) continue;  // padding
+    // Ranks of one data-parallel replica evaluated the same batch: count it once.
+    if (!topology.LeadsReplica(static_cast<int>(rank))) continue;
+    totals.observed += r.batch_size;
+    if (r.loss) {
+      totals.have_loss = true;
+      // HF repeats the batch's mean loss once per example, then averages them all.
+      totals.loss_sum += *r.loss * r.batch_size;
+      totals.loss_count += r.batch_size;
+    }
+    if (r.inputs.defined()) totals.inputs.Add({r.inputs});
+    if (!r.logits.empty()) totals.preds.Add(r.logits);
+    if (!r.labels.empty()) totals.labels.Add(r.labels);
+  }
+}
+
+// The loop's output: predictions, labels, compute_metrics' metrics and the mean loss, with the
+// keys prefixed as HF does (keys already prefixed keep their place; the others move to the end).
+absl::StatusOr<EvalLoopOutput> FinishEvaluation(EvalTotals& totals,
+                                                const ComputeMetricsFn& compute_metrics,
+                                                const std::string& metric_key_prefix) {
+  EvalLoopOutput output;
+  const bool has_labels = !totals.labels.empty();
+  output.predictions = totals.preds.Take();
+  output.label_ids = totals.labels.Take();
+  output.num_samples = totals.observed;
+  Metrics metrics = Metrics::object();
+  if (compute_metrics && !output.predictions.empty() && has_labels) {
+    EvalPrediction prediction{output.predictions, output.label_ids, at::Tensor()};
+    std::vector<at::Tensor> inputs = totals.inputs.Take();
+    if (!inputs.empty()) prediction.inputs = inputs.front();
+    ASSIGN_OR_RETURN(metrics, compute_metrics(prediction), "compute_metrics");
+  }
+  if (totals.have_loss && totals.loss_count > 0) {
+    metrics[metric_key_prefix + "_loss"] =
+        totals.loss_sum / static_cast<double>(totals.loss_count);
+  }
+  const std::string prefix = metric_key_prefix + "_";
+  for (auto m = metrics.begin(); m != metrics.end(); ++m) {
+    if (absl::StartsWith(m.key(), prefix)) output.metrics[m.key()] = m.value();
+  }
+  for (auto m = metrics.begin(); m != metrics.end(); ++m) {
+    if (!absl::StartsWith(m.key(), prefix)) output.metrics[prefix + m.key()] = m.value();
+  }
+  return output;
+}
+
+}  // namespace
+
 absl::StatusOr<EvalLoopOutput> Trainer::EvaluationLoop(data::DataLoader& dataloader,
                                                        const std::string& description,
                                                        std::optional<bool> prediction_loss_only_opt,
@@ -246,11 +330,7 @@ absl::StatusOr<EvalLoopOutput> Trainer::EvaluationLoop(data::DataLoader& dataloa
     }
     model_->eval();
     callbacks_.context().eval_dataloader = &dataloader;
-    double loss_sum = 0;  // sum over batches of mean loss * batch size
-    int64_t loss_count = 0;
-    bool have_loss = false;
-    Accumulator preds, labels, inputs_acc;
-    int64_t observed = 0;
+    EvalTotals totals;
     ASSIGN_OR_RETURN(std::unique_ptr<data::BatchIterator> it, dataloader.Epoch(0),
                      description + " dataloader");
     // In a multi-process run each rank evaluates whole batches of its share and the results
@@ -260,77 +340,32 @@ absl::StatusOr<EvalLoopOutput> Trainer::EvaluationLoop(data::DataLoader& dataloa
       ASSIGN_OR_RETURN(std::optional<data::Batch> batch, it->Next(),
                        absl::StrCat(description, " batch ", step));
       if (!batch) break;
-      StepRecord record;
-      record.batch_size = FindBatchSize(*batch).value_or(0);
+      const int64_t batch_size = FindBatchSize(*batch).value_or(0);
+      at::Tensor inputs;
       if (args_.include_inputs_for_metrics()) {
         auto in = batch->find(model_->MainInputName());
-        if (in != batch->end()) record.inputs = in->second;
+        if (in != batch->end()) inputs = in->second;
       }
       ASSIGN_OR_RETURN(PredictionStepOutput step_out,
                        PredictionStep(*model_, *batch, prediction_loss_only, ignore_keys));
-      if (step_out.loss.defined()) record.loss = step_out.loss.item<double>();
-      if (!step_out.logits.empty()) {
-        if (options_.preprocess_logits_for_metrics) {
-          at::Tensor label = step_out.labels.empty() ? at::Tensor() : step_out.labels.front();
-          step_out.logits = {
-              options_.preprocess_logits_for_metrics(step_out.logits.front(), label)};
-        }
-        record.logits = std::move(step_out.logits);
-      }
-      record.labels = std::move(step_out.labels);
       const bool padding = shard != nullptr && step >= shard->RealBatches();
       ASSIGN_OR_RETURN(std::vector<StepRecord> records,
-                       GatherStep(parallel_, std::move(record), padding),
+                       GatherStep(parallel_,
+                                  MakeRecord(batch_size, std::move(inputs), std::move(step_out),
+                                             options_.preprocess_logits_for_metrics),
+                                  padding),
                        absl::StrCat(description, " step ", step, ": gathering across ranks"));
-      for (size_t rank = 0; rank < records.size(); ++rank) {
-        const StepRecord& r = records[rank];
-        if (r.batch_size == 0 && parallel_.world_size() > 1) continue;  // padding
-        // Ranks of one data-parallel replica evaluated the same batch: count it once.
-        if (!topology_.LeadsReplica(static_cast<int>(rank))) continue;
-        observed += r.batch_size;
-        if (r.loss) {
-          have_loss = true;
-          // HF repeats the batch's mean loss once per example, then averages them all.
-          loss_sum += *r.loss * r.batch_size;
-          loss_count += r.batch_size;
-        }
-        if (r.inputs.defined()) inputs_acc.Add({r.inputs});
-        if (!r.logits.empty()) preds.Add(r.logits);
-        if (!r.labels.empty()) labels.Add(r.labels);
-      }
+      AddRecords(records, topology_, parallel_.world_size(), totals);
       RETURN_IF_ERROR(callbacks_.OnPredictionStep(args_, state_, control_));
       if (args_.eval_accumulation_steps() > 0 &&
           (step + 1) % args_.eval_accumulation_steps() == 0) {
-        preds.ToCpu();
-        labels.ToCpu();
-        inputs_acc.ToCpu();
+        totals.preds.ToCpu();
+        totals.labels.ToCpu();
+        totals.inputs.ToCpu();
       }
     }
     callbacks_.context().eval_dataloader = nullptr;
-    EvalLoopOutput output;
-    const bool has_labels = !labels.empty();
-    output.predictions = preds.Take();
-    output.label_ids = labels.Take();
-    output.num_samples = observed;
-    Metrics metrics = Metrics::object();
-    if (options_.compute_metrics && !output.predictions.empty() && has_labels) {
-      EvalPrediction prediction{output.predictions, output.label_ids, at::Tensor()};
-      std::vector<at::Tensor> inputs = inputs_acc.Take();
-      if (!inputs.empty()) prediction.inputs = inputs.front();
-      ASSIGN_OR_RETURN(metrics, options_.compute_metrics(prediction), "compute_metrics");
-    }
-    if (have_loss && loss_count > 0) {
-      metrics[metric_key_prefix + "_loss"] = loss_sum / static_cast<double>(loss_count);
-    }
-    // Keys already prefixed keep their place; the others move to the end, prefixed (HF).
-    const std::string prefix = metric_key_prefix + "_";
-    for (auto m = metrics.begin(); m != metrics.end(); ++m) {
-      if (absl::StartsWith(m.key(), prefix)) output.metrics[m.key()] = m.value();
-    }
-    for (auto m = metrics.begin(); m != metrics.end(); ++m) {
-      if (!absl::StartsWith(m.key(), prefix)) output.metrics[prefix + m.key()] = m.value();
-    }
-    return output;
+    return FinishEvaluation(totals, options_.compute_metrics, metric_key_prefix);
   } catch (const std::exception& e) {
     callbacks_.context().eval_dataloader = nullptr;
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,

@@ -58,15 +58,7 @@ absl::Status Trainer::Init() {
   ASSIGN_OR_RETURN(topology_,
                    runtime::DataParallelTopologyFor(args_, parallel_, options_.strategy_factory),
                    "Trainer");
-  // The process log level (HF's get_process_log_level): log_level on the main process,
-  // log_level_replica on the others; passive keeps the current level.
-  logging::ProcessLogPolicy policy;
-  policy.log_level = args_.log_level();
-  policy.log_level_replica = args_.log_level_replica();
-  policy.log_on_each_node = args_.log_on_each_node();
-  ASSIGN_OR_RETURN(int level, logging::ProcessLogLevel(policy, parallel_.Placement(),
-                                                       logging::CurrentLogLevel()));
-  RETURN_IF_ERROR(logging::ApplyLogLevel(level));
+  RETURN_IF_ERROR(ApplyProcessLogLevel());
   for (const std::string& w : warnings) LOG(WARNING) << w;
   memory_tracker_ = std::make_unique<MemoryTracker>(args_.skip_memory_metrics());
   memory_tracker_->Start("init");
@@ -80,6 +72,34 @@ absl::Status Trainer::Init() {
     ASSIGN_OR_RETURN(model_, options_.model_init(), "model_init");
     if (model_ == nullptr) return absl::InvalidArgumentError("model_init returned no model");
   }
+  RETURN_IF_ERROR(CheckOptions());
+  if (options_.data_collator == nullptr) {
+    options_.data_collator = std::make_shared<data::DefaultCollator>();
+  }
+  RETURN_IF_ERROR(SetUpDeviceAndPrecision());
+  RETURN_IF_ERROR(PrepareModelFeatures());
+  // HF __init__: the hub repository (output_dir as its clone) before any training.
+  if (args_.push_to_hub()) RETURN_IF_ERROR(InitHfRepo());
+  RETURN_IF_ERROR(AddDefaultCallbacks());
+  callbacks_.context().model = model_.get();
+  RETURN_IF_ERROR(callbacks_.OnInitEnd(args_, state_, control_));
+  memory_tracker_->Stop("init");
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::ApplyProcessLogLevel() {
+  // The process log level (HF's get_process_log_level): log_level on the main process,
+  // log_level_replica on the others; passive keeps the current level.
+  logging::ProcessLogPolicy policy;
+  policy.log_level = args_.log_level();
+  policy.log_level_replica = args_.log_level_replica();
+  policy.log_on_each_node = args_.log_on_each_node();
+  ASSIGN_OR_RETURN(int level, logging::ProcessLogLevel(policy, parallel_.Placement(),
+                                                       logging::CurrentLogLevel()));
+  return logging::ApplyLogLevel(level);
+}
+
+absl::Status Trainer::CheckOptions() const {
   if (!args_.deepspeed().empty() && (optimizer_ != nullptr || lr_scheduler_ != nullptr)) {
     // HF's Trainer.__init__ refuses the same (transformers 4.38).
     return absl::InvalidArgumentError(
@@ -107,9 +127,10 @@ absl::Status Trainer::Init() {
           "\"labels\"");
     }
   }
-  if (options_.data_collator == nullptr) {
-    options_.data_collator = std::make_shared<data::DefaultCollator>();
-  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::SetUpDeviceAndPrecision() {
   // Device (HF: cuda:LOCAL_RANK in a launched run, cuda:0 otherwise), precision policy (HF
   // sets up amp in __init__) and checkpointing options, once per Trainer.
   ASSIGN_OR_RETURN(runtime::RunSetup setup, runtime::ResolveRunSetup(args_, parallel_.local_rank(),
@@ -135,10 +156,10 @@ absl::Status Trainer::Init() {
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "placing the model");
   }
+  return absl::OkStatus();
+}
 
-  RETURN_IF_ERROR(PrepareModelFeatures());
-  // HF __init__: the hub repository (output_dir as its clone) before any training.
-  if (args_.push_to_hub()) RETURN_IF_ERROR(InitHfRepo());
+absl::Status Trainer::AddDefaultCallbacks() {
   // Default callbacks first, then the caller's, then the progress display (HF order).
   callbacks_.AddCallback(std::make_shared<DefaultFlowCallback>());
   for (const std::string& integration : args_.report_to()) {
@@ -161,9 +182,6 @@ absl::Status Trainer::Init() {
   } else {
     callbacks_.AddCallback(std::make_shared<ProgressCallback>());
   }
-  callbacks_.context().model = model_.get();
-  RETURN_IF_ERROR(callbacks_.OnInitEnd(args_, state_, control_));
-  memory_tracker_->Stop("init");
   return absl::OkStatus();
 }
 

@@ -359,6 +359,13 @@ class Trainer {
 
  private:
   absl::Status Seed();
+  // Init's stages: the process log level (HF's get_process_log_level); the TrainerOptions
+  // combinations HF's __init__ refuses; the device, precision, threads and the model's place;
+  // the default callbacks in HF's order around the caller's.
+  absl::Status ApplyProcessLogLevel();
+  absl::Status CheckOptions() const;
+  absl::Status SetUpDeviceAndPrecision();
+  absl::Status AddDefaultCallbacks();
   // What the arguments ask of the model itself: gradient checkpointing (enabled on the model, as
   // HF's gradient_checkpointing_enable) and a check that NEFTune can hook its embeddings.
   absl::Status PrepareModelFeatures();
@@ -405,6 +412,14 @@ class Trainer {
   };
   absl::StatusOr<ResumedCheckpoint> LoadForResume(const std::string& folder,
                                                   int64_t num_update_steps_per_epoch);
+  // LoadForResume's stages: the data position (loom's resume file, or HF's global_step
+  // arithmetic for a folder HF wrote); the optimizer, scheduler and loss-scaler state (or the
+  // strategy's own files); this process's pending gradients and RNG states.
+  absl::StatusOr<ResumePosition> LoadResumePosition(const std::string& dir,
+                                                    const TrainerState& loaded,
+                                                    int64_t num_update_steps_per_epoch);
+  absl::Status LoadOptimizerState(const std::string& dir);
+  absl::Status LoadProcessFiles(const std::string& dir, ResumedCheckpoint& out);
 
   // The inner loop's stages (HF's _inner_training_loop, in its order).
   // What the loop will do: HF's step, epoch and sample arithmetic for this dataloader.

@@ -264,26 +264,40 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
       },
       /*write_back=*/true));
   ASSIGN_OR_RETURN(TrainerState loaded, TrainerState::LoadFromJson(dir + "/" + kTrainerStateFile));
-  const int64_t ga = args_.gradient_accumulation_steps();
-  absl::StatusOr<std::string> position_text = base::ReadFile(dir + "/" + kResumePositionFile);
-  if (position_text.ok()) {
-    ASSIGN_OR_RETURN(out.position, ResumePosition::FromJson(*position_text), dir);
-  } else {
-    // A folder written by HF's Python Trainer: HF's own arithmetic (no straddling windows, the
-    // running loss restarts at zero).
-    LOG(WARNING) << dir << " has no " << kResumePositionFile
-                 << ": resuming with HF's data position (global_step based)";
-    out.position.epoch = loaded.global_step / num_update_steps_per_epoch;
-    out.position.micro_batches_in_epoch = (loaded.global_step % num_update_steps_per_epoch) * ga;
-    out.position.total_batched_samples = loaded.global_step * ga;
-    out.position.globalstep_last_logged = loaded.global_step;
-  }
+  ASSIGN_OR_RETURN(out.position, LoadResumePosition(dir, loaded, num_update_steps_per_epoch));
   // The loaded state keeps the run's log history, best metric and counters; the caller then
   // sets this run's plan (max_steps, epochs) over it, as HF does.
   state_ = std::move(loaded);
   if (args_.restore_callback_states_from_checkpoint()) {
     RETURN_IF_ERROR(RestoreCallbackStates(state_.stateful_callbacks));
   }
+  RETURN_IF_ERROR(LoadOptimizerState(dir));
+  RETURN_IF_ERROR(LoadProcessFiles(dir, out));
+  return out;
+}
+
+absl::StatusOr<ResumePosition> Trainer::LoadResumePosition(const std::string& dir,
+                                                           const TrainerState& loaded,
+                                                           int64_t num_update_steps_per_epoch) {
+  const int64_t ga = args_.gradient_accumulation_steps();
+  absl::StatusOr<std::string> position_text = base::ReadFile(dir + "/" + kResumePositionFile);
+  if (position_text.ok()) {
+    ASSIGN_OR_RETURN(ResumePosition position, ResumePosition::FromJson(*position_text), dir);
+    return position;
+  }
+  // A folder written by HF's Python Trainer: HF's own arithmetic (no straddling windows, the
+  // running loss restarts at zero).
+  LOG(WARNING) << dir << " has no " << kResumePositionFile
+               << ": resuming with HF's data position (global_step based)";
+  ResumePosition position;
+  position.epoch = loaded.global_step / num_update_steps_per_epoch;
+  position.micro_batches_in_epoch = (loaded.global_step % num_update_steps_per_epoch) * ga;
+  position.total_batched_samples = loaded.global_step * ga;
+  position.globalstep_last_logged = loaded.global_step;
+  return position;
+}
+
+absl::Status Trainer::LoadOptimizerState(const std::string& dir) {
   const bool strategy_state = strategy_->OwnsOptimizerState();
   const char* optimizer_file = strategy_state ? "latest" : kOptimizerFile;
   if (args_.save_only_model() || !std::filesystem::exists(dir + "/" + optimizer_file)) {
@@ -311,6 +325,11 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
   if (precision_->grad_scaler() != nullptr) {
     RETURN_IF_ERROR(runtime::LoadGradScalerFile(dir, precision_->grad_scaler()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::LoadProcessFiles(const std::string& dir, ResumedCheckpoint& out) {
+  const int64_t ga = args_.gradient_accumulation_steps();
   RETURN_IF_ERROR(LoadPendingGrads(dir, model_.get(), parallel_.rank(), parallel_.world_size()));
   const ProcessFileNames files = ProcessFiles(parallel_.rank(), parallel_.world_size());
   if (out.position.total_batched_samples % ga != 0 &&
@@ -337,13 +356,13 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
         break;
       }
     }
-    return out;
+    return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(out.rng, rng::LoadRngState(dir + "/" + files.rng));
   if (std::filesystem::exists(dir + "/" + files.epoch_start_rng)) {
     ASSIGN_OR_RETURN(out.epoch_start_rng, rng::LoadRngState(dir + "/" + files.epoch_start_rng));
   }
-  return out;
+  return absl::OkStatus();
 }
 
 Metrics Trainer::CallbackStates() const {
