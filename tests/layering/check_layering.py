@@ -7,7 +7,7 @@ Rules (each failure names the target, the dependency and the rule):
              has its own row (tests/testdata).
   never-uses a package of the table's "never uses" lines does not reach (through deps) the
              named repository, except through the named targets.
-  include    every #include "loom/path.h" in a target's srcs/hdrs is a header of the target
+  include    every #include "pkg/path.h" in a target's srcs/hdrs is a header of the target
              itself or of one of its direct deps (aliases count as their actual target).
   visibility each library package's default_visibility names the package_group of the layers
              above it (defined in the root BUILD), and each group lists exactly those layers;
@@ -33,6 +33,7 @@ RULE_LAYERING = ("a package may depend only on packages in layers below its own,
                  "or sideways (README.md, Architecture)")
 RULE_INCLUDE = "every #include is backed by a declared dependency (README.md, Architecture)"
 
+
 class Layers:
   """The README's table: ordered rows of packages, and the "never uses" rules."""
 
@@ -48,7 +49,7 @@ class Layers:
   def layer_of_package(self, package):
     """The table entry a Bazel package belongs to (longest matching folder), or None."""
     if package.startswith("@"):
-      return "third_party"
+      return "third_party" if "third_party" in self.row_of else None
     parts = package.split("/")
     for n in range(len(parts), 0, -1):
       key = "/".join(parts[:n])
@@ -120,6 +121,8 @@ def check_never_uses(graph, layers):
       if layers.layer_of_package(target.package) != package or target.label in exempt:
         continue
       path = _path_to_repo(graph, target.label, repo, exempt, set())
+      if path and layers.layer_of_package(build_graph.label_package(path[1])) == package:
+        continue  # reported on the target of the package where the path leaves it
       if path:
         failures.append("%s reaches %s through %s; rule: `%s` never uses `%s` except through "
                         "%s (README.md, Architecture)" %

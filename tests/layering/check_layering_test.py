@@ -158,7 +158,7 @@ class RealTreeTest(unittest.TestCase):
   def test_base_depending_on_trainer_fails(self):
     root = os.path.join(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")), "tree")
     self.addCleanup(shutil.rmtree, os.path.dirname(root))
-    shutil.copytree(".", root, symlinks=False)
+    shutil.copytree(".", root, symlinks=False, ignore=shutil.ignore_patterns("bazel-*", ".git"))
     _, before = check_layering.run(root, os.path.join(root, "README.md"))
     self.assertFalse(any(self.PLANTED in f for f in before))
     path = os.path.join(root, "base", "BUILD")
@@ -173,7 +173,7 @@ class RealTreeTest(unittest.TestCase):
     _, after = check_layering.run(root, os.path.join(root, "README.md"))
     self.assertIn("%s; rule: %s" % (self.PLANTED, check_layering.RULE_LAYERING), after)
     for failure in sorted(set(after) - set(before)):
-      print("planted //base:file_util -> //trainer: FAIL " + failure)
+      print("with //base:file_util -> //trainer planted: FAIL " + failure)
 
 
 if __name__ == "__main__":
