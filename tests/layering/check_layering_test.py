@@ -152,15 +152,14 @@ cc_library(name = "torch_io", srcs = ["torch_io.cc"], deps = ["@libtorch//:torch
 class RealTreeTest(unittest.TestCase):
   """The repository itself, with a wrong-way dependency planted in //base."""
 
-  PLANTED = ("//base:file_util depends on //trainer:trainer: upward dependency from 'base' "
-             "(layer 16 of 17) to 'trainer' (layer 4 of 17)")
+  PLANTED = "//base:file_util depends on //trainer:trainer: upward dependency from 'base' (layer "
 
   def test_base_depending_on_trainer_fails(self):
     root = os.path.join(tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR")), "tree")
     self.addCleanup(shutil.rmtree, os.path.dirname(root))
     shutil.copytree(".", root, symlinks=False, ignore=shutil.ignore_patterns("bazel-*", ".git"))
     _, before = check_layering.run(root, os.path.join(root, "README.md"))
-    self.assertFalse(any(self.PLANTED in f for f in before))
+    self.assertFalse(any(f.startswith(self.PLANTED) for f in before))
     path = os.path.join(root, "base", "BUILD")
     with open(path) as f:
       text = f.read()
@@ -171,7 +170,10 @@ class RealTreeTest(unittest.TestCase):
     with open(path, "w") as f:
       f.write(planted)
     _, after = check_layering.run(root, os.path.join(root, "README.md"))
-    self.assertIn("%s; rule: %s" % (self.PLANTED, check_layering.RULE_LAYERING), after)
+    planted_failures = [f for f in after if f.startswith(self.PLANTED)]
+    self.assertEqual(len(planted_failures), 1, after)
+    self.assertIn("to 'trainer' (layer", planted_failures[0])
+    self.assertTrue(planted_failures[0].endswith("; rule: " + check_layering.RULE_LAYERING))
     for failure in sorted(set(after) - set(before)):
       print("with //base:file_util -> //trainer planted: FAIL " + failure)
 
