@@ -9,6 +9,10 @@
 //       --block_sizes 262144,1048576 --queue_depths 8,32 --thread_counts 1,2,4
 #include <gflags/gflags.h>
 
+#include <optional>
+
+#include "base/tool_flags.h"
+
 #include <iostream>
 #include <string>
 #include <vector>
@@ -45,10 +49,13 @@ bool ParseList(const std::string& flag, const std::string& text, std::vector<int
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "Sweeps aio block_size x queue_depth x thread_count on a folder and prints the best aio "
-      "section for a DeepSpeed config.\n  aio_bench --folder /local_nvme [--bytes 256MB]");
-  gflags::ParseCommandLineFlags(&argc, &argv, /*remove_flags=*/true);
+  if (std::optional<int> exit_code = loom::base::ParseToolFlags(
+          &argc, &argv,
+          "Sweeps aio block_size x queue_depth x thread_count on a folder and prints the best aio "
+          "section for a DeepSpeed config.\n  aio_bench --folder /local_nvme [--bytes 256MB]",
+          "tools/aio_bench.cc")) {
+    return *exit_code;
+  }
   if (argc > 1 || FLAGS_folder.empty()) {
     std::cerr << "aio_bench: --folder is required (and takes no other arguments; --help lists "
                  "the flags)\n";

@@ -19,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "estimate/memory_check.h"
 #include "estimate/memory_estimate.h"
+#include "base/tool_flags.h"
 #include "gflags/gflags.h"
 
 DEFINE_int32(stage, 3, "ZeRO stage to estimate: 2 or 3");
@@ -60,12 +61,15 @@ std::optional<int64_t> Count(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "DeepSpeed's ZeRO memory estimate for params, optimizer states and gradients.\n"
-      "  estimate_memory --stage 3 --total_params N --largest_layer_params L "
-      "[--num_gpus_per_node G] [--num_nodes N]\n"
-      "  estimate_memory --model_name_or_path FOLDER [--stage 2|3] [--format json]");
-  gflags::ParseCommandLineFlags(&argc, &argv, /*remove_flags=*/true);
+  if (std::optional<int> exit_code = loom::base::ParseToolFlags(
+          &argc, &argv,
+          "DeepSpeed's ZeRO memory estimate for params, optimizer states and gradients.\n"
+          "  estimate_memory --stage 3 --total_params N --largest_layer_params L "
+          "[--num_gpus_per_node G] [--num_nodes N]\n"
+          "  estimate_memory --model_name_or_path FOLDER [--stage 2|3] [--format json]",
+          "tools/estimate_memory.cc")) {
+    return *exit_code;
+  }
   if (argc > 1) return BadUsage(std::string("unexpected argument '") + argv[1] + "'");
   if (FLAGS_stage != 2 && FLAGS_stage != 3) return BadUsage("--stage must be 2 or 3");
   if (FLAGS_num_gpus_per_node < 1 || FLAGS_num_nodes < 1) {

@@ -22,6 +22,10 @@
 
 #if __has_include(<gflags/gflags.h>) && !defined(LOOM_NO_GFLAGS)
 #include <gflags/gflags.h>
+
+#include <optional>
+
+#include "base/tool_flags.h"
 DEFINE_int32(nproc_per_node, 0,
              "show the GPU each of this many local ranks would use (default: under a launcher, "
              "LOCAL_WORLD_SIZE)");
@@ -62,8 +66,10 @@ int ParseFlags(int argc, char** argv) {
 
 int main(int argc, char** argv) {
 #ifdef LOOM_HAVE_GFLAGS
-  gflags::SetUsageMessage(kUsage);
-  gflags::ParseCommandLineFlags(&argc, &argv, /*remove_flags=*/true);
+  if (std::optional<int> exit_code =
+          loom::base::ParseToolFlags(&argc, &argv, kUsage, "tools/gpu_order.cc")) {
+    return *exit_code;
+  }
   if (argc > 1) {
     std::cerr << "gpu_order: unexpected argument '" << argv[1] << "' (--help lists the flags)\n";
     return 2;
