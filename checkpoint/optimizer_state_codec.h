@@ -57,8 +57,9 @@ auto FieldOf(Access access) {
 }
 
 // One param_group key. An option is written as its Python value (float, bool, a 2-tuple of
-// floats, or a float or None) and read back with the same type; a key LibTorch has no option
-// for is written as `fixed` and ignored on loading.
+// floats, or a float or None) and read back with the same type; it has no default, as
+// Optimizer.load_state_dict takes every hyperparameter from the file (a missing key is an
+// error). A key LibTorch has no option for is written as `fixed` and ignored on loading.
 struct GroupKey {
   using Option =
       std::variant<Field<double, OptimizerOptions>, Field<bool, OptimizerOptions>,

@@ -15,14 +15,12 @@
 namespace loom::checkpoint::optimizer_state_internal {
 namespace {
 
+// clang-format off
 // The option `name` of `O` under the Python key "name".
-#define OPTION(name) \
-  Option<O>(         \
-      #name, [](auto& o) -> auto& { return o.name(); })
+#define OPTION(name) Option<O>(#name, [](auto& o) -> auto& { return o.name(); })
 // The state tensor `name` of `S` under the Python key "name".
-#define STATE(name, entry) \
-  Tensor<S>(               \
-      #name, entry, [](auto& s) -> auto& { return s.name(); })
+#define STATE(name, entry) Tensor<S>(#name, entry, [](auto& s) -> auto& { return s.name(); })
+// clang-format on
 
 // Adam and AdamW keep the same state.
 template <typename S>
