@@ -285,6 +285,255 @@ absl::Status AddZero3Parameters(c10::ArrayRef<IValue> groups,
   return absl::OkStatus();
 }
 
+// Every rank's fp32 partitions (the *_optim_states.pt files), with the stage and world size
+// they agree on.
+struct OptimStates {
+  std::vector<RankPartitions> partitions;  // by rank
+  int64_t world = 0;
+  int64_t zero_stage = 0;
+};
+
+// One rank's optimizer file into `states`, checked against the files before it.
+absl::Status ReadRankOptimState(const std::string& file, OptimStates& states) {
+  ASSIGN_OR_RETURN(std::unique_ptr<LazyTorchSave> lazy, LazyTorchSave::Open(file));
+  const IValue top = lazy->value();
+  ASSIGN_OR_RETURN(IValue osd, Key(top, "optimizer_state_dict", file));
+  ASSIGN_OR_RETURN(IValue stage_v, Key(osd, "zero_stage", file));
+  ASSIGN_OR_RETURN(int64_t stage, IntOf(stage_v, file + ": zero_stage"));
+  if (stage < 1 || stage > 3 || (states.zero_stage != 0 && stage != states.zero_stage)) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": zero_stage ", stage));
+  }
+  states.zero_stage = stage;
+  ASSIGN_OR_RETURN(IValue count_v, Key(osd, "partition_count", file));
+  ASSIGN_OR_RETURN(states.world, IntOf(count_v, file + ": partition_count"));
+  const std::string groups_key =
+      stage == 3 ? "fp32_flat_groups" : "single_partition_of_fp32_groups";
+  ASSIGN_OR_RETURN(IValue groups, Key(osd, groups_key, file));
+  if (!groups.isList()) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": ", groups_key, " is not a list"));
+  }
+  RankPartitions mine;
+  for (const IValue& g : groups.toListRef()) {
+    if (!g.isTensor() || g.toTensor().dim() != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": ", groups_key, " holds something other than 1-D tensors"));
+    }
+    mine.groups.push_back(g.toTensor());
+  }
+  std::vector<RankPartitions>& partitions = states.partitions;
+  if (!partitions.empty() && mine.groups.size() != partitions[0].groups.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": ", mine.groups.size(),
+                                                   " parameter groups, the first file ",
+                                                   partitions[0].groups.size()));
+  }
+  mine.file = std::move(lazy);
+  partitions.push_back(std::move(mine));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<OptimStates> ReadOptimStates(const std::string& folder) {
+  const std::vector<std::string> optim_files = FilesEndingWith(folder, "_optim_states.pt");
+  if (optim_files.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("can't find '*_optim_states.pt' files in directory '", folder, "'"));
+  }
+  OptimStates states;
+  for (const std::string& name : optim_files) {
+    RETURN_IF_ERROR(ReadRankOptimState(folder + "/" + name, states));
+  }
+  if (states.world != static_cast<int64_t>(optim_files.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Expected ", states.world, " of '*_optim_states.pt' under '", folder, "' but found ",
+        optim_files.size(),
+        " files. Possibly due to an overwrite of an old checkpoint, or a checkpoint didn't get "
+        "saved by one or more processes."));
+  }
+  return states;
+}
+
+// Rank 0's model file (names, shapes, buffers) and the names of every rank's.
+struct ModelStates {
+  std::vector<std::string> files;  // every *_model_states.pt, rank order
+  std::string path;                // the first
+  std::unique_ptr<LazyTorchSave> file;
+  IValue model, buffer_names, module, param_shapes, shared_params;
+};
+
+absl::StatusOr<ModelStates> ReadModelStates(const std::string& folder) {
+  ModelStates m;
+  m.files = FilesEndingWith(folder, "_model_states.pt");
+  if (m.files.empty()) {
+    return absl::NotFoundError(absl::StrCat("no *_model_states.pt in ", folder));
+  }
+  m.path = folder + "/" + m.files[0];
+  ASSIGN_OR_RETURN(m.file, LazyTorchSave::Open(m.path));
+  m.model = m.file->value();
+  ASSIGN_OR_RETURN(m.buffer_names, Key(m.model, "buffer_names", m.path));
+  ASSIGN_OR_RETURN(m.module, Key(m.model, "module", m.path));
+  ASSIGN_OR_RETURN(m.param_shapes, Key(m.model, "param_shapes", m.path));
+  ASSIGN_OR_RETURN(m.shared_params, Key(m.model, "shared_params", m.path));
+  if (!m.buffer_names.isList() || !m.module.isGenericDict() || !m.param_shapes.isList() ||
+      !m.shared_params.isGenericDict()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        m.path, ": buffer_names, module, param_shapes or shared_params has the wrong type"));
+  }
+  return m;
+}
+
+// The module's buffers named in buffer_names, as float32.
+absl::Status AddBuffers(const ModelStates& m, const AddFn& add) {
+  std::vector<std::string> buffers;
+  for (const IValue& b : m.buffer_names.toListRef()) {
+    if (b.isString()) buffers.push_back(b.toStringRef());
+  }
+  for (const auto& entry : m.module.toGenericDict()) {
+    if (!entry.key().isString() || !entry.value().isTensor()) continue;
+    const std::string name = entry.key().toStringRef();
+    if (std::find(buffers.begin(), buffers.end(), name) != buffers.end()) {
+      ASSIGN_OR_RETURN(at::Tensor buffer, m.file->Materialize(entry.value().toTensor()),
+                       absl::StrCat(m.path, ": buffer ", name));
+      add(name, buffer.to(at::kFloat));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The frozen_param_fragments of ranks 1.. (stage 3 splits each frozen parameter over every
+// rank's model file), appended to `fragments` and `files`.
+absl::Status ReadOtherFrozenFragments(const std::string& folder, const ModelStates& m,
+                                      std::vector<c10::impl::GenericDict>& fragments,
+                                      std::vector<std::unique_ptr<LazyTorchSave>>& files) {
+  for (size_t r = 1; r < m.files.size(); ++r) {
+    const std::string other = folder + "/" + m.files[r];
+    ASSIGN_OR_RETURN(std::unique_ptr<LazyTorchSave> other_file, LazyTorchSave::Open(other));
+    const IValue model = other_file->value();
+    files.push_back(std::move(other_file));
+    ASSIGN_OR_RETURN(IValue f, Key(model, "frozen_param_fragments", other));
+    if (!f.isGenericDict()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(other, ": frozen_param_fragments is not a dict"));
+    }
+    fragments.push_back(f.toGenericDict());
+  }
+  return absl::OkStatus();
+}
+
+// Frozen parameters, as stored: stage 3 concatenates every rank's fragment of each; stages
+// 1-2 store the whole in rank 0's file. Takes over m.file.
+absl::Status AddFrozenParameters(const std::string& folder, ModelStates& m, int64_t zero_stage,
+                                 const AddFn& add) {
+  const auto model_dict = m.model.toGenericDict();
+  auto frozen_shapes = model_dict.find(IValue("frozen_param_shapes"));
+  auto frozen_fragments = model_dict.find(IValue("frozen_param_fragments"));
+  if (frozen_shapes == model_dict.end() || !frozen_shapes->value().isGenericDict() ||
+      frozen_shapes->value().toGenericDict().empty()) {
+    return absl::OkStatus();
+  }
+  if (frozen_fragments == model_dict.end() || !frozen_fragments->value().isGenericDict()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(m.path, ": frozen_param_shapes without frozen_param_fragments"));
+  }
+  std::vector<c10::impl::GenericDict> fragments = {frozen_fragments->value().toGenericDict()};
+  std::vector<std::unique_ptr<LazyTorchSave>> fragment_files;
+  fragment_files.push_back(std::move(m.file));
+  if (zero_stage == 3)
+    RETURN_IF_ERROR(ReadOtherFrozenFragments(folder, m, fragments, fragment_files));
+  for (const auto& entry : frozen_shapes->value().toGenericDict()) {
+    const std::string name = entry.key().toStringRef();
+    std::vector<at::Tensor> pieces;
+    for (size_t f = 0; f < fragments.size(); ++f) {
+      auto it = fragments[f].find(entry.key());
+      if (it == fragments[f].end() || !it->value().isTensor()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(m.path, ": frozen parameter '", name, "' has no fragment"));
+      }
+      ASSIGN_OR_RETURN(at::Tensor piece, fragment_files[f]->Materialize(it->value().toTensor()),
+                       absl::StrCat(m.path, ": frozen parameter ", name));
+      pieces.push_back(piece);
+    }
+    if (zero_stage != 3) {
+      add(name, pieces[0]);
+      continue;
+    }
+    std::vector<int64_t> shape;
+    ASSIGN_OR_RETURN(const int64_t numel,
+                     Numel(entry.value(), absl::StrCat(m.path, ": ", name), &shape));
+    add(name, at::cat(pieces).narrow(0, 0, numel).view(shape));
+  }
+  return absl::OkStatus();
+}
+
+// The consolidated tensors in the order they were added, and by name (for shared_params).
+struct Consolidated {
+  NamedTensors out;
+  std::map<std::string, at::Tensor> by_name;
+  AddFn Adder() {
+    return [this](const std::string& name, at::Tensor t) {
+      by_name[name] = t;
+      out.emplace_back(name, std::move(t));
+    };
+  }
+};
+
+// shared_params: each alias gets its owner's tensor.
+void AddSharedParameters(const IValue& shared_params, Consolidated& c) {
+  const AddFn add = c.Adder();
+  for (const auto& entry : shared_params.toGenericDict()) {
+    if (!entry.key().isString() || !entry.value().isString()) continue;
+    auto owner = c.by_name.find(entry.value().toStringRef());
+    if (owner != c.by_name.end()) add(entry.key().toStringRef(), owner->second);
+  }
+}
+
+// dir/<tag>, the tag from options or from dir/latest; NotFound when it is not a directory.
+absl::StatusOr<std::string> CheckpointFolder(const std::string& dir,
+                                             const ZeroReadOptions& options) {
+  std::string t;
+  if (options.tag) {
+    t = *options.tag;
+  } else {
+    ASSIGN_OR_RETURN(t, ReadTag(dir));
+  }
+  const std::string folder = dir + "/" + t;
+  if (!std::filesystem::is_directory(folder)) {
+    return absl::NotFoundError(absl::StrCat("Directory '", folder, "' doesn't exist"));
+  }
+  return folder;
+}
+
+// Everything but the folder check, which ReadZeroCheckpoint's error context needs first.
+absl::StatusOr<ZeroCheckpoint> ReadZeroFolder(const std::string& folder,
+                                              const ZeroReadOptions& options) {
+  ASSIGN_OR_RETURN(OptimStates states, ReadOptimStates(folder));
+  ASSIGN_OR_RETURN(ModelStates m, ReadModelStates(folder));
+  Consolidated c;
+  const AddFn add = c.Adder();
+  RETURN_IF_ERROR(AddBuffers(m, add));
+  const auto model_dict = m.model.toGenericDict();
+  if (!options.exclude_frozen_parameters) {
+    RETURN_IF_ERROR(AddFrozenParameters(folder, m, states.zero_stage, add));
+  }
+  const auto groups = m.param_shapes.toListRef();
+  if (states.zero_stage == 3) {
+    RETURN_IF_ERROR(
+        AddZero3Parameters(groups, states.partitions, states.world, m.path, folder, add));
+  } else {
+    RETURN_IF_ERROR(
+        AddPartitionedGroups(groups, states.partitions, states.world, m.path, folder, add));
+  }
+  AddSharedParameters(m.shared_params, c);
+  ZeroCheckpoint result;
+  result.state = std::move(c.out);
+  result.zero_stage = states.zero_stage;
+  result.world_size = states.world;
+  result.folder = folder;
+  auto version = model_dict.find(IValue("ds_version"));
+  if (version != model_dict.end() && version->value().isString()) {
+    result.ds_version = version->value().toStringRef();
+  }
+  return result;
+}
+
 }  // namespace
 
 absl::StatusOr<NamedTensors> ConsolidateZeroCheckpoint(const std::string& dir,
@@ -319,178 +568,9 @@ absl::StatusOr<LoadStateDictResult> LoadStateDictFromZeroCheckpoint(
 
 absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
                                                   const ZeroReadOptions& options) {
-  const std::optional<std::string>& tag = options.tag;
-  std::string t;
-  if (tag) {
-    t = *tag;
-  } else {
-    ASSIGN_OR_RETURN(t, ReadTag(dir));
-  }
-  const std::string folder = dir + "/" + t;
-  if (!std::filesystem::is_directory(folder)) {
-    return absl::NotFoundError(absl::StrCat("Directory '", folder, "' doesn't exist"));
-  }
+  ASSIGN_OR_RETURN(const std::string folder, CheckpointFolder(dir, options));
   try {
-    // Every rank's fp32 partitions.
-    const std::vector<std::string> optim_files = FilesEndingWith(folder, "_optim_states.pt");
-    if (optim_files.empty()) {
-      return absl::NotFoundError(
-          absl::StrCat("can't find '*_optim_states.pt' files in directory '", folder, "'"));
-    }
-    std::vector<RankPartitions> partitions;  // by rank
-    int64_t world = 0;
-    int64_t zero_stage = 0;
-    for (const std::string& name : optim_files) {
-      const std::string file = folder + "/" + name;
-      ASSIGN_OR_RETURN(std::unique_ptr<LazyTorchSave> lazy, LazyTorchSave::Open(file));
-      const IValue top = lazy->value();
-      ASSIGN_OR_RETURN(IValue osd, Key(top, "optimizer_state_dict", file));
-      ASSIGN_OR_RETURN(IValue stage_v, Key(osd, "zero_stage", file));
-      ASSIGN_OR_RETURN(int64_t stage, IntOf(stage_v, file + ": zero_stage"));
-      if (stage < 1 || stage > 3 || (zero_stage != 0 && stage != zero_stage)) {
-        return absl::InvalidArgumentError(absl::StrCat(file, ": zero_stage ", stage));
-      }
-      zero_stage = stage;
-      ASSIGN_OR_RETURN(IValue count_v, Key(osd, "partition_count", file));
-      ASSIGN_OR_RETURN(world, IntOf(count_v, file + ": partition_count"));
-      const std::string groups_key =
-          stage == 3 ? "fp32_flat_groups" : "single_partition_of_fp32_groups";
-      ASSIGN_OR_RETURN(IValue groups, Key(osd, groups_key, file));
-      if (!groups.isList()) {
-        return absl::InvalidArgumentError(absl::StrCat(file, ": ", groups_key, " is not a list"));
-      }
-      RankPartitions mine;
-      for (const IValue& g : groups.toListRef()) {
-        if (!g.isTensor() || g.toTensor().dim() != 1) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(file, ": ", groups_key, " holds something other than 1-D tensors"));
-        }
-        mine.groups.push_back(g.toTensor());
-      }
-      if (!partitions.empty() && mine.groups.size() != partitions[0].groups.size()) {
-        return absl::InvalidArgumentError(absl::StrCat(file, ": ", mine.groups.size(),
-                                                       " parameter groups, the first file ",
-                                                       partitions[0].groups.size()));
-      }
-      mine.file = std::move(lazy);
-      partitions.push_back(std::move(mine));
-    }
-    if (world != static_cast<int64_t>(optim_files.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Expected ", world, " of '*_optim_states.pt' under '", folder, "' but found ",
-          optim_files.size(),
-          " files. Possibly due to an overwrite of an old checkpoint, or a checkpoint didn't get "
-          "saved by one or more processes."));
-    }
-
-    // The model file: names, shapes, buffers.
-    const std::vector<std::string> model_files = FilesEndingWith(folder, "_model_states.pt");
-    if (model_files.empty()) {
-      return absl::NotFoundError(absl::StrCat("no *_model_states.pt in ", folder));
-    }
-    const std::string mfile = folder + "/" + model_files[0];
-    ASSIGN_OR_RETURN(std::unique_ptr<LazyTorchSave> model_file, LazyTorchSave::Open(mfile));
-    const IValue model = model_file->value();
-    ASSIGN_OR_RETURN(IValue buffer_names, Key(model, "buffer_names", mfile));
-    ASSIGN_OR_RETURN(IValue module, Key(model, "module", mfile));
-    ASSIGN_OR_RETURN(IValue param_shapes, Key(model, "param_shapes", mfile));
-    ASSIGN_OR_RETURN(IValue shared_params, Key(model, "shared_params", mfile));
-    if (!buffer_names.isList() || !module.isGenericDict() || !param_shapes.isList() ||
-        !shared_params.isGenericDict()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          mfile, ": buffer_names, module, param_shapes or shared_params has the wrong type"));
-    }
-    NamedTensors out;
-    std::map<std::string, at::Tensor> by_name;
-    const auto add = [&](const std::string& name, at::Tensor t) {
-      by_name[name] = t;
-      out.emplace_back(name, std::move(t));
-    };
-    std::vector<std::string> buffers;
-    for (const IValue& b : buffer_names.toListRef()) {
-      if (b.isString()) buffers.push_back(b.toStringRef());
-    }
-    for (const auto& entry : module.toGenericDict()) {
-      if (!entry.key().isString() || !entry.value().isTensor()) continue;
-      const std::string name = entry.key().toStringRef();
-      if (std::find(buffers.begin(), buffers.end(), name) != buffers.end()) {
-        ASSIGN_OR_RETURN(at::Tensor buffer, model_file->Materialize(entry.value().toTensor()),
-                         absl::StrCat(mfile, ": buffer ", name));
-        add(name, buffer.to(at::kFloat));
-      }
-    }
-    // Frozen parameters, as stored.
-    const auto model_dict = model.toGenericDict();
-    auto frozen_shapes = model_dict.find(IValue("frozen_param_shapes"));
-    auto frozen_fragments = model_dict.find(IValue("frozen_param_fragments"));
-    if (!options.exclude_frozen_parameters && frozen_shapes != model_dict.end() &&
-        frozen_shapes->value().isGenericDict() && !frozen_shapes->value().toGenericDict().empty()) {
-      if (frozen_fragments == model_dict.end() || !frozen_fragments->value().isGenericDict()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(mfile, ": frozen_param_shapes without frozen_param_fragments"));
-      }
-      // Stage 3: every rank's model file holds a fragment of each; stages 1-2: the whole.
-      std::vector<c10::impl::GenericDict> fragments = {frozen_fragments->value().toGenericDict()};
-      std::vector<std::unique_ptr<LazyTorchSave>> fragment_files;
-      fragment_files.push_back(std::move(model_file));
-      if (zero_stage == 3) {
-        for (size_t r = 1; r < model_files.size(); ++r) {
-          const std::string other = folder + "/" + model_files[r];
-          ASSIGN_OR_RETURN(std::unique_ptr<LazyTorchSave> other_file, LazyTorchSave::Open(other));
-          const IValue m = other_file->value();
-          fragment_files.push_back(std::move(other_file));
-          ASSIGN_OR_RETURN(IValue f, Key(m, "frozen_param_fragments", other));
-          if (!f.isGenericDict()) {
-            return absl::InvalidArgumentError(
-                absl::StrCat(other, ": frozen_param_fragments is not a dict"));
-          }
-          fragments.push_back(f.toGenericDict());
-        }
-      }
-      for (const auto& entry : frozen_shapes->value().toGenericDict()) {
-        const std::string name = entry.key().toStringRef();
-        std::vector<at::Tensor> pieces;
-        for (size_t f = 0; f < fragments.size(); ++f) {
-          auto it = fragments[f].find(entry.key());
-          if (it == fragments[f].end() || !it->value().isTensor()) {
-            return absl::InvalidArgumentError(
-                absl::StrCat(mfile, ": frozen parameter '", name, "' has no fragment"));
-          }
-          ASSIGN_OR_RETURN(at::Tensor piece, fragment_files[f]->Materialize(it->value().toTensor()),
-                           absl::StrCat(mfile, ": frozen parameter ", name));
-          pieces.push_back(piece);
-        }
-        if (zero_stage != 3) {
-          add(name, pieces[0]);
-          continue;
-        }
-        std::vector<int64_t> shape;
-        ASSIGN_OR_RETURN(const int64_t numel,
-                         Numel(entry.value(), absl::StrCat(mfile, ": ", name), &shape));
-        add(name, at::cat(pieces).narrow(0, 0, numel).view(shape));
-      }
-    }
-    const auto groups = param_shapes.toListRef();
-    if (zero_stage == 3) {
-      RETURN_IF_ERROR(AddZero3Parameters(groups, partitions, world, mfile, folder, add));
-    } else {
-      RETURN_IF_ERROR(AddPartitionedGroups(groups, partitions, world, mfile, folder, add));
-    }
-    for (const auto& entry : shared_params.toGenericDict()) {
-      if (!entry.key().isString() || !entry.value().isString()) continue;
-      auto owner = by_name.find(entry.value().toStringRef());
-      if (owner != by_name.end()) add(entry.key().toStringRef(), owner->second);
-    }
-    ZeroCheckpoint result;
-    result.state = std::move(out);
-    result.zero_stage = zero_stage;
-    result.world_size = world;
-    result.folder = folder;
-    auto version = model_dict.find(IValue("ds_version"));
-    if (version != model_dict.end() && version->value().isString()) {
-      result.ds_version = version->value().toStringRef();
-    }
-    return result;
+    return ReadZeroFolder(folder, options);
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument,
                                     absl::StrCat("reading the ZeRO checkpoint ", folder));

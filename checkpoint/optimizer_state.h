@@ -24,6 +24,7 @@
 //                         exp_avg_sq_col or exp_avg_sq, RMS; groups lr (None allowed), eps,
 //                         clip_threshold, decay_rate, beta1 (None allowed), weight_decay,
 //                         scale_parameter, relative_step, warmup_init
+// (Each is one table in optimizer_state_layouts.cc, read by one encoder and one decoder.)
 // State tensors are written as CPU tensors (portable; Python's load_state_dict moves them to
 // each parameter's device) and read back onto the parameter's device, floating-point ones cast
 // to its dtype (Python's rule; "step" is never cast).

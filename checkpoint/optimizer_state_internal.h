@@ -1,6 +1,9 @@
-// Internals of optimizer_state.cc: a checked view of one Python dict of a state dict and the
-// per-optimizer codecs (Python names and values of hyperparameters and per-parameter state).
-// Not part of the API.
+// Internals of optimizer_state.cc: a checked view of one Python dict of a state dict, whose
+// errors say where in the state dict a value is. Not part of the API.
+//
+// Example:
+//   const DictView group(dict, "param_groups[0]");
+//   ASSIGN_OR_RETURN(const double lr, group.Double("lr"));  // 'param_groups[0]["lr"] is missing'
 #ifndef LOOM_CHECKPOINT_OPTIMIZER_STATE_INTERNAL_H_
 #define LOOM_CHECKPOINT_OPTIMIZER_STATE_INTERNAL_H_
 
@@ -9,8 +12,6 @@
 #include <torch/optim/optimizer.h>
 
 #include <cmath>
-#include <functional>
-#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -33,15 +34,6 @@ using torch::optim::OptimizerParamState;
 using Betas = std::tuple<double, double>;
 
 inline GenericDict NewDict() { return GenericDict(c10::StringType::get(), c10::AnyType::get()); }
-
-inline IValue Pair(const Betas& b) {
-  return c10::ivalue::Tuple::create({std::get<0>(b), std::get<1>(b)});
-}
-inline IValue Optional(const c10::optional<double>& v) { return v ? IValue(*v) : IValue(); }
-inline IValue FloatStep(int64_t step) {
-  return at::scalar_tensor(static_cast<double>(step), at::kFloat);
-}
-inline IValue Cpu(const at::Tensor& t) { return t.detach().to(at::kCPU); }
 
 // Read access to one Python dict of the state dict, with errors that say where it is.
 class DictView {
@@ -141,21 +133,6 @@ class DictView {
   GenericDict dict_;
   std::string where_;
 };
-
-// One optimizer type: its Python names and values.
-struct Codec {
-  std::string name;
-  std::function<bool(const OptimizerOptions&)> matches;
-  std::function<void(const OptimizerOptions&, GenericDict&)> write_group;
-  std::function<absl::Status(const DictView&, OptimizerOptions&)> read_group;
-  std::function<std::optional<GenericDict>(const OptimizerParamState&)> write_state;
-  std::function<absl::StatusOr<std::unique_ptr<OptimizerParamState>>(const DictView&,
-                                                                     const at::Tensor&)>
-      read_state;
-};
-
-// Every codec, AdamW first.
-const std::vector<Codec>& Codecs();
 
 }  // namespace loom::checkpoint::optimizer_state_internal
 

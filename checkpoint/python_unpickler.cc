@@ -1,4 +1,4 @@
-// One file on purpose (~630 lines): the pickle machine's opcodes, its allowlist of Python
+// One file on purpose (~670 lines): the pickle machine's opcodes, its allowlist of Python
 // globals and its bounds checks are one state machine whose invariants (stack kinds, memo,
 // storage sharing) must be read together; splitting the opcode switch would scatter them.
 #include "checkpoint/python_unpickler.h"
@@ -170,6 +170,13 @@ class Machine {
   }
   absl::Status Reduce();
   absl::Status PersistentLoad();
+  absl::Status PushLong(int length_bytes);
+  absl::Status PushBinFloat();
+  absl::Status PushString(unsigned char op);
+  absl::Status PushTuple(unsigned char op);
+  absl::Status StackGlobal();
+  absl::Status NewObject();
+  absl::Status Build();
   absl::StatusOr<IValue> RebuildTensor(const std::vector<IValue>& args);
 
   absl::string_view in_;
@@ -320,6 +327,120 @@ absl::Status Machine::PersistentLoad() {
   return Push(IValue(cached->second));
 }
 
+// LONG1 / LONG4: a little-endian two's-complement integer of a 1- or 4-byte length.
+absl::Status Machine::PushLong(int length_bytes) {
+  uint64_t n = 0;
+  if (length_bytes == 1) {
+    ASSIGN_OR_RETURN(uint8_t n1, TakeLe<uint8_t>());
+    n = n1;
+  } else {
+    ASSIGN_OR_RETURN(uint32_t n4, TakeLe<uint32_t>());
+    n = n4;
+  }
+  if (n > 8) return PickleError(op_at_, "an integer wider than 64 bits");
+  ASSIGN_OR_RETURN(absl::string_view b, Take(n));
+  uint64_t u = 0;
+  for (size_t i = 0; i < n; ++i) u |= uint64_t{static_cast<unsigned char>(b[i])} << (8 * i);
+  if (n > 0 && n < 8 && (b[n - 1] & 0x80)) u |= ~uint64_t{0} << (8 * n);  // sign-extend
+  return Push(IValue(static_cast<int64_t>(u)));
+}
+
+// BINFLOAT: a big-endian double.
+absl::Status Machine::PushBinFloat() {
+  ASSIGN_OR_RETURN(absl::string_view b, Take(8));
+  uint64_t u = 0;
+  for (int i = 0; i < 8; ++i) u = (u << 8) | static_cast<unsigned char>(b[i]);
+  double d;
+  std::memcpy(&d, &u, 8);
+  return Push(IValue(d));
+}
+
+// The string and bytes opcodes: a 4-, 1- or 8-byte length, then the bytes.
+absl::Status Machine::PushString(unsigned char op) {
+  uint64_t n = 0;
+  if (op == 'X' || op == 'T' || op == 'B') {
+    ASSIGN_OR_RETURN(uint32_t n4, TakeLe<uint32_t>());
+    n = n4;
+  } else if (op == 0x8c || op == 'U' || op == 'C') {
+    ASSIGN_OR_RETURN(uint8_t n1, TakeLe<uint8_t>());
+    n = n1;
+  } else {
+    ASSIGN_OR_RETURN(n, TakeLe<uint64_t>());
+  }
+  ASSIGN_OR_RETURN(absl::string_view s, Take(n));
+  return Push(IValue(std::string(s)));
+}
+
+// TUPLE (the items above the MARK) and TUPLE1..3 (the top 1 to 3 items).
+absl::Status Machine::PushTuple(unsigned char op) {
+  std::vector<IValue> items;
+  if (op == 't') {
+    // A tuple may hold globals (a persistent id's storage type): keep their names.
+    size_t mark = stack_.size();
+    while (mark > 0 && stack_[mark - 1].kind != Item::Kind::kMark) --mark;
+    if (mark == 0) return PickleError(op_at_, "TUPLE without a MARK");
+    for (size_t i = mark; i < stack_.size(); ++i) {
+      Item& it = stack_[i];
+      items.push_back(it.kind == Item::Kind::kGlobal ? IValue("<global>" + it.global)
+                                                     : std::move(it.value));
+    }
+    stack_.resize(mark - 1);
+  } else {
+    for (int i = 0; i < op - 0x84; ++i) {
+      ASSIGN_OR_RETURN(Item it, Pop());
+      if (it.kind == Item::Kind::kMark) return Unsupported(it, "in a tuple");
+      items.insert(items.begin(), it.kind == Item::Kind::kGlobal ? IValue("<global>" + it.global)
+                                                                 : std::move(it.value));
+    }
+  }
+  return Push(c10::ivalue::Tuple::create(std::move(items)));
+}
+
+absl::Status Machine::StackGlobal() {
+  ASSIGN_OR_RETURN(IValue name, PopValue());
+  ASSIGN_OR_RETURN(IValue module, PopValue());
+  if (!name.isString() || !module.isString()) {
+    return PickleError(op_at_, "STACK_GLOBAL without two strings");
+  }
+  return Global(module.toStringRef(), name.toStringRef());
+}
+
+// NEWOBJ: cls.__new__(cls, *args), for DeepSpeed's plain data objects only.
+absl::Status Machine::NewObject() {
+  ASSIGN_OR_RETURN(IValue args, PopValue());
+  ASSIGN_OR_RETURN(Item cls, Pop());
+  if (cls.kind != Item::Kind::kGlobal || !args.isTuple() || !args.toTupleRef().elements().empty() ||
+      std::find(std::begin(kDeepSpeedObjects), std::end(kDeepSpeedObjects), cls.global) ==
+          std::end(kDeepSpeedObjects)) {
+    return Unsupported(cls, "as a class to instantiate (NEWOBJ)");
+  }
+  IValue object = NewDict();
+  object.toGenericDict().insert(IValue(kClassKey), IValue(cls.global));
+  return Push(std::move(object));
+}
+
+// BUILD: a DeepSpeed object's attributes (merged into its dict), or the attributes of an
+// OrderedDict (state_dict's _metadata, dropped).
+absl::Status Machine::Build() {
+  ASSIGN_OR_RETURN(IValue state, PopValue());
+  if (stack_.empty() || stack_.back().kind != Item::Kind::kValue ||
+      !stack_.back().value.isGenericDict() || !state.isGenericDict()) {
+    return PickleError(op_at_, "BUILD of an object other than a dict's attributes");
+  }
+  c10::impl::GenericDict target = stack_.back().value.toGenericDict();
+  if (!target.contains(IValue(kClassKey))) return absl::OkStatus();
+  for (const auto& entry : state.toGenericDict()) {
+    if (!entry.key().isString()) {
+      return PickleError(op_at_, "an object attribute whose name is not a string");
+    }
+    target.insert_or_assign(entry.key(), entry.value());
+  }
+  return absl::OkStatus();
+}
+
+// One flat dispatch over the opcodes on purpose: each case is a few lines over the machine's
+// stack and memo, and the longer ones are the helpers above; splitting the switch itself
+// would scatter the one place that says what every opcode does.
 absl::StatusOr<IValue> Machine::Run() {
   while (true) {
     op_at_ = pos_;
@@ -373,55 +494,25 @@ absl::StatusOr<IValue> Machine::Run() {
         RETURN_IF_ERROR(Push(IValue(int64_t{v})));
         break;
       }
-      case 0x8a:    // LONG1
-      case 0x8b: {  // LONG4
-        uint64_t n = 0;
-        if (op == 0x8a) {
-          ASSIGN_OR_RETURN(uint8_t n1, TakeLe<uint8_t>());
-          n = n1;
-        } else {
-          ASSIGN_OR_RETURN(uint32_t n4, TakeLe<uint32_t>());
-          n = n4;
-        }
-        if (n > 8) return PickleError(op_at_, "an integer wider than 64 bits");
-        ASSIGN_OR_RETURN(absl::string_view b, Take(n));
-        uint64_t u = 0;
-        for (size_t i = 0; i < n; ++i) u |= uint64_t{static_cast<unsigned char>(b[i])} << (8 * i);
-        if (n > 0 && n < 8 && (b[n - 1] & 0x80)) u |= ~uint64_t{0} << (8 * n);  // sign-extend
-        RETURN_IF_ERROR(Push(IValue(static_cast<int64_t>(u))));
+      case 0x8a:  // LONG1
+        RETURN_IF_ERROR(PushLong(1));
         break;
-      }
-      case 'G': {  // BINFLOAT, big-endian
-        ASSIGN_OR_RETURN(absl::string_view b, Take(8));
-        uint64_t u = 0;
-        for (int i = 0; i < 8; ++i) u = (u << 8) | static_cast<unsigned char>(b[i]);
-        double d;
-        std::memcpy(&d, &u, 8);
-        RETURN_IF_ERROR(Push(IValue(d)));
+      case 0x8b:  // LONG4
+        RETURN_IF_ERROR(PushLong(4));
         break;
-      }
-      case 'X':     // BINUNICODE
-      case 'T':     // BINSTRING
-      case 'B':     // BINBYTES
-      case 0x8c:    // SHORT_BINUNICODE
-      case 'U':     // SHORT_BINSTRING
-      case 'C':     // SHORT_BINBYTES
-      case 0x8d:    // BINUNICODE8
-      case 0x8e: {  // BINBYTES8
-        uint64_t n = 0;
-        if (op == 'X' || op == 'T' || op == 'B') {
-          ASSIGN_OR_RETURN(uint32_t n4, TakeLe<uint32_t>());
-          n = n4;
-        } else if (op == 0x8c || op == 'U' || op == 'C') {
-          ASSIGN_OR_RETURN(uint8_t n1, TakeLe<uint8_t>());
-          n = n1;
-        } else {
-          ASSIGN_OR_RETURN(n, TakeLe<uint64_t>());
-        }
-        ASSIGN_OR_RETURN(absl::string_view s, Take(n));
-        RETURN_IF_ERROR(Push(IValue(std::string(s))));
+      case 'G':  // BINFLOAT
+        RETURN_IF_ERROR(PushBinFloat());
         break;
-      }
+      case 'X':   // BINUNICODE
+      case 'T':   // BINSTRING
+      case 'B':   // BINBYTES
+      case 'C':   // SHORT_BINBYTES
+      case 'U':   // SHORT_BINSTRING
+      case 0x8c:  // SHORT_BINUNICODE
+      case 0x8d:  // BINUNICODE8
+      case 0x8e:  // BINBYTES8
+        RETURN_IF_ERROR(PushString(op));
+        break;
       case '}':
         RETURN_IF_ERROR(Push(NewDict()));
         break;
@@ -431,34 +522,12 @@ absl::StatusOr<IValue> Machine::Run() {
       case ')':
         RETURN_IF_ERROR(Push(c10::ivalue::Tuple::create({})));
         break;
-      case 't':
-      case 0x85:
-      case 0x86:
-      case 0x87: {
-        std::vector<IValue> items;
-        if (op == 't') {
-          // A tuple may hold globals (a persistent id's storage type): keep their names.
-          size_t mark = stack_.size();
-          while (mark > 0 && stack_[mark - 1].kind != Item::Kind::kMark) --mark;
-          if (mark == 0) return PickleError(op_at_, "TUPLE without a MARK");
-          for (size_t i = mark; i < stack_.size(); ++i) {
-            Item& it = stack_[i];
-            items.push_back(it.kind == Item::Kind::kGlobal ? IValue("<global>" + it.global)
-                                                           : std::move(it.value));
-          }
-          stack_.resize(mark - 1);
-        } else {
-          for (int i = 0; i < op - 0x84; ++i) {
-            ASSIGN_OR_RETURN(Item it, Pop());
-            if (it.kind == Item::Kind::kMark) return Unsupported(it, "in a tuple");
-            items.insert(items.begin(), it.kind == Item::Kind::kGlobal
-                                            ? IValue("<global>" + it.global)
-                                            : std::move(it.value));
-          }
-        }
-        RETURN_IF_ERROR(Push(c10::ivalue::Tuple::create(std::move(items))));
+      case 't':   // TUPLE
+      case 0x85:  // TUPLE1
+      case 0x86:  // TUPLE2
+      case 0x87:  // TUPLE3
+        RETURN_IF_ERROR(PushTuple(op));
         break;
-      }
       case 'a': {
         ASSIGN_OR_RETURN(IValue v, PopValue());
         RETURN_IF_ERROR(Append({std::move(v)}));
@@ -509,53 +578,21 @@ absl::StatusOr<IValue> Machine::Run() {
         RETURN_IF_ERROR(Global(std::move(module), std::move(name)));
         break;
       }
-      case 0x93: {  // STACK_GLOBAL
-        ASSIGN_OR_RETURN(IValue name, PopValue());
-        ASSIGN_OR_RETURN(IValue module, PopValue());
-        if (!name.isString() || !module.isString()) {
-          return PickleError(op_at_, "STACK_GLOBAL without two strings");
-        }
-        RETURN_IF_ERROR(Global(module.toStringRef(), name.toStringRef()));
+      case 0x93:  // STACK_GLOBAL
+        RETURN_IF_ERROR(StackGlobal());
         break;
-      }
       case 'R':
         RETURN_IF_ERROR(Reduce());
         break;
       case 'Q':
         RETURN_IF_ERROR(PersistentLoad());
         break;
-      case 0x81: {  // NEWOBJ: cls.__new__(cls, *args), for DeepSpeed's plain data objects only
-        ASSIGN_OR_RETURN(IValue args, PopValue());
-        ASSIGN_OR_RETURN(Item cls, Pop());
-        if (cls.kind != Item::Kind::kGlobal || !args.isTuple() ||
-            !args.toTupleRef().elements().empty() ||
-            std::find(std::begin(kDeepSpeedObjects), std::end(kDeepSpeedObjects), cls.global) ==
-                std::end(kDeepSpeedObjects)) {
-          return Unsupported(cls, "as a class to instantiate (NEWOBJ)");
-        }
-        IValue object = NewDict();
-        object.toGenericDict().insert(IValue(kClassKey), IValue(cls.global));
-        RETURN_IF_ERROR(Push(std::move(object)));
+      case 0x81:  // NEWOBJ
+        RETURN_IF_ERROR(NewObject());
         break;
-      }
-      case 'b': {  // BUILD: a DeepSpeed object's attributes (merged into its dict), or the
-                   // attributes of an OrderedDict (state_dict's _metadata, dropped)
-        ASSIGN_OR_RETURN(IValue state, PopValue());
-        if (stack_.empty() || stack_.back().kind != Item::Kind::kValue ||
-            !stack_.back().value.isGenericDict() || !state.isGenericDict()) {
-          return PickleError(op_at_, "BUILD of an object other than a dict's attributes");
-        }
-        c10::impl::GenericDict target = stack_.back().value.toGenericDict();
-        if (target.contains(IValue(kClassKey))) {
-          for (const auto& entry : state.toGenericDict()) {
-            if (!entry.key().isString()) {
-              return PickleError(op_at_, "an object attribute whose name is not a string");
-            }
-            target.insert_or_assign(entry.key(), entry.value());
-          }
-        }
+      case 'b':  // BUILD
+        RETURN_IF_ERROR(Build());
         break;
-      }
       default:
         return PickleError(op_at_, absl::StrCat("opcode 0x", absl::Hex(op),
                                                 " is not supported (loom reads torch.save's "

@@ -112,60 +112,81 @@ absl::Status AddRecords(Table& table, std::vector<std::pair<int, Json>> records,
   return absl::OkStatus();
 }
 
-absl::StatusOr<Table> ReadJsonTable(const std::string& path,
-                                    const std::optional<std::string>& field) {
-  ASSIGN_OR_RETURN(std::string text, base::ReadFile(path));
-  Table table;
-  table.path = path;
-  table.typed = true;
-  const absl::string_view stripped = absl::StripLeadingAsciiWhitespace(text);
-  std::vector<std::pair<int, Json>> records;
-  if (field.has_value() || (!stripped.empty() && stripped[0] == '[')) {
-    Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON"));
-    }
-    if (field.has_value()) {
-      if (!doc.is_object() || !doc.contains(*field)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ": json_field '", *field, "' is not a member of the file's top-level object"));
-      }
-      doc = doc[*field];
-      if (doc.is_object()) {  // a dict of columns, which `datasets` also accepts
-        size_t length = 0;
-        bool first = true;
-        for (auto it = doc.begin(); it != doc.end(); ++it) {
-          if (!it->is_array() || (!first && it->size() != length)) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                path, ": json_field '", *field, "' holds an object whose member '", it.key(),
-                "' is not a list as long as the others; expected a list of records or an "
-                "object of equally long lists"));
-          }
-          length = it->size();
-          first = false;
-        }
-        for (size_t i = 0; i < length; ++i) {
-          Json record = Json::object();
-          for (auto it = doc.begin(); it != doc.end(); ++it) record[it.key()] = (*it)[i];
-          records.emplace_back(static_cast<int>(i + 1), std::move(record));
-        }
-        table.unit = "record ";
-        RETURN_IF_ERROR(AddRecords(table, std::move(records), "record "));
-        return table;
-      }
-    }
-    table.unit = "record ";
-    if (!doc.is_array()) {
+using Records = std::vector<std::pair<int, Json>>;  // (line or record number, record)
+
+// The records of `field`'s object of equally long column lists, which `datasets` also accepts.
+absl::StatusOr<Records> ColumnsToRecords(const std::string& path, const std::string& field,
+                                         const Json& columns) {
+  size_t length = 0;
+  bool first = true;
+  for (auto it = columns.begin(); it != columns.end(); ++it) {
+    if (!it->is_array() || (!first && it->size() != length)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(path, ": expected a list of records, got ", doc.type_name()));
+          absl::StrCat(path, ": json_field '", field, "' holds an object whose member '", it.key(),
+                       "' is not a list as long as the others; expected a list of records or an "
+                       "object of equally long lists"));
     }
-    for (size_t i = 0; i < doc.size(); ++i) {
-      records.emplace_back(static_cast<int>(i + 1), std::move(doc[i]));
-    }
-    RETURN_IF_ERROR(AddRecords(table, std::move(records), "record "));
-    return table;
+    length = it->size();
+    first = false;
   }
-  // JSON Lines.
+  Records records;
+  for (size_t i = 0; i < length; ++i) {
+    Json record = Json::object();
+    for (auto it = columns.begin(); it != columns.end(); ++it) record[it.key()] = (*it)[i];
+    records.emplace_back(static_cast<int>(i + 1), std::move(record));
+  }
+  return records;
+}
+
+// A file that is one JSON document: a list of records, or an object whose member `field`
+// holds the records (a list, or an object of columns).
+absl::Status ReadJsonDocument(const std::string& path, const std::string& text,
+                              const std::optional<std::string>& field, Table& table) {
+  Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON"));
+  table.unit = "record ";
+  if (field.has_value()) {
+    if (!doc.is_object() || !doc.contains(*field)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": json_field '", *field, "' is not a member of the file's top-level object"));
+    }
+    doc = doc[*field];
+    if (doc.is_object()) {
+      ASSIGN_OR_RETURN(Records records, ColumnsToRecords(path, *field, doc));
+      return AddRecords(table, std::move(records), "record ");
+    }
+  }
+  if (!doc.is_array()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": expected a list of records, got ", doc.type_name()));
+  }
+  Records records;
+  for (size_t i = 0; i < doc.size(); ++i) {
+    records.emplace_back(static_cast<int>(i + 1), std::move(doc[i]));
+  }
+  return AddRecords(table, std::move(records), "record ");
+}
+
+// The error for a JSON Lines line that does not parse; a file that is one JSON object gets
+// its own explanation.
+absl::Status JsonLinesError(const std::string& path, const std::string& text, int line) {
+  Json whole = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (whole.is_object()) {
+    std::vector<std::string> keys;
+    for (auto it = whole.begin(); it != whole.end(); ++it) keys.push_back(it.key());
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": the file is one JSON object (fields: ", absl::StrJoin(keys, ", "),
+        "), not records; HF's json loader cannot read it without `field` either. Write "
+        "JSON Lines or a list of records, or name the member holding the records with "
+        "json_field"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      Where(path, line), "not a JSON value; JSON Lines files hold one object per line"));
+}
+
+// JSON Lines: one record per non-blank line.
+absl::Status ReadJsonLines(const std::string& path, const std::string& text, Table& table) {
+  Records records;
   int line = 0;
   size_t start = 0;
   while (start <= text.size()) {
@@ -177,23 +198,24 @@ absl::StatusOr<Table> ReadJsonTable(const std::string& path,
     start = end + 1;
     if (content.empty()) continue;
     Json record = Json::parse(content, nullptr, /*allow_exceptions=*/false);
-    if (record.is_discarded()) {
-      Json whole = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-      if (whole.is_object()) {
-        std::vector<std::string> keys;
-        for (auto it = whole.begin(); it != whole.end(); ++it) keys.push_back(it.key());
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ": the file is one JSON object (fields: ", absl::StrJoin(keys, ", "),
-            "), not records; HF's json loader cannot read it without `field` either. Write "
-            "JSON Lines or a list of records, or name the member holding the records with "
-            "json_field"));
-      }
-      return absl::InvalidArgumentError(absl::StrCat(
-          Where(path, line), "not a JSON value; JSON Lines files hold one object per line"));
-    }
+    if (record.is_discarded()) return JsonLinesError(path, text, line);
     records.emplace_back(line, std::move(record));
   }
-  RETURN_IF_ERROR(AddRecords(table, std::move(records), ""));
+  return AddRecords(table, std::move(records), "");
+}
+
+absl::StatusOr<Table> ReadJsonTable(const std::string& path,
+                                    const std::optional<std::string>& field) {
+  ASSIGN_OR_RETURN(std::string text, base::ReadFile(path));
+  Table table;
+  table.path = path;
+  table.typed = true;
+  const absl::string_view stripped = absl::StripLeadingAsciiWhitespace(text);
+  if (field.has_value() || (!stripped.empty() && stripped[0] == '[')) {
+    RETURN_IF_ERROR(ReadJsonDocument(path, text, field, table));
+  } else {
+    RETURN_IF_ERROR(ReadJsonLines(path, text, table));
+  }
   return table;
 }
 
@@ -336,9 +358,8 @@ absl::StatusOr<GlueSplit> BuildSplit(const Table& table, const std::string& name
   return split;
 }
 
-}  // namespace
-
-absl::StatusOr<GlueData> LoadDataFiles(const DataFilesOptions& options) {
+// run_glue's checks of the file names: train and validation given, one known extension.
+absl::Status CheckFileNames(const DataFilesOptions& options) {
   if (options.train_file.empty() || options.validation_file.empty()) {
     return absl::InvalidArgumentError(
         "Need either a GLUE task (--task_name) or a training/validation file "
@@ -359,10 +380,13 @@ absl::StatusOr<GlueData> LoadDataFiles(const DataFilesOptions& options) {
           "` should have the same extension (csv or json) as `train_file` (", train_ext, ")"));
     }
   }
+  return absl::OkStatus();
+}
 
+// The train file, which must have examples and a 'label' column.
+absl::StatusOr<Table> ReadTrainTable(const DataFilesOptions& options) {
   ASSIGN_OR_RETURN(Table train, ReadTable(options.train_file, options.json_field));
-  const int label = train.Column("label");
-  if (label < 0) {
+  if (train.Column("label") < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--train_file=", options.train_file,
         ": no column 'label'; run_glue takes the labels from a column named 'label' (columns: ",
@@ -372,10 +396,12 @@ absl::StatusOr<GlueData> LoadDataFiles(const DataFilesOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--train_file=", options.train_file, ": the file has no examples"));
   }
+  return train;
+}
 
-  GlueData data;
-  // Label kind of the train column: text wins over numbers in CSV (pandas reads an object
-  // column); JSON mixing strings and numbers is an error (pyarrow cannot type the column).
+// Label kind of the train column: text wins over numbers in CSV (pandas reads an object
+// column); JSON mixing strings and numbers is an error (pyarrow cannot type the column).
+absl::StatusOr<LabelKind> TrainLabelKind(const Table& train, int label) {
   bool any_text = false, any_float = false, any_number = false;
   for (const Table::Row& row : train.rows) {
     ASSIGN_OR_RETURN(LabelKind kind, CellKind(train, row, row.cells[label]));
@@ -394,12 +420,17 @@ absl::StatusOr<GlueData> LoadDataFiles(const DataFilesOptions& options) {
       any_float = any_float || kind == LabelKind::kFloat;
     }
   }
-  const LabelKind kind =
-      any_text ? LabelKind::kText : (any_float ? LabelKind::kFloat : LabelKind::kInteger);
+  return any_text ? LabelKind::kText : (any_float ? LabelKind::kFloat : LabelKind::kInteger);
+}
+
+// num_labels and the sorted label list (integers numerically, text lexicographically).
+absl::Status SetLabels(const Table& train, int label, LabelKind kind, GlueData& data) {
   data.is_regression = kind == LabelKind::kFloat;
   if (data.is_regression) {
     data.num_labels = 1;
-  } else if (kind == LabelKind::kInteger) {
+    return absl::OkStatus();
+  }
+  if (kind == LabelKind::kInteger) {
     std::set<int64_t> unique;
     for (const Table::Row& row : train.rows) {
       ASSIGN_OR_RETURN(std::string key, LabelKey(train, row, row.cells[label], kind));
@@ -413,14 +444,16 @@ absl::StatusOr<GlueData> LoadDataFiles(const DataFilesOptions& options) {
     for (const Table::Row& row : train.rows) unique.insert(row.cells[label].get<std::string>());
     data.label_list.assign(unique.begin(), unique.end());
   }
-  if (!data.is_regression) {
-    data.num_labels = static_cast<int>(data.label_list.size());
-    for (size_t i = 0; i < data.label_list.size(); ++i) {
-      data.label_to_id[data.label_list[i]] = static_cast<int>(i);
-    }
+  data.num_labels = static_cast<int>(data.label_list.size());
+  for (size_t i = 0; i < data.label_list.size(); ++i) {
+    data.label_to_id[data.label_list[i]] = static_cast<int>(i);
   }
+  return absl::OkStatus();
+}
 
-  // run_glue's sentence keys, from the train file's columns.
+// run_glue's sentence keys, from the train file's columns: sentence1/sentence2 when both
+// exist, else the first one or two non-label columns.
+absl::Status SetSentenceKeys(const Table& train, const DataFilesOptions& options, GlueData& data) {
   std::vector<std::string> non_label;
   for (const std::string& column : train.columns) {
     if (column != "label") non_label.push_back(column);
@@ -438,7 +471,19 @@ absl::StatusOr<GlueData> LoadDataFiles(const DataFilesOptions& options) {
     data.sentence1_key = non_label[0];
     if (non_label.size() >= 2) data.sentence2_key = non_label[1];
   }
+  return absl::OkStatus();
+}
 
+}  // namespace
+
+absl::StatusOr<GlueData> LoadDataFiles(const DataFilesOptions& options) {
+  RETURN_IF_ERROR(CheckFileNames(options));
+  ASSIGN_OR_RETURN(Table train, ReadTrainTable(options));
+  const int label = train.Column("label");
+  ASSIGN_OR_RETURN(const LabelKind kind, TrainLabelKind(train, label));
+  GlueData data;
+  RETURN_IF_ERROR(SetLabels(train, label, kind, data));
+  RETURN_IF_ERROR(SetSentenceKeys(train, options, data));
   ASSIGN_OR_RETURN(GlueSplit train_split, BuildSplit(train, "train", data, kind));
   data.splits.push_back(std::move(train_split));
   for (const auto& [name, path] :

@@ -162,90 +162,100 @@ absl::StatusOr<std::unique_ptr<LrScheduler>> Plateau(const Kwargs& kw,
   return std::unique_ptr<LrScheduler>(std::move(scheduler));
 }
 
-absl::StatusOr<std::unique_ptr<LrScheduler>> Build(const Kwargs& kw, const json& object,
-                                                   torch::optim::Optimizer* optimizer,
-                                                   int64_t warmup, int64_t total,
-                                                   std::vector<std::string>* warnings) {
+using SchedulerOr = absl::StatusOr<std::unique_ptr<LrScheduler>>;
+
+// constant, constant_with_warmup and inverse_sqrt, to which HF's get_scheduler passes no
+// kwargs.
+SchedulerOr WithoutKwargs(const Kwargs& kw, torch::optim::Optimizer* optimizer, int64_t warmup,
+                          std::vector<std::string>* warnings) {
   const std::string& type = kw.type();
-  if (type == "reduce_lr_on_plateau") return Plateau(kw, optimizer, object);
-  if (type == "constant" || type == "constant_with_warmup" || type == "inverse_sqrt") {
-    // HF's get_scheduler passes no kwargs to these.
-    if (!kw.empty()) {
-      Warn(absl::StrCat("--lr_scheduler_kwargs ", kw.Text(),
-                        " is ignored: HF passes no kwargs to "
-                        "--lr_scheduler_type ",
-                        type),
-           warnings);
-    }
-    if (type == "constant") {
-      return std::unique_ptr<LrScheduler>(std::make_unique<LambdaLrScheduler>(
-          optimizer, ConstantLambda, /*lambda_is_callable_object=*/false));
-    }
-    if (type == "constant_with_warmup") {
-      return Lambda(optimizer, [=](int64_t s) { return ConstantWithWarmupLambda(s, warmup); });
-    }
-    const int64_t timescale = warmup != 0 ? warmup : 10000;
-    return Lambda(optimizer, [=](int64_t s) { return InverseSqrtLambda(s, warmup, timescale); });
+  if (!kw.empty()) {
+    Warn(absl::StrCat("--lr_scheduler_kwargs ", kw.Text(),
+                      " is ignored: HF passes no kwargs to "
+                      "--lr_scheduler_type ",
+                      type),
+         warnings);
   }
-  if (type == "linear") {
-    RETURN_IF_ERROR(kw.Allow({"last_epoch"}));
-    RETURN_IF_ERROR(kw.CheckLastEpoch());
-    return Lambda(optimizer, [=](int64_t s) { return LinearLambda(s, warmup, total); });
+  if (type == "constant") {
+    return std::unique_ptr<LrScheduler>(std::make_unique<LambdaLrScheduler>(
+        optimizer, ConstantLambda, /*lambda_is_callable_object=*/false));
   }
-  if (type == "cosine" || type == "cosine_with_restarts") {
-    RETURN_IF_ERROR(kw.Allow({"num_cycles", "last_epoch"}));
-    RETURN_IF_ERROR(kw.CheckLastEpoch());
-    const bool restarts = type == "cosine_with_restarts";
-    ASSIGN_OR_RETURN(const double cycles, kw.Number("num_cycles", restarts ? 1.0 : 0.5));
-    if (restarts) {
-      return Lambda(optimizer,
-                    [=](int64_t s) { return CosineHardRestartsLambda(s, warmup, total, cycles); });
-    }
-    return Lambda(optimizer, [=](int64_t s) { return CosineLambda(s, warmup, total, cycles); });
+  if (type == "constant_with_warmup") {
+    return Lambda(optimizer, [=](int64_t s) { return ConstantWithWarmupLambda(s, warmup); });
   }
-  if (type == "polynomial") {
-    RETURN_IF_ERROR(kw.Allow({"lr_end", "power", "last_epoch"}));
-    RETURN_IF_ERROR(kw.CheckLastEpoch());
-    ASSIGN_OR_RETURN(const double lr_end, kw.Number("lr_end", 1e-7));
-    ASSIGN_OR_RETURN(const double power, kw.Number("power", 1.0));
-    const double lr_init = optimizer->defaults().get_lr();
-    if (!(lr_init > lr_end)) {
-      return Invalid(absl::StrCat("--lr_scheduler_kwargs: lr_end (", lr_end,
-                                  ") must be smaller than the initial lr (", lr_init,
-                                  ", --learning_rate) for --lr_scheduler_type polynomial"));
-    }
-    if (total == warmup) {
-      return Invalid(absl::StrCat("--lr_scheduler_type polynomial needs more training steps (",
-                                  total, ") than warmup steps (", warmup,
-                                  "); lower --warmup_steps / --warmup_ratio"));
-    }
-    return Lambda(optimizer, [=](int64_t s) {
-      return PolynomialLambda(s, warmup, total, lr_end, power, lr_init);
-    });
+  const int64_t timescale = warmup != 0 ? warmup : 10000;
+  return Lambda(optimizer, [=](int64_t s) { return InverseSqrtLambda(s, warmup, timescale); });
+}
+
+SchedulerOr Linear(const Kwargs& kw, torch::optim::Optimizer* optimizer, int64_t warmup,
+                   int64_t total) {
+  RETURN_IF_ERROR(kw.Allow({"last_epoch"}));
+  RETURN_IF_ERROR(kw.CheckLastEpoch());
+  return Lambda(optimizer, [=](int64_t s) { return LinearLambda(s, warmup, total); });
+}
+
+// cosine and cosine_with_restarts.
+SchedulerOr Cosine(const Kwargs& kw, torch::optim::Optimizer* optimizer, int64_t warmup,
+                   int64_t total) {
+  RETURN_IF_ERROR(kw.Allow({"num_cycles", "last_epoch"}));
+  RETURN_IF_ERROR(kw.CheckLastEpoch());
+  const bool restarts = kw.type() == "cosine_with_restarts";
+  ASSIGN_OR_RETURN(const double cycles, kw.Number("num_cycles", restarts ? 1.0 : 0.5));
+  if (restarts) {
+    return Lambda(optimizer,
+                  [=](int64_t s) { return CosineHardRestartsLambda(s, warmup, total, cycles); });
   }
-  if (type == "cosine_with_min_lr") {
-    RETURN_IF_ERROR(kw.Allow({"num_cycles", "min_lr", "min_lr_rate", "last_epoch"}));
-    RETURN_IF_ERROR(kw.CheckLastEpoch());
-    ASSIGN_OR_RETURN(const double cycles, kw.Number("num_cycles", 0.5));
-    ASSIGN_OR_RETURN(const std::optional<double> min_lr, kw.OptionalNumber("min_lr"));
-    ASSIGN_OR_RETURN(std::optional<double> rate, kw.OptionalNumber("min_lr_rate"));
-    if (min_lr.has_value() && rate.has_value()) {
-      return Invalid(
-          "--lr_scheduler_kwargs: set only one of min_lr or min_lr_rate for "
-          "--lr_scheduler_type cosine_with_min_lr");
-    }
-    if (min_lr.has_value()) rate = *min_lr / optimizer->defaults().get_lr();
-    if (!rate.has_value()) {
-      return Invalid(
-          "--lr_scheduler_type cosine_with_min_lr needs min_lr or min_lr_rate in "
-          "--lr_scheduler_kwargs, e.g. '{\"min_lr_rate\": 0.1}'");
-    }
-    const double min_lr_rate = *rate;
-    return Lambda(optimizer, [=](int64_t s) {
-      return CosineWithMinLrLambda(s, warmup, total, cycles, min_lr_rate);
-    });
+  return Lambda(optimizer, [=](int64_t s) { return CosineLambda(s, warmup, total, cycles); });
+}
+
+SchedulerOr Polynomial(const Kwargs& kw, torch::optim::Optimizer* optimizer, int64_t warmup,
+                       int64_t total) {
+  RETURN_IF_ERROR(kw.Allow({"lr_end", "power", "last_epoch"}));
+  RETURN_IF_ERROR(kw.CheckLastEpoch());
+  ASSIGN_OR_RETURN(const double lr_end, kw.Number("lr_end", 1e-7));
+  ASSIGN_OR_RETURN(const double power, kw.Number("power", 1.0));
+  const double lr_init = optimizer->defaults().get_lr();
+  if (!(lr_init > lr_end)) {
+    return Invalid(absl::StrCat("--lr_scheduler_kwargs: lr_end (", lr_end,
+                                ") must be smaller than the initial lr (", lr_init,
+                                ", --learning_rate) for --lr_scheduler_type polynomial"));
   }
-  // warmup_stable_decay (the type was validated by the caller).
+  if (total == warmup) {
+    return Invalid(absl::StrCat("--lr_scheduler_type polynomial needs more training steps (", total,
+                                ") than warmup steps (", warmup,
+                                "); lower --warmup_steps / --warmup_ratio"));
+  }
+  return Lambda(optimizer, [=](int64_t s) {
+    return PolynomialLambda(s, warmup, total, lr_end, power, lr_init);
+  });
+}
+
+SchedulerOr CosineWithMinLr(const Kwargs& kw, torch::optim::Optimizer* optimizer, int64_t warmup,
+                            int64_t total) {
+  RETURN_IF_ERROR(kw.Allow({"num_cycles", "min_lr", "min_lr_rate", "last_epoch"}));
+  RETURN_IF_ERROR(kw.CheckLastEpoch());
+  ASSIGN_OR_RETURN(const double cycles, kw.Number("num_cycles", 0.5));
+  ASSIGN_OR_RETURN(const std::optional<double> min_lr, kw.OptionalNumber("min_lr"));
+  ASSIGN_OR_RETURN(std::optional<double> rate, kw.OptionalNumber("min_lr_rate"));
+  if (min_lr.has_value() && rate.has_value()) {
+    return Invalid(
+        "--lr_scheduler_kwargs: set only one of min_lr or min_lr_rate for "
+        "--lr_scheduler_type cosine_with_min_lr");
+  }
+  if (min_lr.has_value()) rate = *min_lr / optimizer->defaults().get_lr();
+  if (!rate.has_value()) {
+    return Invalid(
+        "--lr_scheduler_type cosine_with_min_lr needs min_lr or min_lr_rate in "
+        "--lr_scheduler_kwargs, e.g. '{\"min_lr_rate\": 0.1}'");
+  }
+  const double min_lr_rate = *rate;
+  return Lambda(optimizer, [=](int64_t s) {
+    return CosineWithMinLrLambda(s, warmup, total, cycles, min_lr_rate);
+  });
+}
+
+SchedulerOr WarmupStableDecay(const Kwargs& kw, torch::optim::Optimizer* optimizer,
+                              int64_t warmup) {
   RETURN_IF_ERROR(kw.Allow(
       {"num_stable_steps", "num_decay_steps", "min_lr_ratio", "num_cycles", "last_epoch"}));
   RETURN_IF_ERROR(kw.CheckLastEpoch());
@@ -262,6 +272,25 @@ absl::StatusOr<std::unique_ptr<LrScheduler>> Build(const Kwargs& kw, const json&
   return Lambda(optimizer, [=](int64_t s) {
     return WarmupStableDecayLambda(s, warmup, stable, decay, cycles, min_lr_ratio);
   });
+}
+
+absl::StatusOr<std::unique_ptr<LrScheduler>> Build(const Kwargs& kw, const json& object,
+                                                   torch::optim::Optimizer* optimizer,
+                                                   int64_t warmup, int64_t total,
+                                                   std::vector<std::string>* warnings) {
+  const std::string& type = kw.type();
+  if (type == "reduce_lr_on_plateau") return Plateau(kw, optimizer, object);
+  if (type == "constant" || type == "constant_with_warmup" || type == "inverse_sqrt") {
+    return WithoutKwargs(kw, optimizer, warmup, warnings);
+  }
+  if (type == "linear") return Linear(kw, optimizer, warmup, total);
+  if (type == "cosine" || type == "cosine_with_restarts") {
+    return Cosine(kw, optimizer, warmup, total);
+  }
+  if (type == "polynomial") return Polynomial(kw, optimizer, warmup, total);
+  if (type == "cosine_with_min_lr") return CosineWithMinLr(kw, optimizer, warmup, total);
+  // warmup_stable_decay (the type was validated by the caller).
+  return WarmupStableDecay(kw, optimizer, warmup);
 }
 
 }  // namespace

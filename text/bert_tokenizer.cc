@@ -193,15 +193,18 @@ absl::StatusOr<std::vector<int64_t>> BertTokenizer::TokenizeToIds(absl::string_v
   return ConvertTokensToIds(tokens);
 }
 
-absl::StatusOr<Encoding> BertTokenizer::EncodeUnpadded(absl::string_view text,
-                                                       std::optional<absl::string_view> text_pair,
-                                                       const EncodeOptions& options) const {
+namespace {
+
+// The length truncation and max_length padding work to: the call's max_length, else the
+// tokenizer's model_max_length; an error when they need one and there is none.
+absl::StatusOr<std::optional<int64_t>> ResolveMaxLength(const EncodeOptions& options,
+                                                        std::optional<int64_t> model_max_length) {
   if (options.max_length.has_value() && *options.max_length < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_length must be >= 0, got ", *options.max_length));
   }
   const std::optional<int64_t> max_length =
-      options.max_length.has_value() ? options.max_length : options_.model_max_length;
+      options.max_length.has_value() ? options.max_length : model_max_length;
   if (options.truncation != Truncation::kDoNotTruncate && !max_length.has_value()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "truncation=", TruncationName(options.truncation),
@@ -212,68 +215,67 @@ absl::StatusOr<Encoding> BertTokenizer::EncodeUnpadded(absl::string_view text,
         "padding=max_length needs a length: set max_length, or model_max_length in "
         "tokenizer_config.json");
   }
+  return max_length;
+}
 
-  ASSIGN_OR_RETURN(std::vector<int64_t> a, TokenizeToIds(text), "first sequence");
-  std::vector<int64_t> b;
-  const bool pair = text_pair.has_value();
-  if (pair) {
-    ASSIGN_OR_RETURN(b, TokenizeToIds(*text_pair), "second sequence");
-  }
-
-  if (options.truncation != Truncation::kDoNotTruncate) {
-    const int64_t specials = options.add_special_tokens ? NumSpecialTokensToAdd(pair) : 0;
-    const int64_t total = static_cast<int64_t>(a.size() + b.size()) + specials;
-    const int64_t remove = total - *max_length;
-    if (remove > 0) {
-      auto too_short = [&](absl::string_view which, size_t have) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "cannot truncate to max_length=", *max_length,
-            " with truncation=", TruncationName(options.truncation), ": ", remove,
-            " tokens must go but the ", which, " sequence has only ", have,
-            " (truncation must leave it at least one token); raise max_length or pick another "
-            "truncation strategy"));
-      };
-      if (options.truncation == Truncation::kOnlyFirst ||
-          (options.truncation == Truncation::kLongestFirst && !pair)) {
-        if (static_cast<int64_t>(a.size()) <= remove) return too_short("first", a.size());
-        a.resize(a.size() - remove);
-      } else if (options.truncation == Truncation::kOnlySecond) {
-        if (!pair) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "truncation=only_second needs a sequence pair, but only one sequence is longer "
-              "than max_length=",
-              *max_length, "; use longest_first or only_first for single sequences"));
-        }
-        if (static_cast<int64_t>(b.size()) <= remove) return too_short("second", b.size());
-        b.resize(b.size() - remove);
-      } else {  // longest_first on a pair
-        if (remove > static_cast<int64_t>(a.size() + b.size())) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("cannot truncate the pair to max_length=", *max_length,
-                           ": the special tokens alone need ", specials, "; raise max_length"));
-        }
-        for (int64_t k = 0; k < remove; ++k) {
-          if (a.size() > b.size()) {
-            a.pop_back();
-          } else {
-            b.pop_back();
-          }
-        }
+// Removes tokens from `a` and `b` (empty without a pair) so that they and `specials` special
+// tokens fit in max_length, by `truncation` (not kDoNotTruncate).
+absl::Status Truncate(Truncation truncation, int64_t max_length, int64_t specials, bool pair,
+                      std::vector<int64_t>& a, std::vector<int64_t>& b) {
+  const int64_t total = static_cast<int64_t>(a.size() + b.size()) + specials;
+  const int64_t remove = total - max_length;
+  if (remove <= 0) return absl::OkStatus();
+  auto too_short = [&](absl::string_view which, size_t have) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot truncate to max_length=", max_length,
+        " with truncation=", TruncationName(truncation), ": ", remove, " tokens must go but the ",
+        which, " sequence has only ", have,
+        " (truncation must leave it at least one token); raise max_length or pick another "
+        "truncation strategy"));
+  };
+  if (truncation == Truncation::kOnlyFirst || (truncation == Truncation::kLongestFirst && !pair)) {
+    if (static_cast<int64_t>(a.size()) <= remove) return too_short("first", a.size());
+    a.resize(a.size() - remove);
+  } else if (truncation == Truncation::kOnlySecond) {
+    if (!pair) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "truncation=only_second needs a sequence pair, but only one sequence is longer "
+          "than max_length=",
+          max_length, "; use longest_first or only_first for single sequences"));
+    }
+    if (static_cast<int64_t>(b.size()) <= remove) return too_short("second", b.size());
+    b.resize(b.size() - remove);
+  } else {  // longest_first on a pair
+    if (remove > static_cast<int64_t>(a.size() + b.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot truncate the pair to max_length=", max_length,
+                       ": the special tokens alone need ", specials, "; raise max_length"));
+    }
+    for (int64_t k = 0; k < remove; ++k) {
+      if (a.size() > b.size()) {
+        a.pop_back();
+      } else {
+        b.pop_back();
       }
     }
   }
+  return absl::OkStatus();
+}
 
+// [CLS] a [SEP] (b [SEP]) with token types and attention mask, as the options ask.
+Encoding Assemble(const std::vector<int64_t>& a, const std::vector<int64_t>& b, bool pair,
+                  const EncodeOptions& options, int64_t cls_id, int64_t sep_id) {
   Encoding enc;
   std::vector<int64_t>& ids = enc.input_ids;
   size_t first_len = a.size();
   if (options.add_special_tokens) {
-    ids.push_back(cls_id_);
+    ids.push_back(cls_id);
     ids.insert(ids.end(), a.begin(), a.end());
-    ids.push_back(sep_id_);
+    ids.push_back(sep_id);
     first_len += 2;
     if (pair) {
       ids.insert(ids.end(), b.begin(), b.end());
-      ids.push_back(sep_id_);
+      ids.push_back(sep_id);
     }
   } else {
     ids = a;
@@ -285,6 +287,26 @@ absl::StatusOr<Encoding> BertTokenizer::EncodeUnpadded(absl::string_view text,
   }
   if (options.return_attention_mask) enc.attention_mask.assign(ids.size(), 1);
   return enc;
+}
+
+}  // namespace
+
+absl::StatusOr<Encoding> BertTokenizer::EncodeUnpadded(absl::string_view text,
+                                                       std::optional<absl::string_view> text_pair,
+                                                       const EncodeOptions& options) const {
+  ASSIGN_OR_RETURN(const std::optional<int64_t> max_length,
+                   ResolveMaxLength(options, options_.model_max_length));
+  ASSIGN_OR_RETURN(std::vector<int64_t> a, TokenizeToIds(text), "first sequence");
+  std::vector<int64_t> b;
+  const bool pair = text_pair.has_value();
+  if (pair) {
+    ASSIGN_OR_RETURN(b, TokenizeToIds(*text_pair), "second sequence");
+  }
+  if (options.truncation != Truncation::kDoNotTruncate) {
+    const int64_t specials = options.add_special_tokens ? NumSpecialTokensToAdd(pair) : 0;
+    RETURN_IF_ERROR(Truncate(options.truncation, *max_length, specials, pair, a, b));
+  }
+  return Assemble(a, b, pair, options, cls_id_, sep_id_);
 }
 
 void BertTokenizer::Pad(const EncodeOptions& options, size_t length, Encoding* enc) const {

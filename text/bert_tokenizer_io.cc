@@ -125,8 +125,11 @@ absl::Status ReadTokenizerConfig(const Json& j, const std::string& path, BertTok
 }
 
 // tokenizer.json of the `tokenizers` library: WordPiece model + BertNormalizer.
-absl::StatusOr<Vocab> ReadTokenizerJson(const Json& j, const std::string& path,
-                                        const ConfigKeys& config, BertTokenizerOptions* o) {
+using VocabPairs = std::vector<std::pair<std::string, int64_t>>;
+
+// tokenizer.json's "model": a WordPiece vocabulary and its options.
+absl::StatusOr<VocabPairs> ReadWordPieceModel(const Json& j, const std::string& path,
+                                              BertTokenizerOptions* o) {
   auto model = j.find("model");
   if (model == j.end() || !model->is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(path, " has no \"model\" object"));
@@ -142,7 +145,7 @@ absl::StatusOr<Vocab> ReadTokenizerJson(const Json& j, const std::string& path,
   if (vocab_json == model->end() || !vocab_json->is_object()) {
     return TypeError(path, "model.vocab", "an object mapping tokens to ids");
   }
-  std::vector<std::pair<std::string, int64_t>> pairs;
+  VocabPairs pairs;
   pairs.reserve(vocab_json->size());
   for (auto it = vocab_json->begin(); it != vocab_json->end(); ++it) {
     if (!it.value().is_number_integer()) {
@@ -161,7 +164,13 @@ absl::StatusOr<Vocab> ReadTokenizerJson(const Json& j, const std::string& path,
     }
     o->max_input_chars_per_word = static_cast<int>(it->get<uint64_t>());
   }
+  return pairs;
+}
 
+// tokenizer.json's "normalizer" (null or BertNormalizer); tokenizer_config.json's entries
+// (`config`) win, as in HF's BertTokenizerFast.
+absl::Status ReadNormalizer(const Json& j, const std::string& path, const ConfigKeys& config,
+                            BertTokenizerOptions* o) {
   o->nfc = false;
   auto norm = j.find("normalizer");
   if (norm == j.end() || norm->is_null()) {
@@ -181,11 +190,14 @@ absl::StatusOr<Vocab> ReadTokenizerJson(const Json& j, const std::string& path,
     RETURN_IF_ERROR(ReadBool(*norm, path, "handle_chinese_chars", &n.tokenize_chinese_chars));
     RETURN_IF_ERROR(ReadOptionalBool(*norm, path, "strip_accents", &n.strip_accents));
     RETURN_IF_ERROR(ReadBool(*norm, path, "lowercase", &n.do_lower_case));
-    // tokenizer_config.json's entries win, as in HF's BertTokenizerFast.
     if (!config.tokenize_chinese_chars) o->tokenize_chinese_chars = n.tokenize_chinese_chars;
     if (!config.strip_accents) o->strip_accents = n.strip_accents;
     if (!config.do_lower_case) o->do_lower_case = n.do_lower_case;
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPreTokenizer(const Json& j, const std::string& path) {
   if (auto pre = j.find("pre_tokenizer"); pre == j.end() || !pre->is_object() ||
                                           pre->value("type", std::string()) != "BertPreTokenizer") {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -193,6 +205,12 @@ absl::StatusOr<Vocab> ReadTokenizerJson(const Json& j, const std::string& path,
         ": pre_tokenizer must be {\"type\": \"BertPreTokenizer\"}; other pre-tokenizers "
         "are not supported"));
   }
+  return absl::OkStatus();
+}
+
+// tokenizer.json's "added_tokens": tokens the vocabulary lacks join it.
+absl::Status ReadAddedTokens(const Json& j, const std::string& path, VocabPairs& pairs,
+                             BertTokenizerOptions* o) {
   if (auto added = j.find("added_tokens"); added != j.end() && !added->is_null()) {
     if (!added->is_array()) return TypeError(path, "added_tokens", "a list");
     for (const Json& t : *added) {
@@ -212,6 +230,15 @@ absl::StatusOr<Vocab> ReadTokenizerJson(const Json& j, const std::string& path,
       o->extra_added_tokens.push_back(content);
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Vocab> ReadTokenizerJson(const Json& j, const std::string& path,
+                                        const ConfigKeys& config, BertTokenizerOptions* o) {
+  ASSIGN_OR_RETURN(VocabPairs pairs, ReadWordPieceModel(j, path, o));
+  RETURN_IF_ERROR(ReadNormalizer(j, path, config, o));
+  RETURN_IF_ERROR(CheckPreTokenizer(j, path));
+  RETURN_IF_ERROR(ReadAddedTokens(j, path, pairs, o));
   return Vocab::FromPairs(pairs, path + " model.vocab");
 }
 

@@ -145,7 +145,9 @@ absl::StatusOr<BertConfig> BertConfig::FromFile(const std::string& path) {
   return FromJson(text, path);
 }
 
-absl::StatusOr<BertConfig> BertConfig::FromJson(absl::string_view text, absl::string_view source) {
+namespace {
+
+absl::StatusOr<json> ParseConfigObject(absl::string_view text, absl::string_view source) {
   json j;
   try {
     j = json::parse(text.begin(), text.end());
@@ -157,11 +159,15 @@ absl::StatusOr<BertConfig> BertConfig::FromJson(absl::string_view text, absl::st
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": expected a JSON object (an HF config.json), got ", j.type_name()));
   }
-  BertConfig c;
   if (auto it = j.find("model_type"); it != j.end() && *it != "bert") {
     return KeyError(source, "model_type",
                     absl::StrCat("is ", it->dump(), "; only \"bert\" configs can be read here"));
   }
+  return j;
+}
+
+// The architecture's sizes, activation, dropouts and initialisation.
+absl::Status ReadArchitecture(const json& j, absl::string_view source, BertConfig& c) {
   RETURN_IF_ERROR(ReadInt(j, source, "vocab_size", &c.vocab_size));
   RETURN_IF_ERROR(ReadInt(j, source, "hidden_size", &c.hidden_size));
   RETURN_IF_ERROR(ReadInt(j, source, "num_hidden_layers", &c.num_hidden_layers));
@@ -176,6 +182,11 @@ absl::StatusOr<BertConfig> BertConfig::FromJson(absl::string_view text, absl::st
   RETURN_IF_ERROR(ReadDouble(j, source, "initializer_range", &c.initializer_range));
   RETURN_IF_ERROR(ReadDouble(j, source, "layer_norm_eps", &c.layer_norm_eps));
   RETURN_IF_ERROR(ReadString(j, source, "position_embedding_type", &c.position_embedding_type));
+  return absl::OkStatus();
+}
+
+// pad_token_id, use_cache, classifier_dropout, problem_type, finetuning_task, architectures.
+absl::Status ReadOptionalKeys(const json& j, absl::string_view source, BertConfig& c) {
   if (auto it = j.find("pad_token_id"); it != j.end()) {
     if (it->is_null()) {
       c.pad_token_id.reset();
@@ -210,8 +221,12 @@ absl::StatusOr<BertConfig> BertConfig::FromJson(absl::string_view text, absl::st
     }
     c.architectures = it->get<std::vector<std::string>>();
   }
+  return absl::OkStatus();
+}
 
-  // Labels, as PretrainedConfig.__init__: id2label wins over num_labels.
+// Labels, as PretrainedConfig.__init__: id2label wins over num_labels; label2id, when given,
+// replaces the inverse of id2label.
+absl::Status ReadLabels(const json& j, absl::string_view source, BertConfig& c) {
   if (auto it = j.find("id2label"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) {
       return KeyError(source, "id2label",
@@ -250,7 +265,11 @@ absl::StatusOr<BertConfig> BertConfig::FromJson(absl::string_view text, absl::st
       c.label2id[e.key()] = e.value().get<int64_t>();
     }
   }
+  return absl::OkStatus();
+}
 
+// Keys this file does not model, kept so that saving writes them back.
+void KeepExtraKeys(const json& j, BertConfig& c) {
   static const auto* known = new std::set<std::string>{"vocab_size",
                                                        "hidden_size",
                                                        "num_hidden_layers",
@@ -278,6 +297,17 @@ absl::StatusOr<BertConfig> BertConfig::FromJson(absl::string_view text, absl::st
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!known->count(it.key())) c.extra[it.key()] = it.value();
   }
+}
+
+}  // namespace
+
+absl::StatusOr<BertConfig> BertConfig::FromJson(absl::string_view text, absl::string_view source) {
+  ASSIGN_OR_RETURN(const json j, ParseConfigObject(text, source));
+  BertConfig c;
+  RETURN_IF_ERROR(ReadArchitecture(j, source, c));
+  RETURN_IF_ERROR(ReadOptionalKeys(j, source, c));
+  RETURN_IF_ERROR(ReadLabels(j, source, c));
+  KeepExtraKeys(j, c);
   RETURN_IF_ERROR(c.Validate(source));
   return c;
 }
