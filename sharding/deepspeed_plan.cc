@@ -190,14 +190,9 @@ absl::Status ResolveBatch(const args::DeepSpeedConfig& ds, int world, DeepSpeedP
   return absl::OkStatus();
 }
 
-// ZeRO-Offload and ZeRO-Infinity (DeepSpeed 0.13.5 offload_optimizer / offload_param keys).
-absl::Status PlanOffload(const args::TrainingArguments& args, const args::DeepSpeedConfig& ds,
-                         DeepSpeedPlan* plan) {
-  const args::ZeroConfig& zero = ds.zero_optimization;
-  const bool opt_off =
-      zero.offload_optimizer && zero.offload_optimizer->device != args::OffloadDevice::kNone;
-  const bool param_off =
-      zero.offload_param && zero.offload_param->device != args::OffloadDevice::kNone;
+// The offload sections against the ZeRO stage: parameters need stage 3, the optimizer a stage
+// above 0, NVMe for the optimizer stage 3; round_robin_gradients is a stage 1/2 option.
+absl::Status CheckOffloadStages(const args::ZeroConfig& zero, bool opt_off, bool param_off) {
   if (param_off && zero.stage != 3) {
     return Invalid(absl::StrCat(
         "zero_optimization.offload_param: offloading parameters is valid only with ZeRO stage 3 "
@@ -211,7 +206,6 @@ absl::Status PlanOffload(const args::TrainingArguments& args, const args::DeepSp
         "3 (this config has stage 0); set a stage, or remove offload_optimizer");
   }
   const bool opt_nvme = opt_off && zero.offload_optimizer->device == args::OffloadDevice::kNvme;
-  const bool param_nvme = param_off && zero.offload_param->device == args::OffloadDevice::kNvme;
   if (opt_nvme && zero.stage != 3) {
     return Invalid(absl::StrCat(
         "zero_optimization.offload_optimizer.device: \"nvme\" (ZeRO-Infinity) requires ZeRO "
@@ -224,75 +218,82 @@ absl::Status PlanOffload(const args::TrainingArguments& args, const args::DeepSp
         "stage ",
         zero.stage, "); remove it"));
   }
-  plan->round_robin_gradients = zero.round_robin_gradients;
-  if (opt_off) {
-    plan->offload.optimizer = true;
-    plan->offload.pin_memory = zero.offload_optimizer->pin_memory;
-    if (opt_nvme) {
-      if (!zero.offload_optimizer->nvme_path || zero.offload_optimizer->nvme_path->empty()) {
-        return Invalid(
-            "zero_optimization.offload_optimizer.nvme_path: required with \"device\": "
-            "\"nvme\"; set it to a folder on a fast local disk");
-      }
-      plan->offload.optimizer_nvme_path = *zero.offload_optimizer->nvme_path;
-      plan->offload.buffer_count = zero.offload_optimizer->buffer_count;
-      plan->offload.sub_group_size = zero.sub_group_size;
-      plan->offload.aio = ds.aio;
-      if (plan->offload.buffer_count < 1) {
-        return Invalid(absl::StrCat("zero_optimization.offload_optimizer.buffer_count: ",
-                                    plan->offload.buffer_count, " must be >= 1"));
-      }
-      if (plan->offload.sub_group_size < 1) {
-        return Invalid(absl::StrCat("zero_optimization.sub_group_size: ", zero.sub_group_size,
-                                    " must be >= 1"));
-      }
-      // The folder and the aio section, before any work (the free space is checked when the
-      // state's size is known, as the strategy is made).
-      RETURN_IF_ERROR_CTX(
-          CheckNvmePath("zero_optimization.offload_optimizer.nvme_path",
-                        plan->offload.optimizer_nvme_path, AioOptionsOf(plan->offload.aio))
-              .status(),
-          "--deepspeed");
+  return absl::OkStatus();
+}
+
+// offload_optimizer (present, device not "none"): host memory, or NVMe swap files.
+absl::Status PlanOptimizerOffload(const args::DeepSpeedConfig& ds, DeepSpeedPlan* plan) {
+  const args::ZeroConfig& zero = ds.zero_optimization;
+  plan->offload.optimizer = true;
+  plan->offload.pin_memory = zero.offload_optimizer->pin_memory;
+  if (zero.offload_optimizer->device != args::OffloadDevice::kNvme) return absl::OkStatus();
+  if (!zero.offload_optimizer->nvme_path || zero.offload_optimizer->nvme_path->empty()) {
+    return Invalid(
+        "zero_optimization.offload_optimizer.nvme_path: required with \"device\": "
+        "\"nvme\"; set it to a folder on a fast local disk");
+  }
+  plan->offload.optimizer_nvme_path = *zero.offload_optimizer->nvme_path;
+  plan->offload.buffer_count = zero.offload_optimizer->buffer_count;
+  plan->offload.sub_group_size = zero.sub_group_size;
+  plan->offload.aio = ds.aio;
+  if (plan->offload.buffer_count < 1) {
+    return Invalid(absl::StrCat("zero_optimization.offload_optimizer.buffer_count: ",
+                                plan->offload.buffer_count, " must be >= 1"));
+  }
+  if (plan->offload.sub_group_size < 1) {
+    return Invalid(
+        absl::StrCat("zero_optimization.sub_group_size: ", zero.sub_group_size, " must be >= 1"));
+  }
+  // The folder and the aio section, before any work (the free space is checked when the
+  // state's size is known, as the strategy is made).
+  RETURN_IF_ERROR_CTX(
+      CheckNvmePath("zero_optimization.offload_optimizer.nvme_path",
+                    plan->offload.optimizer_nvme_path, AioOptionsOf(plan->offload.aio))
+          .status(),
+      "--deepspeed");
+  return absl::OkStatus();
+}
+
+// offload_param (present, device not "none"): host memory, or NVMe swap files.
+absl::Status PlanParamOffload(const args::DeepSpeedConfig& ds, DeepSpeedPlan* plan) {
+  const args::OffloadParamConfig& p = *ds.zero_optimization.offload_param;
+  plan->offload.params = true;
+  plan->offload.pin_memory = plan->offload.pin_memory || p.pin_memory;
+  if (p.device != args::OffloadDevice::kNvme) return absl::OkStatus();
+  if (!p.nvme_path || p.nvme_path->empty()) {
+    return Invalid(
+        "zero_optimization.offload_param.nvme_path: required with \"device\": \"nvme\"; "
+        "set it to a folder on a fast local disk");
+  }
+  plan->offload.param_nvme_path = *p.nvme_path;
+  plan->offload.param_buffer_count = p.buffer_count;
+  plan->offload.param_buffer_size = p.buffer_size;
+  plan->offload.max_in_cpu = p.max_in_cpu;
+  plan->offload.aio = ds.aio;
+  for (const auto& [key, v] :
+       {std::pair{"buffer_count", p.buffer_count}, std::pair{"buffer_size", p.buffer_size}}) {
+    if (v < 1) {
+      return Invalid(
+          absl::StrCat("zero_optimization.offload_param.", key, ": ", v, " must be >= 1"));
     }
   }
-  if (param_off) {
-    const args::OffloadParamConfig& p = *zero.offload_param;
-    plan->offload.params = true;
-    plan->offload.pin_memory = plan->offload.pin_memory || p.pin_memory;
-    if (param_nvme) {
-      if (!p.nvme_path || p.nvme_path->empty()) {
-        return Invalid(
-            "zero_optimization.offload_param.nvme_path: required with \"device\": \"nvme\"; "
-            "set it to a folder on a fast local disk");
-      }
-      plan->offload.param_nvme_path = *p.nvme_path;
-      plan->offload.param_buffer_count = p.buffer_count;
-      plan->offload.param_buffer_size = p.buffer_size;
-      plan->offload.max_in_cpu = p.max_in_cpu;
-      plan->offload.aio = ds.aio;
-      for (const auto& [key, v] : {std::pair{"buffer_count", p.buffer_count},
-                                   std::pair{"buffer_size", p.buffer_size}}) {
-        if (v < 1) {
-          return Invalid(absl::StrCat("zero_optimization.offload_param.", key, ": ", v,
-                                      " must be >= 1"));
-        }
-      }
-      if (p.max_in_cpu < 0) {
-        return Invalid(absl::StrCat("zero_optimization.offload_param.max_in_cpu: ", p.max_in_cpu,
-                                    " must be >= 0"));
-      }
-      RETURN_IF_ERROR_CTX(
-          CheckNvmePath("zero_optimization.offload_param.nvme_path", plan->offload.param_nvme_path,
-                        AioOptionsOf(plan->offload.aio))
-              .status(),
-          "--deepspeed");
-    }
+  if (p.max_in_cpu < 0) {
+    return Invalid(absl::StrCat("zero_optimization.offload_param.max_in_cpu: ", p.max_in_cpu,
+                                " must be >= 0"));
   }
-  // DeepSpeed's engine (_configure_optimizer): with the optimizer offloaded, a client optimizer
-  // that is not its CPU Adam is refused unless zero_force_ds_cpu_optimizer is false. loom's CPU
-  // optimizers: the config's Adam/AdamW/Adagrad section, or --optim adamw_torch_fused.
-  if (opt_off && !ds.optimizer && ds.zero_force_ds_cpu_optimizer &&
-      args.optim() != "adamw_torch_fused") {
+  RETURN_IF_ERROR_CTX(CheckNvmePath("zero_optimization.offload_param.nvme_path",
+                                    plan->offload.param_nvme_path, AioOptionsOf(plan->offload.aio))
+                          .status(),
+                      "--deepspeed");
+  return absl::OkStatus();
+}
+
+// DeepSpeed's engine (_configure_optimizer): with the optimizer offloaded, a client optimizer
+// that is not its CPU Adam is refused unless zero_force_ds_cpu_optimizer is false. loom's CPU
+// optimizers: the config's Adam/AdamW/Adagrad section, or --optim adamw_torch_fused.
+absl::Status CheckOffloadedOptimizer(const args::TrainingArguments& args,
+                                     const args::DeepSpeedConfig& ds) {
+  if (!ds.optimizer && ds.zero_force_ds_cpu_optimizer && args.optim() != "adamw_torch_fused") {
     return Invalid(absl::StrCat(
         "zero_force_ds_cpu_optimizer: You are using ZeRO-Offload with a client provided "
         "optimizer (--optim ",
@@ -305,36 +306,47 @@ absl::Status PlanOffload(const args::TrainingArguments& args, const args::DeepSp
   return absl::OkStatus();
 }
 
-}  // namespace
-
-std::string DeepSpeedPlan::Echo() const {
-  const nlohmann::json sorted = nlohmann::json::parse(config.raw.dump());  // std::map: sorted
-  return absl::StrCat("DeepSpeedEngine configuration:\n  json = ", sorted.dump(4));
+// ZeRO-Offload and ZeRO-Infinity (DeepSpeed 0.13.5 offload_optimizer / offload_param keys).
+absl::Status PlanOffload(const args::TrainingArguments& args, const args::DeepSpeedConfig& ds,
+                         DeepSpeedPlan* plan) {
+  const args::ZeroConfig& zero = ds.zero_optimization;
+  const bool opt_off =
+      zero.offload_optimizer && zero.offload_optimizer->device != args::OffloadDevice::kNone;
+  const bool param_off =
+      zero.offload_param && zero.offload_param->device != args::OffloadDevice::kNone;
+  RETURN_IF_ERROR(CheckOffloadStages(zero, opt_off, param_off));
+  plan->round_robin_gradients = zero.round_robin_gradients;
+  if (opt_off) RETURN_IF_ERROR(PlanOptimizerOffload(ds, plan));
+  if (param_off) RETURN_IF_ERROR(PlanParamOffload(ds, plan));
+  if (opt_off) RETURN_IF_ERROR(CheckOffloadedOptimizer(args, ds));
+  return absl::OkStatus();
 }
 
-absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args, int world_size,
-                                            std::optional<int64_t> hidden_size,
-                                            int64_t num_training_steps) {
-  DeepSpeedPlan plan;
-  const int world = std::max(1, world_size);
-  ASSIGN_OR_RETURN(args::DeepSpeedConfig loaded,
-                   args::LoadDeepSpeedConfig(args.deepspeed(), &plan.warnings), "--deepspeed");
-  // Keys first: a misspelled or unimplemented key is the clearest error there is.
-  RETURN_IF_ERROR(CheckKeys(loaded.raw, "", TopLevelRules()));
-  if (loaded.raw.contains("zero_optimization") && loaded.raw["zero_optimization"].is_object()) {
-    RETURN_IF_ERROR(CheckKeys(loaded.raw["zero_optimization"], "zero_optimization", ZeroRules()));
+// Keys first: a misspelled or unimplemented key is the clearest error there is. Inside every
+// section too: a misspelled "params" or "enabled" would otherwise leave DeepSpeed's defaults in
+// force without a word.
+absl::Status CheckAllKeys(const json& raw) {
+  RETURN_IF_ERROR(CheckKeys(raw, "", TopLevelRules()));
+  if (raw.contains("zero_optimization") && raw["zero_optimization"].is_object()) {
+    RETURN_IF_ERROR(CheckKeys(raw["zero_optimization"], "zero_optimization", ZeroRules()));
   }
-  // Inside every other section too: a misspelled "params" or "enabled" would otherwise leave
-  // DeepSpeed's defaults in force without a word.
   for (const auto& [section, rules] : SectionRules()) {
-    const json* node = &loaded.raw;
+    const json* node = &raw;
     for (const std::string& part : std::vector<std::string>(absl::StrSplit(section, '.'))) {
       node = node->is_object() && node->contains(part) ? &(*node)[part] : nullptr;
       if (node == nullptr) break;
     }
     if (node != nullptr && node->is_object()) RETURN_IF_ERROR(CheckKeys(*node, section, rules));
   }
-  // Batch keys the config leaves out take the Trainer's values, as accelerate fills them.
+  return absl::OkStatus();
+}
+
+// The config through HF's HfTrainerDeepSpeedConfig: batch keys the config leaves out take the
+// Trainer's values (as accelerate fills them), then "auto" values are filled and checked.
+absl::StatusOr<args::DeepSpeedConfig> FillFromTrainer(const args::TrainingArguments& args,
+                                                      args::DeepSpeedConfig loaded, int world,
+                                                      std::optional<int64_t> hidden_size,
+                                                      int64_t num_training_steps) {
   for (const char* key :
        {"train_micro_batch_size_per_gpu", "train_batch_size", "gradient_accumulation_steps"}) {
     if (!loaded.raw.contains(key) || loaded.raw[key].is_null()) loaded.raw[key] = "auto";
@@ -344,25 +356,27 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
   RETURN_IF_ERROR_CTX(hf.TrainerConfigProcess(args, world), "--deepspeed");
   RETURN_IF_ERROR_CTX(hf.TrainerConfigFinalize(args, hidden_size, num_training_steps),
                       "--deepspeed");
-  plan.config = hf.config();
-  const args::DeepSpeedConfig& ds = plan.config;
-  const json& raw = ds.raw;
+  return hf.config();
+}
+
+// ZeRO-3 (sharding/param_shard.h): parameters below the persistence threshold stay whole,
+// the 16-bit weights are written at save only when asked
+// (stage3_gather_16bit_weights_on_model_save).
+void PlanStage3(const args::ZeroConfig& zero, DeepSpeedPlan* plan) {
+  plan->stage3_param_persistence_threshold = zero.stage3_param_persistence_threshold.is_auto()
+                                                 ? 100000
+                                                 : zero.stage3_param_persistence_threshold.value();
+  plan->stage3_prefetch_bucket_size = zero.stage3_prefetch_bucket_size.is_auto()
+                                          ? 50000000
+                                          : zero.stage3_prefetch_bucket_size.value();
+  plan->stage3_max_live_parameters = zero.stage3_max_live_parameters;
+  plan->stage3_gather_16bit_weights_on_model_save = zero.stage3_gather_16bit_weights_on_model_save;
+}
+
+// The fp16 / bf16 / amp sections against the stage and the flags; true for bf16 weights.
+absl::StatusOr<bool> PlanHalfPrecision(const args::TrainingArguments& args,
+                                       const args::DeepSpeedConfig& ds) {
   const args::ZeroConfig& zero = ds.zero_optimization;
-  plan.stage = zero.stage;
-  if (plan.stage == 3) {
-    // ZeRO-3 (sharding/param_shard.h): parameters below the persistence threshold stay whole,
-    // the 16-bit weights are written at save only when asked
-    // (stage3_gather_16bit_weights_on_model_save).
-    plan.stage3_param_persistence_threshold = zero.stage3_param_persistence_threshold.is_auto()
-                                                  ? 100000
-                                                  : zero.stage3_param_persistence_threshold.value();
-    plan.stage3_prefetch_bucket_size = zero.stage3_prefetch_bucket_size.is_auto()
-                                           ? 50000000
-                                           : zero.stage3_prefetch_bucket_size.value();
-    plan.stage3_max_live_parameters = zero.stage3_max_live_parameters;
-    plan.stage3_gather_16bit_weights_on_model_save = zero.stage3_gather_16bit_weights_on_model_save;
-  }
-  RETURN_IF_ERROR(PlanOffload(args, ds, &plan));
   const auto enabled = [](const args::AutoOr<bool>& v) { return !v.is_auto() && v.value(); };
   if (ds.fp16.present && ds.bf16.present && enabled(ds.fp16.enabled) && enabled(ds.bf16.enabled)) {
     return Invalid(
@@ -396,24 +410,34 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
         "amp.enabled: Amp and ZeRO are not currently compatible, and NVIDIA Apex is Python-only; "
         "remove the amp section");
   }
-  if (ds.communication_data_type) {
-    switch (*ds.communication_data_type) {
-      case args::CommDataType::kFp32:
-        plan.comm.communication_dtype = at::kFloat;
-        break;
-      case args::CommDataType::kBf16:
-        if (!bf16) {
-          return NotYet("communication_data_type", "reducing fp32 gradients in bf16",
-                        "set it to \"fp32\" or remove it");
-        }
-        plan.comm.communication_dtype = at::kBFloat16;
-        break;
-      case args::CommDataType::kFp16:
-        return NotYet("communication_data_type", "reducing gradients in fp16",
-                      absl::StrCat("set it to \"", bf16 ? "bf16" : "fp32", "\" or remove it"));
-    }
+  return bf16;
+}
+
+// communication_data_type: fp32, or bf16 with bf16 weights.
+absl::Status PlanCommunicationDtype(const args::DeepSpeedConfig& ds, bool bf16,
+                                    DeepSpeedPlan* plan) {
+  if (!ds.communication_data_type) return absl::OkStatus();
+  switch (*ds.communication_data_type) {
+    case args::CommDataType::kFp32:
+      plan->comm.communication_dtype = at::kFloat;
+      break;
+    case args::CommDataType::kBf16:
+      if (!bf16) {
+        return NotYet("communication_data_type", "reducing fp32 gradients in bf16",
+                      "set it to \"fp32\" or remove it");
+      }
+      plan->comm.communication_dtype = at::kBFloat16;
+      break;
+    case args::CommDataType::kFp16:
+      return NotYet("communication_data_type", "reducing gradients in fp16",
+                    absl::StrCat("set it to \"", bf16 ? "bf16" : "fp32", "\" or remove it"));
   }
-  RETURN_IF_ERROR(ResolveBatch(ds, world, &plan));
+  return absl::OkStatus();
+}
+
+// The resolved batch keys against the Trainer's flags.
+absl::Status CheckBatchAgainstFlags(const args::TrainingArguments& args,
+                                    const DeepSpeedPlan& plan) {
   if (plan.train_micro_batch_size_per_gpu != args.per_device_train_batch_size()) {
     return Invalid(
         absl::StrCat("train_micro_batch_size_per_gpu is ", plan.train_micro_batch_size_per_gpu,
@@ -426,24 +450,36 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
                      " (derived from the batch keys) but --gradient_accumulation_steps is ",
                      args.gradient_accumulation_steps(), "; set the batch keys to \"auto\""));
   }
-  plan.gradient_clipping = ds.gradient_clipping.value_or(0.0);
-  if (plan.gradient_clipping < 0) {
-    return Invalid(absl::StrCat("gradient_clipping: ", plan.gradient_clipping,
+  return absl::OkStatus();
+}
+
+// gradient_clipping and steps_per_print.
+absl::Status PlanClippingAndPrinting(const args::DeepSpeedConfig& ds, DeepSpeedPlan* plan) {
+  plan->gradient_clipping = ds.gradient_clipping.value_or(0.0);
+  if (plan->gradient_clipping < 0) {
+    return Invalid(absl::StrCat("gradient_clipping: ", plan->gradient_clipping,
                                 " must be >= 0 (0 turns clipping off)"));
   }
-  plan.steps_per_print = ds.steps_per_print;
-  if (plan.steps_per_print <= 0) {
-    return Invalid(absl::StrCat("steps_per_print: ", plan.steps_per_print, " must be > 0"));
+  plan->steps_per_print = ds.steps_per_print;
+  if (plan->steps_per_print <= 0) {
+    return Invalid(absl::StrCat("steps_per_print: ", plan->steps_per_print, " must be > 0"));
   }
-  // Communication (zero.h's ZeroCommOptions).
-  plan.comm.reduce_bucket_size = zero.reduce_bucket_size.value_or(500000000);
-  plan.comm.allgather_bucket_size = zero.allgather_bucket_size;
-  plan.comm.reduce_scatter = zero.reduce_scatter;
-  plan.comm.overlap_comm = zero.OverlapComm() && plan.stage > 0;
-  plan.comm.allgather_partitions = zero.allgather_partitions;
+  return absl::OkStatus();
+}
+
+// Communication (zero.h's ZeroCommOptions): buckets, reduce-scatter, overlap, and the
+// gradient scaling DeepSpeed applies only when gradients are all-reduced.
+absl::Status PlanCommunication(const args::DeepSpeedConfig& ds, DeepSpeedPlan* plan) {
+  const args::ZeroConfig& zero = ds.zero_optimization;
+  const json& raw = ds.raw;
+  plan->comm.reduce_bucket_size = zero.reduce_bucket_size.value_or(500000000);
+  plan->comm.allgather_bucket_size = zero.allgather_bucket_size;
+  plan->comm.reduce_scatter = zero.reduce_scatter;
+  plan->comm.overlap_comm = zero.OverlapComm() && plan->stage > 0;
+  plan->comm.allgather_partitions = zero.allgather_partitions;
   for (const auto& [key, v] :
-       {std::pair{"zero_optimization.reduce_bucket_size", plan.comm.reduce_bucket_size},
-        std::pair{"zero_optimization.allgather_bucket_size", plan.comm.allgather_bucket_size}}) {
+       {std::pair{"zero_optimization.reduce_bucket_size", plan->comm.reduce_bucket_size},
+        std::pair{"zero_optimization.allgather_bucket_size", plan->comm.allgather_bucket_size}}) {
     if (v <= 0) return Invalid(absl::StrCat(key, ": ", v, " must be a positive element count"));
   }
   if (raw.contains("gradient_predivide_factor") && !raw["gradient_predivide_factor"].is_null()) {
@@ -452,24 +488,30 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
       return Invalid(
           absl::StrCat("gradient_predivide_factor: ", f.dump(), " must be a number > 0"));
     }
-    plan.comm.gradient_predivide_factor = f.get<double>();
+    plan->comm.gradient_predivide_factor = f.get<double>();
   }
   if (raw.contains("prescale_gradients") && !raw["prescale_gradients"].is_null()) {
     if (!raw["prescale_gradients"].is_boolean()) {
       return Invalid("prescale_gradients: expected true or false");
     }
-    plan.comm.prescale_gradients = raw["prescale_gradients"].get<bool>();
+    plan->comm.prescale_gradients = raw["prescale_gradients"].get<bool>();
   }
   // DeepSpeed applies both only when gradients are all-reduced (stage 1/2 with reduce_scatter
   // false); with reduce-scatter it asserts, and loom's DDP (stage 0) has neither.
-  if ((plan.comm.gradient_predivide_factor != 1.0 || plan.comm.prescale_gradients) &&
-      (plan.stage == 0 || plan.comm.reduce_scatter)) {
-    return NotYet(plan.comm.prescale_gradients ? "prescale_gradients" : "gradient_predivide_factor",
-                  plan.stage == 0 ? "with ZeRO stage 0 (DDP)" : "with \"reduce_scatter\": true",
-                  "remove it, or use zero_optimization.stage 1/2 with \"reduce_scatter\": false");
+  if ((plan->comm.gradient_predivide_factor != 1.0 || plan->comm.prescale_gradients) &&
+      (plan->stage == 0 || plan->comm.reduce_scatter)) {
+    return NotYet(
+        plan->comm.prescale_gradients ? "prescale_gradients" : "gradient_predivide_factor",
+        plan->stage == 0 ? "with ZeRO stage 0 (DDP)" : "with \"reduce_scatter\": true",
+        "remove it, or use zero_optimization.stage 1/2 with \"reduce_scatter\": false");
   }
-  // The optimizer and scheduler sections, and the flags they would silently override.
-  RETURN_IF_ERROR(optim::CheckDeepSpeedOptimizer(ds, plan.stage));
+  return absl::OkStatus();
+}
+
+// The optimizer and scheduler sections, and the flags they would silently override.
+absl::Status CheckOptimizerSections(const args::TrainingArguments& args,
+                                    const args::DeepSpeedConfig& ds, int stage) {
+  RETURN_IF_ERROR(optim::CheckDeepSpeedOptimizer(ds, stage));
   RETURN_IF_ERROR(optim::CheckDeepSpeedScheduler(ds));
   const args::TrainingArguments& defaults = args::TrainingArguments::default_instance();
   if (ds.optimizer && args.optim() != defaults.optim()) {
@@ -483,6 +525,37 @@ absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args,
                                 args.lr_scheduler_type(),
                                 " both choose the schedule; remove one of them"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string DeepSpeedPlan::Echo() const {
+  const nlohmann::json sorted = nlohmann::json::parse(config.raw.dump());  // std::map: sorted
+  return absl::StrCat("DeepSpeedEngine configuration:\n  json = ", sorted.dump(4));
+}
+
+absl::StatusOr<DeepSpeedPlan> PlanDeepSpeed(const args::TrainingArguments& args, int world_size,
+                                            std::optional<int64_t> hidden_size,
+                                            int64_t num_training_steps) {
+  DeepSpeedPlan plan;
+  const int world = std::max(1, world_size);
+  ASSIGN_OR_RETURN(args::DeepSpeedConfig loaded,
+                   args::LoadDeepSpeedConfig(args.deepspeed(), &plan.warnings), "--deepspeed");
+  RETURN_IF_ERROR(CheckAllKeys(loaded.raw));
+  ASSIGN_OR_RETURN(plan.config, FillFromTrainer(args, std::move(loaded), world, hidden_size,
+                                                num_training_steps));
+  const args::DeepSpeedConfig& ds = plan.config;
+  plan.stage = ds.zero_optimization.stage;
+  if (plan.stage == 3) PlanStage3(ds.zero_optimization, &plan);
+  RETURN_IF_ERROR(PlanOffload(args, ds, &plan));
+  ASSIGN_OR_RETURN(const bool bf16, PlanHalfPrecision(args, ds));
+  RETURN_IF_ERROR(PlanCommunicationDtype(ds, bf16, &plan));
+  RETURN_IF_ERROR(ResolveBatch(ds, world, &plan));
+  RETURN_IF_ERROR(CheckBatchAgainstFlags(args, plan));
+  RETURN_IF_ERROR(PlanClippingAndPrinting(ds, &plan));
+  RETURN_IF_ERROR(PlanCommunication(ds, &plan));
+  RETURN_IF_ERROR(CheckOptimizerSections(args, ds, plan.stage));
   return plan;
 }
 

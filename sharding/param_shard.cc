@@ -20,9 +20,11 @@
 #include "sharding/replicated.h"
 
 namespace loom::sharding {
-absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
-    const ParamShardOptions& o) {
-  RETURN_IF_ERROR(o.CheckPieces("ParamShardStrategy"));
+namespace {
+
+// The loom model under `o.model`, checked: no 16-bit weights or GradScaler, an optimizer
+// without state.
+absl::StatusOr<modeling::Model*> CheckedModel(const ParamShardOptions& o) {
   auto* model = dynamic_cast<modeling::Model*>(o.model);
   if (model == nullptr) {
     return absl::InvalidArgumentError(
@@ -41,18 +43,30 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
         ": the optimizer already has state; the strategy shards it and must be created "
         "before the first step"));
   }
+  return model;
+}
+
+// The wrap units (none without auto_wrap). A model that cannot run its layers through a runner
+// is refused before anything changes.
+absl::StatusOr<std::vector<modeling::FoundUnit>> FindWrapUnits(const ParamShardOptions& o,
+                                                               modeling::Model& model) {
   const std::vector<std::string> classes =
-      o.wrap_classes.empty() ? model->UnitClassNames() : o.wrap_classes;
+      o.wrap_classes.empty() ? model.UnitClassNames() : o.wrap_classes;
   std::vector<modeling::FoundUnit> found;
   if (o.auto_wrap) {
-    ASSIGN_OR_RETURN(found, modeling::FindUnits(*model, classes), o.name);
-    // A model that cannot run its layers through a runner is refused before anything changes.
-    RETURN_IF_ERROR_CTX(model->SetUnitRunner(nullptr), o.name);
+    ASSIGN_OR_RETURN(found, modeling::FindUnits(model, classes), o.name);
+    RETURN_IF_ERROR_CTX(model.SetUnitRunner(nullptr), o.name);
   }
-  // Optimizer group of every parameter, checked before anything changes.
+  return found;
+}
+
+// Optimizer group of every trainable parameter, checked (in the model, fp32) before anything
+// changes.
+absl::StatusOr<std::map<const void*, size_t>> GroupOfParameters(const ParamShardOptions& o,
+                                                                modeling::Model& model) {
   std::map<const void*, size_t> group_of;
   std::set<const void*> in_model;
-  for (const at::Tensor& p : model->parameters()) in_model.insert(p.unsafeGetTensorImpl());
+  for (const at::Tensor& p : model.parameters()) in_model.insert(p.unsafeGetTensorImpl());
   const size_t num_groups = o.optimizer->param_groups().size();
   for (size_t g = 0; g < num_groups; ++g) {
     for (const at::Tensor& p : o.optimizer->param_groups()[g].params()) {
@@ -69,48 +83,37 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
       if (p.requires_grad()) group_of[p.unsafeGetTensorImpl()] = g;
     }
   }
-  auto strategy = absl::WrapUnique(new ParamShardStrategy(o));
-  const int full_world = strategy->pg_ ? strategy->pg_->world_size() : 1;
-  if (o.hybrid_group_size > 0 && strategy->pg_ && o.hybrid_group_size < full_world) {
-    // FSDP's hybrid sharding: shard within each node's ranks, replicate across nodes.
-    const int size = o.hybrid_group_size;
-    if (full_world % size != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(o.name, ": hybrid sharding needs the world size (", full_world,
-                       ") to be a multiple of the ranks per node (", size, ")"));
+  return group_of;
+}
+
+// Every rank starts from rank 0's weights (FSDP's sync_module_states).
+absl::Status SyncModuleStates(const ParamShardOptions& o, modeling::Model& model,
+                              distributed::ProcessGroup& pg) {
+  try {
+    at::NoGradGuard no_grad;
+    for (at::Tensor t : model.parameters()) {
+      at::Tensor data = t.detach();
+      RETURN_IF_ERROR_CTX(distributed::Broadcast(pg, data),
+                          absl::StrCat(o.name, ": sharing rank 0's weights"));
     }
-    const int me = strategy->pg_->rank();
-    std::vector<int> node_ranks, replica_ranks;
-    for (int r = 0; r < size; ++r) node_ranks.push_back(me / size * size + r);
-    for (int n = 0; n < full_world / size; ++n) replica_ranks.push_back(n * size + me % size);
-    ASSIGN_OR_RETURN(strategy->shard_pg_,
-                     distributed::NewSubgroup(*strategy->pg_, node_ranks,
-                                              absl::StrCat("hybrid_shard/node", me / size)),
-                     o.name);
-    ASSIGN_OR_RETURN(strategy->replica_pg_,
-                     distributed::NewSubgroup(*strategy->pg_, replica_ranks,
-                                              absl::StrCat("hybrid_shard/local", me % size)),
-                     o.name);
-  }
-  if (o.sync_module_states && full_world > 1) {
-    // Every rank starts from rank 0's weights (FSDP's sync_module_states).
-    try {
-      at::NoGradGuard no_grad;
-      for (at::Tensor t : model->parameters()) {
-        at::Tensor data = t.detach();
-        RETURN_IF_ERROR_CTX(distributed::Broadcast(*strategy->pg_, data),
-                            absl::StrCat(o.name, ": sharing rank 0's weights"));
-      }
-      for (at::Tensor t : model->buffers()) {
-        RETURN_IF_ERROR_CTX(distributed::Broadcast(*strategy->pg_, t),
-                            absl::StrCat(o.name, ": sharing rank 0's buffers"));
-      }
-    } catch (const std::exception& e) {
-      return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, o.name);
+    for (at::Tensor t : model.buffers()) {
+      RETURN_IF_ERROR_CTX(distributed::Broadcast(pg, t),
+                          absl::StrCat(o.name, ": sharing rank 0's buffers"));
     }
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, o.name);
   }
-  // The units' parameters per group; the rest of the trainable ones form the root.
-  std::set<const void*> claimed;
+  return absl::OkStatus();
+}
+
+// The units' parameters per group (units below min_num_params left out, parameters below the
+// persistence threshold left for the root); the rest of the trainable ones form the root,
+// first. `claimed` receives every parameter a spec holds.
+std::vector<ShardUnitSpec> UnitSpecs(const ParamShardOptions& o, modeling::Model& model,
+                                     const std::vector<modeling::FoundUnit>& found,
+                                     const std::map<const void*, size_t>& group_of,
+                                     std::set<const void*>& claimed) {
+  const size_t num_groups = o.optimizer->param_groups().size();
   std::vector<ShardUnitSpec> specs;
   auto take = [&](const std::vector<at::Tensor>& params, int64_t threshold) {
     std::vector<std::vector<at::Tensor>> by_group(num_groups);
@@ -129,99 +132,170 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
     specs.push_back(
         {f.name, f.module.get(), take(f.module->parameters(), o.persistence_threshold)});
   }
-  specs.insert(specs.begin(), ShardUnitSpec{"(root)", nullptr, take(model->parameters(), 0)});
-  ASSIGN_OR_RETURN(strategy->runner_,
-                   FullShardRunner::Create(
-                       std::move(specs), strategy->pg(),
-                       FullShardRunnerOptions{.reshard_after_forward = o.reshard_after_forward,
-                                              .forward_prefetch = o.forward_prefetch,
-                                              .backward_prefetch = o.backward_prefetch,
-                                              .prefetch_limit = o.prefetch_limit,
-                                              .max_live_elements = o.max_live_elements,
-                                              .shard_options =
-                                                  o.offload.any()
-                                                      ? std::optional<at::TensorOptions>(
-                                                            HostOptions(o.offload))
-                                                      : std::nullopt},
-                       strategy->replica_pg_ ? &*strategy->replica_pg_ : nullptr),
-                   o.name);
-  if (o.auto_wrap) {
-    RETURN_IF_ERROR_CTX(model->SetUnitRunner(strategy->runner_.get()), o.name);
-  }
-  {
-    // The least loom holds at once: the root and the largest unit.
-    int64_t root = 0, largest = 0;
-    const FullShardRunner& runner = *strategy->runner_;
-    for (size_t u = 0; u < runner.unit_count(); ++u) {
-      int64_t n = 0;
-      for (size_t p : runner.unit_pieces(u)) n += runner.pieces()[p].flat->numel();
-      if (runner.persistent(u)) {
-        root += n;
-      } else {
-        largest = std::max(largest, n);
-      }
-    }
-    if (root + largest > o.max_live_elements) {
-      LOG(WARNING) << o.name << ": stage3_max_live_parameters " << o.max_live_elements
-                   << " is below what one layer and the persistent parameters take (" << root
-                   << " + " << largest << " elements), which loom holds at least; nothing is "
-                   << "prefetched";
+  specs.insert(specs.begin(), ShardUnitSpec{"(root)", nullptr, take(model.parameters(), 0)});
+  return specs;
+}
+
+FullShardRunnerOptions RunnerOptions(const ParamShardOptions& o) {
+  return FullShardRunnerOptions{
+      .reshard_after_forward = o.reshard_after_forward,
+      .forward_prefetch = o.forward_prefetch,
+      .backward_prefetch = o.backward_prefetch,
+      .prefetch_limit = o.prefetch_limit,
+      .max_live_elements = o.max_live_elements,
+      .shard_options = o.offload.any() ? std::optional<at::TensorOptions>(HostOptions(o.offload))
+                                       : std::nullopt};
+}
+
+// The least loom holds at once: the root and the largest unit; a warning when
+// stage3_max_live_parameters is below it.
+void WarnIfBelowLiveMinimum(const ParamShardOptions& o, const FullShardRunner& runner) {
+  int64_t root = 0, largest = 0;
+  for (size_t u = 0; u < runner.unit_count(); ++u) {
+    int64_t n = 0;
+    for (size_t p : runner.unit_pieces(u)) n += runner.pieces()[p].flat->numel();
+    if (runner.persistent(u)) {
+      root += n;
+    } else {
+      largest = std::max(largest, n);
     }
   }
-  for (const at::Tensor& p : model->parameters()) {
-    if (claimed.count(p.unsafeGetTensorImpl()) == 0) strategy->unsharded_.push_back(p);
+  if (root + largest > o.max_live_elements) {
+    LOG(WARNING) << o.name << ": stage3_max_live_parameters " << o.max_live_elements
+                 << " is below what one layer and the persistent parameters take (" << root << " + "
+                 << largest << " elements), which loom holds at least; nothing is "
+                 << "prefetched";
   }
-  // The optimizer steps on the shards; the checkpoint layout lists each group's parameters.
+}
+
+// The optimizer steps on the shards; the checkpoint layout lists each group's parameters.
+std::vector<ZeroGroupLayout> ShardOptimizerGroups(const ParamShardOptions& o,
+                                                  modeling::Model& model,
+                                                  const FullShardRunner& runner) {
   std::map<const void*, std::string> names;
-  for (const auto& p : model->named_parameters()) names[p.value().unsafeGetTensorImpl()] = p.key();
-  strategy->layout_.resize(num_groups);
+  for (const auto& p : model.named_parameters()) names[p.value().unsafeGetTensorImpl()] = p.key();
+  const size_t num_groups = o.optimizer->param_groups().size();
+  std::vector<ZeroGroupLayout> layouts(num_groups);
   for (size_t g = 0; g < num_groups; ++g) o.optimizer->param_groups()[g].params().clear();
-  for (const FullShardRunner::Piece& piece : strategy->runner_->pieces()) {
+  for (const FullShardRunner::Piece& piece : runner.pieces()) {
     o.optimizer->param_groups()[piece.group].params().push_back(piece.flat->shard());
-    ZeroGroupLayout& layout = strategy->layout_[piece.group];
+    ZeroGroupLayout& layout = layouts[piece.group];
     for (const at::Tensor& p : piece.flat->params()) {
       layout.names.push_back(names[p.unsafeGetTensorImpl()]);
       layout.shapes.push_back(p.sizes().vec());
       layout.numel += p.numel();
     }
   }
-  if (!o.offload.param_nvme_path.empty()) {
-    // The wrapped units' shards (the root's, gathered between steps, stay: DeepSpeed keeps
-    // persistent parameters resident too).
-    std::vector<at::Tensor> swapped;
-    std::vector<FlatParamUnit*> units;
-    for (size_t u = 0; u < strategy->runner_->unit_count(); ++u) {
-      if (strategy->runner_->persistent(u)) continue;
-      for (size_t k : strategy->runner_->unit_pieces(u)) {
-        FlatParamUnit* flat = strategy->runner_->pieces()[k].flat.get();
-        swapped.push_back(flat->shard());
-        units.push_back(flat);
-      }
+  return layouts;
+}
+
+// offload_param "nvme": the wrapped units' shards in swap files (the root's, gathered between
+// steps, stay: DeepSpeed keeps persistent parameters resident too), each unit reading through it.
+absl::StatusOr<std::unique_ptr<ParamSwapper>> SwapParameters(const ParamShardOptions& o, int rank,
+                                                             FullShardRunner& runner) {
+  std::vector<at::Tensor> swapped;
+  std::vector<FlatParamUnit*> units;
+  for (size_t u = 0; u < runner.unit_count(); ++u) {
+    if (runner.persistent(u)) continue;
+    for (size_t k : runner.unit_pieces(u)) {
+      FlatParamUnit* flat = runner.pieces()[k].flat.get();
+      swapped.push_back(flat->shard());
+      units.push_back(flat);
     }
-    ParamSwapperOptions swap;
-    swap.nvme_path = o.offload.param_nvme_path;
-    swap.rank = strategy->rank();
-    swap.aio = AioOptionsOf(o.offload.aio);
-    swap.buffer_count = o.offload.param_buffer_count;
-    swap.buffer_size = o.offload.param_buffer_size;
-    swap.max_in_cpu = o.offload.max_in_cpu;
-    ASSIGN_OR_RETURN(strategy->param_swapper_, ParamSwapper::Create(swap, std::move(swapped)),
-                     o.name);
-    for (FlatParamUnit* flat : units) flat->set_store(strategy->param_swapper_.get());
-    LOG(INFO) << "rank " << strategy->rank() << ": " << strategy->param_swapper_->Describe();
+  }
+  ParamSwapperOptions swap;
+  swap.nvme_path = o.offload.param_nvme_path;
+  swap.rank = rank;
+  swap.aio = AioOptionsOf(o.offload.aio);
+  swap.buffer_count = o.offload.param_buffer_count;
+  swap.buffer_size = o.offload.param_buffer_size;
+  swap.max_in_cpu = o.offload.max_in_cpu;
+  ASSIGN_OR_RETURN(std::unique_ptr<ParamSwapper> swapper,
+                   ParamSwapper::Create(swap, std::move(swapped)), o.name);
+  for (FlatParamUnit* flat : units) flat->set_store(swapper.get());
+  LOG(INFO) << "rank " << rank << ": " << swapper->Describe();
+  return swapper;
+}
+
+// offload_optimizer "nvme": the optimizer state over `shards` in swap files (ZeRO-Infinity).
+absl::StatusOr<std::unique_ptr<OptimizerSwapper>> SwapOptimizerState(
+    const ParamShardOptions& o, int rank, const std::vector<at::Tensor>& shards) {
+  OptimizerSwapperOptions swap;
+  swap.nvme_path = o.offload.optimizer_nvme_path;
+  swap.rank = rank;
+  swap.aio = AioOptionsOf(o.offload.aio);
+  swap.buffer_count = o.offload.buffer_count;
+  swap.sub_group_size = o.offload.sub_group_size;
+  ASSIGN_OR_RETURN(std::unique_ptr<OptimizerSwapper> swapper,
+                   OptimizerSwapper::Create(swap, o.optimizer, shards), o.name);
+  LOG(INFO) << "rank " << rank << ": " << swapper->Describe();
+  return swapper;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
+    const ParamShardOptions& o) {
+  RETURN_IF_ERROR(o.CheckPieces("ParamShardStrategy"));
+  ASSIGN_OR_RETURN(modeling::Model* const model, CheckedModel(o));
+  ASSIGN_OR_RETURN(const std::vector<modeling::FoundUnit> found, FindWrapUnits(o, *model));
+  ASSIGN_OR_RETURN(const auto group_of, GroupOfParameters(o, *model));
+  auto strategy = absl::WrapUnique(new ParamShardStrategy(o));
+  RETURN_IF_ERROR(strategy->SetUpHybridGroups());
+  if (o.sync_module_states && strategy->pg_ && strategy->pg_->world_size() > 1) {
+    RETURN_IF_ERROR(SyncModuleStates(o, *model, *strategy->pg_));
+  }
+  std::set<const void*> claimed;
+  std::vector<ShardUnitSpec> specs = UnitSpecs(o, *model, found, group_of, claimed);
+  ASSIGN_OR_RETURN(
+      strategy->runner_,
+      FullShardRunner::Create(std::move(specs), strategy->pg(), RunnerOptions(o),
+                              strategy->replica_pg_ ? &*strategy->replica_pg_ : nullptr),
+      o.name);
+  if (o.auto_wrap) {
+    RETURN_IF_ERROR_CTX(model->SetUnitRunner(strategy->runner_.get()), o.name);
+  }
+  WarnIfBelowLiveMinimum(o, *strategy->runner_);
+  for (const at::Tensor& p : model->parameters()) {
+    if (claimed.count(p.unsafeGetTensorImpl()) == 0) strategy->unsharded_.push_back(p);
+  }
+  strategy->layout_ = ShardOptimizerGroups(o, *model, *strategy->runner_);
+  if (!o.offload.param_nvme_path.empty()) {
+    ASSIGN_OR_RETURN(strategy->param_swapper_,
+                     SwapParameters(o, strategy->rank(), *strategy->runner_));
   }
   if (!o.offload.optimizer_nvme_path.empty()) {
-    OptimizerSwapperOptions swap;
-    swap.nvme_path = o.offload.optimizer_nvme_path;
-    swap.rank = strategy->rank();
-    swap.aio = AioOptionsOf(o.offload.aio);
-    swap.buffer_count = o.offload.buffer_count;
-    swap.sub_group_size = o.offload.sub_group_size;
     ASSIGN_OR_RETURN(strategy->swapper_,
-                     OptimizerSwapper::Create(swap, o.optimizer, strategy->Shards()), o.name);
-    LOG(INFO) << "rank " << strategy->rank() << ": " << strategy->swapper_->Describe();
+                     SwapOptimizerState(o, strategy->rank(), strategy->Shards()));
   }
   return strategy;
+}
+
+absl::Status ParamShardStrategy::SetUpHybridGroups() {
+  const ParamShardOptions& o = options_;
+  const int full_world = pg_ ? pg_->world_size() : 1;
+  if (o.hybrid_group_size <= 0 || !pg_ || o.hybrid_group_size >= full_world) {
+    return absl::OkStatus();
+  }
+  const int size = o.hybrid_group_size;
+  if (full_world % size != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(o.name, ": hybrid sharding needs the world size (", full_world,
+                     ") to be a multiple of the ranks per node (", size, ")"));
+  }
+  const int me = pg_->rank();
+  std::vector<int> node_ranks, replica_ranks;
+  for (int r = 0; r < size; ++r) node_ranks.push_back(me / size * size + r);
+  for (int n = 0; n < full_world / size; ++n) replica_ranks.push_back(n * size + me % size);
+  ASSIGN_OR_RETURN(
+      shard_pg_,
+      distributed::NewSubgroup(*pg_, node_ranks, absl::StrCat("hybrid_shard/node", me / size)),
+      o.name);
+  ASSIGN_OR_RETURN(
+      replica_pg_,
+      distributed::NewSubgroup(*pg_, replica_ranks, absl::StrCat("hybrid_shard/local", me % size)),
+      o.name);
+  return absl::OkStatus();
 }
 
 ParamShardStrategy::~ParamShardStrategy() {

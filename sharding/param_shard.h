@@ -207,6 +207,9 @@ class ParamShardStrategy : public ShardingStrategy {
   // Under hybrid sharding, which replica (node) this rank belongs to; 0 otherwise.
   int replica() const { return replica_pg_ ? replica_pg_->rank() : 0; }
   std::vector<at::Tensor> Shards() const;
+  // FSDP's hybrid sharding (hybrid_group_size below the world size): shard_pg_ over this
+  // node's ranks, replica_pg_ over this local rank on every node; nothing otherwise.
+  absl::Status SetUpHybridGroups();
   absl::Status LoadOwnState(const std::string& folder);
   absl::Status SaveOwnState(const std::string& folder, const StrategySaveInfo& info);
   // Every shard in `shards` fetched from / evicted to the parameter swapper (no-op without).

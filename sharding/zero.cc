@@ -17,8 +17,10 @@
 #include "sharding/replicated.h"
 
 namespace loom::sharding {
-absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOptions& o) {
-  RETURN_IF_ERROR(o.CheckPieces("ZeroStrategy"));
+namespace {
+
+// The stage, the bucket sizes and the gradient predivide factor.
+absl::Status CheckStageAndBuckets(const ZeroOptions& o) {
   if (o.stage != 1 && o.stage != 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("ZeroStrategy: stage ", o.stage, " (this strategy is ZeRO stage 1 or 2)"));
@@ -33,6 +35,11 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
         absl::StrCat("ZeroStrategy: gradient_predivide_factor must be positive, got ",
                      o.comm.gradient_predivide_factor));
   }
+  return absl::OkStatus();
+}
+
+// fp32, or DeepSpeed's bf16 (true); anything else is refused.
+absl::StatusOr<bool> CheckPrecision(const ZeroOptions& o) {
   const precision::PrecisionPolicy& policy = o.precision->policy();
   const bool bf16 = policy.mode == precision::PrecisionMode::kHalfWeights &&
                     policy.compute_dtype == at::kBFloat16;
@@ -41,33 +48,72 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
         "--deepspeed: ZeRO stage ", o.stage, " with ", policy.Describe(),
         " is not implemented in loom yet (fp32 and DeepSpeed's bf16 are); train in fp32 or bf16"));
   }
-  if (o.comm.overlap_comm && o.process_group != nullptr && o.process_group->world_size() > 1) {
-    if (!o.comm.reduce_scatter) {
-      return absl::UnimplementedError(
-          "--deepspeed: zero_optimization.overlap_comm with \"reduce_scatter\": false is not "
-          "implemented in loom yet; set one of them to its default");
-    }
-    const at::ScalarType comm =
-        o.comm.communication_dtype.value_or(bf16 ? at::kBFloat16 : at::kFloat);
-    if (comm == at::kBFloat16 && o.process_group->backend_name() == "gloo") {
-      return absl::InvalidArgumentError(
-          "--deepspeed: zero_optimization.overlap_comm with bf16 gradients reduces them in bf16, "
-          "which Gloo cannot sum; add \"communication_data_type\": \"fp32\" or set "
-          "overlap_comm to false");
-    }
+  return bf16;
+}
+
+// overlap_comm at more than one rank: reduce-scattered, in a dtype the backend can sum.
+absl::Status CheckOverlap(const ZeroOptions& o, bool bf16) {
+  if (!o.comm.overlap_comm || o.process_group == nullptr || o.process_group->world_size() <= 1) {
+    return absl::OkStatus();
   }
+  if (!o.comm.reduce_scatter) {
+    return absl::UnimplementedError(
+        "--deepspeed: zero_optimization.overlap_comm with \"reduce_scatter\": false is not "
+        "implemented in loom yet; set one of them to its default");
+  }
+  const at::ScalarType comm =
+      o.comm.communication_dtype.value_or(bf16 ? at::kBFloat16 : at::kFloat);
+  if (comm == at::kBFloat16 && o.process_group->backend_name() == "gloo") {
+    return absl::InvalidArgumentError(
+        "--deepspeed: zero_optimization.overlap_comm with bf16 gradients reduces them in bf16, "
+        "which Gloo cannot sum; add \"communication_data_type\": \"fp32\" or set "
+        "overlap_comm to false");
+  }
+  return absl::OkStatus();
+}
+
+// DeepSpeed's engine: module.bfloat16() — the floating-point parameters and buffers (integer
+// buffers such as position ids stay as they are). Throws what torch throws.
+void CastModelToBf16(torch::nn::Module& model) {
+  for (at::Tensor& t : model.parameters()) {
+    if (t.is_floating_point()) t.set_data(t.detach().to(at::kBFloat16));
+  }
+  for (at::Tensor& t : model.buffers()) {
+    if (t.is_floating_point()) t.set_data(t.detach().to(at::kBFloat16));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOptions& o) {
+  RETURN_IF_ERROR(o.CheckPieces("ZeroStrategy"));
+  RETURN_IF_ERROR(CheckStageAndBuckets(o));
+  ASSIGN_OR_RETURN(const bool bf16, CheckPrecision(o));
+  RETURN_IF_ERROR(CheckOverlap(o, bf16));
   if (!o.optimizer->state().empty()) {
     return absl::FailedPreconditionError(
         "ZeroStrategy: the optimizer already has state; the strategy partitions it and must be "
         "created before the first step");
   }
+  auto strategy = absl::WrapUnique(new ZeroStrategy(o));
+  // 1. Check every group before anything changes.
+  ASSIGN_OR_RETURN(std::vector<Group> groups, CheckedGroups(o, strategy->world()));
+  // 2. Flat buffers, the parameters as views of them, this rank's fp32 master partition.
+  RETURN_IF_ERROR(strategy->PartitionGroups(groups, bf16));
+  // 3. The optimizer steps on the partitions.
+  strategy->AdoptGroups(std::move(groups));
+  if (o.comm.overlap_comm && strategy->world() > 1) {
+    RETURN_IF_ERROR(strategy->StartOverlap());
+  }
+  return strategy;
+}
+
+absl::StatusOr<std::vector<ZeroStrategy::Group>> ZeroStrategy::CheckedGroups(const ZeroOptions& o,
+                                                                             int world) {
   std::set<const void*> in_model;
   for (const at::Tensor& p : o.model->parameters()) in_model.insert(p.unsafeGetTensorImpl());
-  auto strategy = absl::WrapUnique(new ZeroStrategy(o));
-  const int world = strategy->world();
-  const int rank = strategy->rank();
-  // 1. Check every group before anything changes. Parameters that do not require grad stay
-  //    out of the partitions (and of the optimizer), as DeepSpeed filters them.
+  // Parameters that do not require grad stay out of the partitions (and of the optimizer), as
+  // DeepSpeed filters them.
   std::vector<Group> groups(o.optimizer->param_groups().size());
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     for (const at::Tensor& p : o.optimizer->param_groups()[gi].params()) {
@@ -89,67 +135,69 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
     }
     if (o.round_robin_gradients) groups[gi].params = RoundRobinOrder(groups[gi].params, world);
   }
+  return groups;
+}
+
+absl::Status ZeroStrategy::PartitionGroups(std::vector<Group>& groups, bool bf16) {
   try {
     at::NoGradGuard no_grad;
     if (bf16) {
-      // DeepSpeed's engine: module.bfloat16() — the floating-point parameters and buffers
-      // (integer buffers such as position ids stay as they are).
-      strategy->dtype_ = at::kBFloat16;
-      for (at::Tensor& t : o.model->parameters()) {
-        if (t.is_floating_point()) t.set_data(t.detach().to(at::kBFloat16));
-      }
-      for (at::Tensor& t : o.model->buffers()) {
-        if (t.is_floating_point()) t.set_data(t.detach().to(at::kBFloat16));
-      }
+      dtype_ = at::kBFloat16;
+      CastModelToBf16(*options_.model);
     }
-    // 2. Flat buffers (rank 0's weights on every rank, as DeepSpeed's engine broadcasts them),
-    //    the parameters as views of them, this rank's fp32 master partition.
     for (Group& g : groups) {
       if (g.numel == 0) continue;  // an empty group (e.g. no biases) has nothing to partition
-      g.padded_numel = ZeroAlignedNumel(g.numel, world);
-      const int64_t part = g.padded_numel / world;
-      g.flat_params = strategy->Flatten(g, /*grads=*/false);
-      if (strategy->pg_) {
-        RETURN_IF_ERROR_CTX(distributed::Broadcast(*strategy->pg_, g.flat_params),
-                            "ZeroStrategy: sharing rank 0's weights");
-      }
-      if (o.stage == 1) g.flat_grads = strategy->Flatten(g, /*grads=*/true);
-      int64_t offset = 0;
-      for (at::Tensor& p : g.params) {
-        p.set_data(g.flat_params.slice(0, offset, offset + p.numel()).view_as(p));
-        if (o.stage == 1) {
-          p.mutable_grad() = g.flat_grads.slice(0, offset, offset + p.numel()).view_as(p);
-        }
-        offset += p.numel();
-      }
-      const at::TensorOptions master_options =
-          o.offload.optimizer ? HostOptions(o.offload)
-                              : g.flat_params.options().dtype(at::kFloat);
-      g.partition = g.flat_params.slice(0, rank * part, (rank + 1) * part)
-                        .to(master_options, /*non_blocking=*/false, /*copy=*/true)
-                        .set_requires_grad(true);
-      g.partition.mutable_grad() = at::zeros({part}, master_options);
-      const at::ScalarType comm = o.comm.communication_dtype.value_or(strategy->dtype_);
-      if (bf16 || g.partition.device() != g.flat_params.device()) {
-        g.grad16 = at::zeros({part}, g.flat_params.options().dtype(bf16 ? comm : at::kFloat));
-      }
+      RETURN_IF_ERROR(PartitionGroup(g, bf16));
     }
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "partitioning for ZeRO");
   }
+  return absl::OkStatus();
+}
+
+absl::Status ZeroStrategy::PartitionGroup(Group& g, bool bf16) {
+  const int world = this->world();
+  const int rank = this->rank();
+  const ZeroOptions& o = options_;
+  // Rank 0's weights on every rank, as DeepSpeed's engine broadcasts them.
+  g.padded_numel = ZeroAlignedNumel(g.numel, world);
+  const int64_t part = g.padded_numel / world;
+  g.flat_params = Flatten(g, /*grads=*/false);
+  if (pg_) {
+    RETURN_IF_ERROR_CTX(distributed::Broadcast(*pg_, g.flat_params),
+                        "ZeroStrategy: sharing rank 0's weights");
+  }
+  if (o.stage == 1) g.flat_grads = Flatten(g, /*grads=*/true);
+  int64_t offset = 0;
+  for (at::Tensor& p : g.params) {
+    p.set_data(g.flat_params.slice(0, offset, offset + p.numel()).view_as(p));
+    if (o.stage == 1) {
+      p.mutable_grad() = g.flat_grads.slice(0, offset, offset + p.numel()).view_as(p);
+    }
+    offset += p.numel();
+  }
+  const at::TensorOptions master_options =
+      o.offload.optimizer ? HostOptions(o.offload) : g.flat_params.options().dtype(at::kFloat);
+  g.partition = g.flat_params.slice(0, rank * part, (rank + 1) * part)
+                    .to(master_options, /*non_blocking=*/false, /*copy=*/true)
+                    .set_requires_grad(true);
+  g.partition.mutable_grad() = at::zeros({part}, master_options);
+  const at::ScalarType comm = o.comm.communication_dtype.value_or(dtype_);
+  if (bf16 || g.partition.device() != g.flat_params.device()) {
+    g.grad16 = at::zeros({part}, g.flat_params.options().dtype(bf16 ? comm : at::kFloat));
+  }
+  return absl::OkStatus();
+}
+
+void ZeroStrategy::AdoptGroups(std::vector<Group> groups) {
   // The names and shapes of each group's parameters (the checkpoint's param_shapes).
   std::map<const void*, std::string> names;
-  for (const auto& p : o.model->named_parameters()) {
+  for (const auto& p : options_.model->named_parameters()) {
     names[p.value().unsafeGetTensorImpl()] = p.key();
   }
-  std::map<const void*, int64_t> model_index;
-  {
-    int64_t i = 0;
-    for (const at::Tensor& p : o.model->parameters()) model_index[p.unsafeGetTensorImpl()] = i++;
-  }
-  // 3. The optimizer steps on the partitions (DeepSpeed swaps param_group['params']).
+  // DeepSpeed swaps param_group['params'] for the partitions.
   for (size_t gi = 0; gi < groups.size(); ++gi) {
-    std::vector<at::Tensor>& params = o.optimizer->param_groups()[gi].params();
+    std::vector<at::Tensor>& params = options_.optimizer->param_groups()[gi].params();
     params.clear();
     if (groups[gi].numel == 0) continue;
     params.push_back(groups[gi].partition);
@@ -159,28 +207,34 @@ absl::StatusOr<std::unique_ptr<ZeroStrategy>> ZeroStrategy::Create(const ZeroOpt
       layout.shapes.push_back(p.sizes().vec());
     }
     layout.numel = groups[gi].numel;
-    strategy->layout_.push_back(std::move(layout));
-    strategy->groups_.push_back(std::move(groups[gi]));
+    layout_.push_back(std::move(layout));
+    groups_.push_back(std::move(groups[gi]));
   }
-  if (o.comm.overlap_comm && world > 1) {
-    std::vector<OverlappedReduction::Group> views;
-    for (const Group& g : strategy->groups_) {
-      OverlappedReduction::Group v;
-      v.params = g.params;
-      for (const at::Tensor& p : g.params) {
-        v.model_index.push_back(model_index[p.unsafeGetTensorImpl()]);
-      }
-      v.numel = g.numel;
-      v.padded_numel = g.padded_numel;
-      views.push_back(std::move(v));
+}
+
+absl::Status ZeroStrategy::StartOverlap() {
+  std::map<const void*, int64_t> model_index;
+  int64_t i = 0;
+  for (const at::Tensor& p : options_.model->parameters()) {
+    model_index[p.unsafeGetTensorImpl()] = i++;
+  }
+  std::vector<OverlappedReduction::Group> views;
+  for (const Group& g : groups_) {
+    OverlappedReduction::Group v;
+    v.params = g.params;
+    for (const at::Tensor& p : g.params) {
+      v.model_index.push_back(model_index[p.unsafeGetTensorImpl()]);
     }
-    ASSIGN_OR_RETURN(
-        strategy->overlap_,
-        OverlappedReduction::Create(*strategy->pg_, std::move(views), o.comm.reduce_bucket_size,
-                                    o.comm.communication_dtype.value_or(strategy->dtype_)),
-        "overlap_comm");
+    v.numel = g.numel;
+    v.padded_numel = g.padded_numel;
+    views.push_back(std::move(v));
   }
-  return strategy;
+  ASSIGN_OR_RETURN(
+      overlap_,
+      OverlappedReduction::Create(*pg_, std::move(views), options_.comm.reduce_bucket_size,
+                                  options_.comm.communication_dtype.value_or(dtype_)),
+      "overlap_comm");
+  return absl::OkStatus();
 }
 
 int ZeroStrategy::world() const { return pg_ ? pg_->world_size() : 1; }

@@ -200,6 +200,20 @@ class ZeroStrategy : public ShardingStrategy {
   }
   int world() const;
   int rank() const;
+  // Create's steps. Every optimizer group's trainable parameters, checked (in the model, fp32)
+  // before anything changes, in round-robin order when asked.
+  static absl::StatusOr<std::vector<Group>> CheckedGroups(const ZeroOptions& o, int world);
+  // The model cast to bf16 when asked, then every non-empty group partitioned
+  // (PartitionGroup).
+  absl::Status PartitionGroups(std::vector<Group>& groups, bool bf16);
+  // The group's flat buffer (rank 0's weights), its parameters (and at stage 1 their
+  // gradients) as views of it, this rank's master partition and its gradient buffers.
+  // Throws what torch throws.
+  absl::Status PartitionGroup(Group& g, bool bf16);
+  // The optimizer's groups become the partitions; layout_ and groups_ take the non-empty ones.
+  void AdoptGroups(std::vector<Group> groups);
+  // overlap_: the OverlappedReduction over groups_ (overlap_comm at more than one rank).
+  absl::Status StartOverlap();
   // LoadState's own part: this rank's partitions and optimizer state from the files.
   absl::Status LoadOwnPartitions(const std::string& folder);
   // The group's full flat buffer of `what` (each param's tensor, zeros where undefined), padded.

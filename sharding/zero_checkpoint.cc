@@ -388,6 +388,126 @@ absl::Status WriteZeroOptimStates(const std::string& path,
   }
 }
 
+namespace {
+
+// What ReadZeroRankState gathers from the saved ranks' files, per group: the concatenation
+// over saved ranks of the fp32 partitions and of each partitioned state tensor; rank 0's (the
+// first file read) base optimizer state for the other values and param_groups.
+struct SavedPartitions {
+  std::vector<std::vector<at::Tensor>> fp32;
+  std::vector<std::map<std::string, std::vector<at::Tensor>>> parted;
+  IValue first_base;
+};
+
+// The stage 1/2 files `files` (of `saved` ranks): every one, or with `own_only` this rank's
+// alone. Throws what torch throws.
+absl::StatusOr<SavedPartitions> ReadSavedPartitions(const std::vector<std::string>& files,
+                                                    const std::string& tag_dir,
+                                                    const std::vector<ZeroGroupLayout>& groups,
+                                                    int saved, bool own_only, int rank) {
+  SavedPartitions out;
+  out.fp32.resize(groups.size());
+  out.parted.resize(groups.size());
+  for (int r = 0; r < saved; ++r) {
+    if (own_only && r != rank) continue;
+    const std::string& path = files[r];
+    ASSIGN_OR_RETURN(OptimFile read,
+                     ReadOptimFile(path, tag_dir, saved, /*stage3=*/false, groups.size()));
+    const IValue& osd = read.osd;
+    const IValue& singles = read.groups;
+    ASSIGN_OR_RETURN(IValue base, Get(osd, "base_optimizer_state", path));
+    if (!out.first_base.isGenericDict()) out.first_base = base;
+    ASSIGN_OR_RETURN(IValue state, Get(base, "state", path));
+    if (!state.isGenericDict()) return Invalid(path, "base_optimizer_state.state is not a dict");
+    const c10::impl::GenericDict state_d = state.toGenericDict();
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const IValue& t = singles.toListRef()[g];
+      if (!t.isTensor()) return Invalid(path, "single_partition_of_fp32_groups holds a non-tensor");
+      const at::Tensor part_t = t.toTensor().to(at::kFloat).reshape({-1});
+      out.fp32[g].push_back(part_t);
+      auto it = state_d.find(static_cast<int64_t>(g));
+      if (it == state_d.end() || !it->value().isGenericDict()) continue;
+      const int64_t part_numel = ZeroAlignedNumel(groups[g].numel, saved) / saved;
+      for (const auto& entry : it->value().toGenericDict()) {
+        if (entry.value().isTensor() && entry.value().toTensor().numel() == part_numel &&
+            part_numel > 1) {
+          out.parted[g][entry.key().toStringRef()].push_back(
+              entry.value().toTensor().reshape({-1}));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// How one group is repartitioned: group `g` of `layout`, saved in `saved_order`, for rank
+// `rank` of `world_size`; `same_world`: the pieces are this rank's own.
+struct GroupRepartition {
+  const std::string& tag_dir;
+  size_t g;
+  const ZeroGroupLayout& layout;
+  const std::vector<std::string>& saved_order;
+  bool same_world;
+  int rank;
+  int world_size;
+};
+
+// This rank's partition of the group's values `pieces` (of `what`), padded. Throws what torch
+// throws.
+absl::StatusOr<at::Tensor> Repartition(const GroupRepartition& gr,
+                                       const std::vector<at::Tensor>& pieces,
+                                       const std::string& what) {
+  const int64_t numel = gr.layout.numel;
+  const int64_t padded = ZeroAlignedNumel(numel, gr.world_size);
+  const int64_t part = padded / gr.world_size;
+  if (gr.same_world) {
+    // This rank's own piece, its cut-off padding (the last rank's fp32) zeroed again.
+    if (pieces.size() != 1 || pieces[0].numel() > part) {
+      return Invalid(gr.tag_dir, absl::StrCat(what, " of group ", gr.g, " is not a partition of ",
+                                              part, " elements"));
+    }
+    at::Tensor own = at::zeros({part}, pieces[0].options());
+    own.slice(0, 0, pieces[0].numel()).copy_(pieces[0]);
+    return own;
+  }
+  at::Tensor full = at::cat(pieces);
+  if (full.numel() < numel) {
+    return Invalid(gr.tag_dir, absl::StrCat(what, " of group ", gr.g, " holds ", full.numel(),
+                                            " elements for ", numel, " parameters"));
+  }
+  if (gr.saved_order != gr.layout.names) {
+    full = InLayoutOrder(full.slice(0, 0, numel), gr.saved_order, gr.layout);
+  }
+  at::Tensor padded_full = at::zeros({padded}, full.options());
+  padded_full.slice(0, 0, numel).copy_(full.slice(0, 0, numel));
+  return padded_full.slice(0, gr.rank * part, (gr.rank + 1) * part).clone();
+}
+
+// The group's saved state `saved_entry` with each partitioned tensor (`parted`, which must hold
+// `expected_pieces` per key) repartitioned. Throws what torch throws.
+absl::StatusOr<c10::impl::GenericDict> RepartitionState(
+    const GroupRepartition& gr, const IValue& saved_entry,
+    const std::map<std::string, std::vector<at::Tensor>>& parted, int expected_pieces) {
+  c10::impl::GenericDict entry = StrDict();
+  for (const auto& kv : saved_entry.toGenericDict()) {
+    const std::string key = kv.key().toStringRef();
+    auto p = parted.find(key);
+    if (p != parted.end()) {
+      if (static_cast<int>(p->second.size()) != expected_pieces) {
+        return Invalid(gr.tag_dir, absl::StrCat("optimizer state '", key, "' of group ", gr.g,
+                                                " is not partitioned on every rank"));
+      }
+      ASSIGN_OR_RETURN(at::Tensor slice, Repartition(gr, p->second, key));
+      entry.insert(key, slice);
+    } else {
+      entry.insert(key, kv.value());
+    }
+  }
+  return entry;
+}
+
+}  // namespace
+
 absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
                                                   const std::vector<ZeroGroupLayout>& groups,
                                                   int rank, int world_size) {
@@ -408,96 +528,28 @@ absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
   // order) every rank's file is read and the group's values laid out again.
   const bool same_world = saved == world_size && same_order;
   const int expected_pieces = same_world ? 1 : saved;
-  // Per group: the concatenation over saved ranks of the fp32 partitions, and of each
-  // partitioned state tensor; rank 0's other state values and param_groups.
-  std::vector<std::vector<at::Tensor>> fp32(groups.size());
-  std::vector<std::map<std::string, std::vector<at::Tensor>>> parted(groups.size());
-  IValue first_base;
   try {
-    for (int r = 0; r < saved; ++r) {
-      if (same_world && r != rank) continue;
-      const std::string& path = files[r];
-      ASSIGN_OR_RETURN(OptimFile read,
-                       ReadOptimFile(path, tag_dir, saved, /*stage3=*/false, groups.size()));
-      const IValue& osd = read.osd;
-      const IValue& singles = read.groups;
-      ASSIGN_OR_RETURN(IValue base, Get(osd, "base_optimizer_state", path));
-      if (!first_base.isGenericDict()) first_base = base;
-      ASSIGN_OR_RETURN(IValue state, Get(base, "state", path));
-      if (!state.isGenericDict()) return Invalid(path, "base_optimizer_state.state is not a dict");
-      const c10::impl::GenericDict state_d = state.toGenericDict();
-      for (size_t g = 0; g < groups.size(); ++g) {
-        const IValue& t = singles.toListRef()[g];
-        if (!t.isTensor())
-          return Invalid(path, "single_partition_of_fp32_groups holds a non-tensor");
-        const at::Tensor part_t = t.toTensor().to(at::kFloat).reshape({-1});
-        fp32[g].push_back(part_t);
-        auto it = state_d.find(static_cast<int64_t>(g));
-        if (it == state_d.end() || !it->value().isGenericDict()) continue;
-        const int64_t part_numel = ZeroAlignedNumel(groups[g].numel, saved) / saved;
-        for (const auto& entry : it->value().toGenericDict()) {
-          if (entry.value().isTensor() && entry.value().toTensor().numel() == part_numel &&
-              part_numel > 1) {
-            parted[g][entry.key().toStringRef()].push_back(entry.value().toTensor().reshape({-1}));
-          }
-        }
-      }
-    }
+    ASSIGN_OR_RETURN(SavedPartitions read,
+                     ReadSavedPartitions(files, tag_dir, groups, saved, same_world, rank));
     // Repartitioned for this world size.
-    const c10::impl::GenericDict old_state = first_base.toGenericDict().at("state").toGenericDict();
+    const c10::impl::GenericDict old_state =
+        read.first_base.toGenericDict().at("state").toGenericDict();
     c10::impl::GenericDict new_state(c10::IntType::get(), c10::AnyType::get());
     for (size_t g = 0; g < groups.size(); ++g) {
-      const int64_t numel = groups[g].numel;
-      const int64_t padded = ZeroAlignedNumel(numel, world_size);
-      const int64_t part = padded / world_size;
-      const auto repartition = [&](const std::vector<at::Tensor>& pieces,
-                                   const std::string& what) -> absl::StatusOr<at::Tensor> {
-        if (same_world) {
-          // This rank's own piece, its cut-off padding (the last rank's fp32) zeroed again.
-          if (pieces.size() != 1 || pieces[0].numel() > part) {
-            return Invalid(tag_dir, absl::StrCat(what, " of group ", g, " is not a partition of ",
-                                                 part, " elements"));
-          }
-          at::Tensor own = at::zeros({part}, pieces[0].options());
-          own.slice(0, 0, pieces[0].numel()).copy_(pieces[0]);
-          return own;
-        }
-        at::Tensor full = at::cat(pieces);
-        if (full.numel() < numel) {
-          return Invalid(tag_dir, absl::StrCat(what, " of group ", g, " holds ", full.numel(),
-                                               " elements for ", numel, " parameters"));
-        }
-        if (saved_order[g] != groups[g].names) {
-          full = InLayoutOrder(full.slice(0, 0, numel), saved_order[g], groups[g]);
-        }
-        at::Tensor padded_full = at::zeros({padded}, full.options());
-        padded_full.slice(0, 0, numel).copy_(full.slice(0, 0, numel));
-        return padded_full.slice(0, rank * part, (rank + 1) * part).clone();
-      };
-      ASSIGN_OR_RETURN(at::Tensor mine, repartition(fp32[g], "single_partition_of_fp32_groups"));
+      const GroupRepartition gr{tag_dir,    g,    groups[g], saved_order[g],
+                                same_world, rank, world_size};
+      ASSIGN_OR_RETURN(at::Tensor mine,
+                       Repartition(gr, read.fp32[g], "single_partition_of_fp32_groups"));
       out.partitions.push_back(mine);
       auto it = old_state.find(static_cast<int64_t>(g));
       if (it == old_state.end()) continue;
-      c10::impl::GenericDict entry = StrDict();
-      for (const auto& kv : it->value().toGenericDict()) {
-        const std::string key = kv.key().toStringRef();
-        auto p = parted[g].find(key);
-        if (p != parted[g].end()) {
-          if (static_cast<int>(p->second.size()) != expected_pieces) {
-            return Invalid(tag_dir, absl::StrCat("optimizer state '", key, "' of group ", g,
-                                                 " is not partitioned on every rank"));
-          }
-          ASSIGN_OR_RETURN(at::Tensor slice, repartition(p->second, key));
-          entry.insert(key, slice);
-        } else {
-          entry.insert(key, kv.value());
-        }
-      }
+      ASSIGN_OR_RETURN(c10::impl::GenericDict entry,
+                       RepartitionState(gr, it->value(), read.parted[g], expected_pieces));
       new_state.insert(static_cast<int64_t>(g), entry);
     }
     c10::impl::GenericDict sd = StrDict();
     sd.insert("state", new_state);
-    sd.insert("param_groups", first_base.toGenericDict().at("param_groups"));
+    sd.insert("param_groups", read.first_base.toGenericDict().at("param_groups"));
     out.optimizer_state = sd;
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, tag_dir);
