@@ -4,7 +4,7 @@
 //
 //   ./bazelw run -c opt //benchmarks:accelerator_overhead
 //
-// Both sides: BagOfEmbeddingsClassifier (trainer/examples/synthetic_task.h), a DataLoader
+// Both sides: BagOfEmbeddingsClassifier (examples/synthetic/synthetic_task.h), a DataLoader
 // over the same dataset with the same seeded RandomSampler and collator, AdamW, forward,
 // backward, step, zero_grad for kSteps steps. The Accelerator side adds its machinery: the
 // prepared model (device move, autocast guard, the strategy's hooks), the prepared optimizer
@@ -25,13 +25,13 @@
 #include "data/collator.h"
 #include "data/data_loader.h"
 #include "data/sampler.h"
+#include "examples/synthetic/synthetic_task.h"
 #include "logging/process_logging.h"
-#include "trainer/examples/synthetic_task.h"
 
 namespace loom::benchmarks {
 namespace {
 
-using trainer::examples::BagOfEmbeddingsClassifier;
+using examples::synthetic::BagOfEmbeddingsClassifier;
 
 constexpr int64_t kSteps = 150;
 constexpr int64_t kBatch = kOverheadBatch;

@@ -1,7 +1,7 @@
 // What the loop-overhead benchmarks (trainer_overhead, accelerator_overhead) share: the
 // workload both sides of each train on, and the reporter that keeps each side's best round.
 //
-//   OverheadTask(): BagOfEmbeddingsClassifier's task (trainer/examples/synthetic_task.h) —
+//   OverheadTask(): BagOfEmbeddingsClassifier's task (examples/synthetic/synthetic_task.h) —
 //     kOverheadBatch * 50 examples of 128 tokens, vocabulary 2000, hidden 384, 4 labels, seed 1.
 //   OverheadDataset(): that task's dataset, made once per process.
 //   BestRoundReporter: console output as usual, plus best_[side], the best real time per
@@ -15,14 +15,14 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "trainer/examples/synthetic_task.h"
+#include "examples/synthetic/synthetic_task.h"
 
 namespace loom::benchmarks {
 
 inline constexpr int64_t kOverheadBatch = 32;
 
-inline trainer::examples::SyntheticTaskOptions OverheadTask() {
-  return trainer::examples::SyntheticTaskOptions()
+inline examples::synthetic::SyntheticTaskOptions OverheadTask() {
+  return examples::synthetic::SyntheticTaskOptions()
       .set_num_examples(kOverheadBatch * 50)
       .set_seq_len(128)
       .set_vocab_size(2000)
@@ -33,7 +33,7 @@ inline trainer::examples::SyntheticTaskOptions OverheadTask() {
 
 inline std::shared_ptr<data::TensorDataset> OverheadDataset() {
   static auto* ds = new std::shared_ptr<data::TensorDataset>(
-      *trainer::examples::MakeSyntheticDataset(OverheadTask()));
+      *examples::synthetic::MakeSyntheticDataset(OverheadTask()));
   return *ds;
 }
 

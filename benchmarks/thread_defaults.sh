@@ -12,7 +12,7 @@
 set -euo pipefail
 here="${BASH_SOURCE[0]}.runfiles/loom"
 [[ -d $here ]] || here="${RUNFILES_DIR:-$0.runfiles}/loom"
-run_glue="$here/trainer/run_glue"
+run_glue="$here/examples/glue/run_glue"
 launch="$here/tools/launch"
 rounds=${1:-7}
 modes=${2:-single launch}

@@ -3,7 +3,7 @@
 //
 //   ./bazelw run -c opt //benchmarks:trainer_overhead
 //
-// Both sides: BagOfEmbeddingsClassifier (trainer/examples/synthetic_task.h), the same
+// Both sides: BagOfEmbeddingsClassifier (examples/synthetic/synthetic_task.h), the same
 // seeded data order (randperm(n, seed + epoch)), batches gathered by index from the same
 // tensors, forward, backward, clip_grad_norm_(1.0), AdamW with HF's two weight-decay groups,
 // a linear schedule, zero_grad. The Trainer adds its real machinery: DataLoader + collator,
@@ -24,15 +24,15 @@
 #include "args/training_args.h"
 #include "benchmark/benchmark.h"
 #include "benchmarks/overhead_harness.h"
+#include "examples/synthetic/synthetic_task.h"
 #include "logging/process_logging.h"
-#include "trainer/examples/synthetic_task.h"
 #include "threads/thread_plan.h"
 #include "trainer/trainer.h"
 
 namespace loom::benchmarks {
 namespace {
 
-using trainer::examples::BagOfEmbeddingsClassifier;
+using examples::synthetic::BagOfEmbeddingsClassifier;
 
 constexpr int64_t kSteps = 150;
 constexpr int64_t kBatch = kOverheadBatch;

@@ -10,18 +10,18 @@
 #include "base/status_macros.h"
 #include "checkpoint/model_weights.h"
 #include "checkpoint/module_state.h"
+#include "examples/glue/preprocess.h"
+#include "examples/glue/synthetic_task.h"
 #include "glog/logging.h"
 #include "glue/data_files.h"
 #include "glue/tasks.h"
 #include "models/bert/pretrained.h"
-#include "trainer/glue_script/preprocess.h"
-#include "trainer/glue_script/synthetic_task.h"
 
 namespace loom::examples {
 namespace {
 
 namespace fs = std::filesystem;
-namespace glue_script = trainer::glue_script;
+namespace glue_script = examples::glue_script;
 
 absl::StatusOr<text::BertTokenizer> Tokenizer(const ExampleFlags& flags) {
   if (flags.model_dir.empty()) return glue_script::BuiltinTokenizer();

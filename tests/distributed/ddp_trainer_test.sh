@@ -18,7 +18,7 @@ set -euo pipefail
 source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/require_python_torch.sh"
 ROOT="$TEST_SRCDIR/$TEST_WORKSPACE"
 LAUNCH="$ROOT/tools/launch"
-PROG="$ROOT/trainer/examples/run_synthetic"
+PROG="$ROOT/examples/synthetic/run_synthetic"
 COMPARE="$ROOT/tests/distributed/compare_safetensors.py"
 T="$TEST_TMPDIR"
 COMMON=(--num_train_epochs 2 --num_train_examples 64 --num_eval_examples 37

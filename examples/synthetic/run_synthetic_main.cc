@@ -1,8 +1,8 @@
 // run_synthetic: trains and evaluates a small classifier on a generated task, end to end
-// through loom's Trainer, with HF's command line (the shape of HF's run_glue.py, until
-// //trainer:run_glue exists).
+// through loom's Trainer, with HF's command line (the shape of HF's run_glue.py; the real
+// script is //examples/glue:run_glue).
 //
-//   ./bazelw run //trainer/examples:run_synthetic -- --output_dir /tmp/loom_demo
+//   ./bazelw run //examples/synthetic:run_synthetic -- --output_dir /tmp/loom_demo
 //       --do_train --do_eval --num_train_epochs 3 --learning_rate 1e-2 --logging_steps 16
 //   (one command line)
 //
@@ -11,24 +11,33 @@
 // folders per save_strategy. Rerunning the same command resumes from the newest checkpoint
 // (HF's scripts; --overwrite_output_dir starts over). Exit status 2 for bad arguments,
 // 1 when training fails.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
-
-#include <unistd.h>
 
 #include "absl/status/status.h"
 #include "args/parser.h"
 #include "args/training_args.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "examples/script_resume.h"
+#include "examples/synthetic/synthetic_args.pb.h"
+#include "examples/synthetic/synthetic_task.h"
 #include "logging/process_logging.h"
-#include "trainer/examples/synthetic_args.pb.h"
-#include "trainer/examples/synthetic_task.h"
-#include "trainer/script_resume.h"
 #include "trainer/trainer.h"
 
-namespace loom::trainer::examples {
+namespace loom::examples::synthetic {
 namespace {
+
+using trainer::EvalPrediction;
+using trainer::Metrics;
+using trainer::Model;
+using trainer::PredictionOutput;
+using trainer::ResumeFrom;
+using trainer::Trainer;
+using trainer::TrainerOptions;
+using trainer::TrainOutput;
 
 absl::StatusOr<Metrics> Accuracy(const EvalPrediction& p) {
   if (p.predictions.empty() || p.label_ids.empty()) {
@@ -48,16 +57,14 @@ absl::Status Run(const args::TrainingArguments& targs, const SyntheticArguments&
       .set_num_labels(sargs.num_labels());
   TrainerOptions options;
   options.args = targs;
-  ASSIGN_OR_RETURN(
-      options.train_dataset,
-      MakeSyntheticDataset(SyntheticTaskOptions(task)
-                               .set_num_examples(sargs.num_train_examples())
-                               .set_seed(static_cast<uint64_t>(targs.seed()))));
-  ASSIGN_OR_RETURN(
-      options.eval_dataset,
-      MakeSyntheticDataset(SyntheticTaskOptions(task)
-                               .set_num_examples(sargs.num_eval_examples())
-                               .set_seed(static_cast<uint64_t>(targs.seed()) + 1)));
+  ASSIGN_OR_RETURN(options.train_dataset,
+                   MakeSyntheticDataset(SyntheticTaskOptions(task)
+                                            .set_num_examples(sargs.num_train_examples())
+                                            .set_seed(static_cast<uint64_t>(targs.seed()))));
+  ASSIGN_OR_RETURN(options.eval_dataset,
+                   MakeSyntheticDataset(SyntheticTaskOptions(task)
+                                            .set_num_examples(sargs.num_eval_examples())
+                                            .set_seed(static_cast<uint64_t>(targs.seed()) + 1)));
   // model_init: the Trainer seeds the generators first, so the initial weights follow --seed.
   options.model_init = [task]() -> absl::StatusOr<std::shared_ptr<Model>> {
     return std::make_shared<BagOfEmbeddingsClassifier>(task);
@@ -101,7 +108,7 @@ absl::Status Run(const args::TrainingArguments& targs, const SyntheticArguments&
 }
 
 }  // namespace
-}  // namespace loom::trainer::examples
+}  // namespace loom::examples::synthetic
 
 int main(int argc, char** argv) {
   loom::logging::InitProcessLogging(argv[0]);
@@ -110,7 +117,7 @@ int main(int argc, char** argv) {
     if (::chdir(wd) != 0) std::cerr << "run_synthetic: cannot enter " << wd << "\n";
   }
   loom::args::TrainingArguments targs;
-  loom::trainer::examples::SyntheticArguments sargs;
+  loom::examples::synthetic::SyntheticArguments sargs;
   loom::args::ArgParser parser(
       {.program = "run_synthetic",
        .description = "Trains a small classifier on a generated task with loom's Trainer."});
@@ -123,7 +130,7 @@ int main(int argc, char** argv) {
     std::cout << parser.Help();
     return 0;
   }
-  if (absl::Status s = loom::trainer::examples::Run(targs, sargs); !s.ok()) {
+  if (absl::Status s = loom::examples::synthetic::Run(targs, sargs); !s.ok()) {
     std::cerr << "run_synthetic: error: " << s.message() << "\n";
     return absl::IsInvalidArgument(s) ? 2 : 1;
   }

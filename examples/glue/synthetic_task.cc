@@ -1,4 +1,4 @@
-#include "trainer/glue_script/synthetic_task.h"
+#include "examples/glue/synthetic_task.h"
 
 #include <algorithm>
 #include <random>
@@ -11,7 +11,7 @@
 #include "base/status_macros.h"
 #include "text/vocab.h"
 
-namespace loom::trainer::glue_script {
+namespace loom::examples::glue_script {
 namespace {
 
 using Words = std::vector<std::string>;
@@ -187,4 +187,4 @@ absl::Status WriteSst2Tsv(const std::string& dir, const SyntheticSst2& data) {
   return base::WriteFileAtomically(dir + "/test.tsv", test);
 }
 
-}  // namespace loom::trainer::glue_script
+}  // namespace loom::examples::glue_script

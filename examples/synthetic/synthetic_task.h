@@ -14,21 +14,21 @@
 //   SyntheticTaskOptions o;
 //   ASSIGN_OR_RETURN(auto train, MakeSyntheticDataset(o.set_num_examples(512).set_seed(1)));
 //   auto model = std::make_shared<BagOfEmbeddingsClassifier>(o);
-#ifndef LOOM_TRAINER_EXAMPLES_SYNTHETIC_TASK_H_
-#define LOOM_TRAINER_EXAMPLES_SYNTHETIC_TASK_H_
-
-#include <cstdint>
-#include <memory>
+#ifndef LOOM_EXAMPLES_SYNTHETIC_SYNTHETIC_TASK_H_
+#define LOOM_EXAMPLES_SYNTHETIC_SYNTHETIC_TASK_H_
 
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include <cstdint>
+#include <memory>
+
 #include "absl/status/statusor.h"
 #include "data/dataset.h"
 #include "trainer/model.h"
 
-namespace loom::trainer::examples {
+namespace loom::examples::synthetic {
 
 struct SyntheticTaskOptions {
   int64_t num_examples = 256;
@@ -38,12 +38,30 @@ struct SyntheticTaskOptions {
   int64_t num_labels = 4;
   uint64_t seed = 0;
 
-  SyntheticTaskOptions& set_num_examples(int64_t v) { num_examples = v; return *this; }
-  SyntheticTaskOptions& set_seq_len(int64_t v) { seq_len = v; return *this; }
-  SyntheticTaskOptions& set_vocab_size(int64_t v) { vocab_size = v; return *this; }
-  SyntheticTaskOptions& set_hidden_size(int64_t v) { hidden_size = v; return *this; }
-  SyntheticTaskOptions& set_num_labels(int64_t v) { num_labels = v; return *this; }
-  SyntheticTaskOptions& set_seed(uint64_t v) { seed = v; return *this; }
+  SyntheticTaskOptions& set_num_examples(int64_t v) {
+    num_examples = v;
+    return *this;
+  }
+  SyntheticTaskOptions& set_seq_len(int64_t v) {
+    seq_len = v;
+    return *this;
+  }
+  SyntheticTaskOptions& set_vocab_size(int64_t v) {
+    vocab_size = v;
+    return *this;
+  }
+  SyntheticTaskOptions& set_hidden_size(int64_t v) {
+    hidden_size = v;
+    return *this;
+  }
+  SyntheticTaskOptions& set_num_labels(int64_t v) {
+    num_labels = v;
+    return *this;
+  }
+  SyntheticTaskOptions& set_seed(uint64_t v) {
+    seed = v;
+    return *this;
+  }
 };
 
 // Columns "input_ids" [N, seq_len] (int64) and "labels" [N] (int64). InvalidArgument names the
@@ -51,10 +69,10 @@ struct SyntheticTaskOptions {
 absl::StatusOr<std::shared_ptr<data::TensorDataset>> MakeSyntheticDataset(
     const SyntheticTaskOptions& options);
 
-class BagOfEmbeddingsClassifier : public Model {
+class BagOfEmbeddingsClassifier : public trainer::Model {
  public:
   explicit BagOfEmbeddingsClassifier(const SyntheticTaskOptions& options);
-  ModelOutput Forward(const data::Batch& inputs) override;
+  trainer::ModelOutput Forward(const data::Batch& inputs) override;
   double FloatingPointOps(const data::Batch& inputs) const override;
 
  private:
@@ -65,6 +83,6 @@ class BagOfEmbeddingsClassifier : public Model {
   int64_t non_embedding_params_ = 0;
 };
 
-}  // namespace loom::trainer::examples
+}  // namespace loom::examples::synthetic
 
-#endif  // LOOM_TRAINER_EXAMPLES_SYNTHETIC_TASK_H_
+#endif  // LOOM_EXAMPLES_SYNTHETIC_SYNTHETIC_TASK_H_

@@ -1,4 +1,4 @@
-#include "trainer/glue_script/preprocess.h"
+#include "examples/glue/preprocess.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +11,7 @@
 #include "base/status_macros.h"
 #include "glue/metrics.h"
 
-namespace loom::trainer::glue_script {
+namespace loom::examples::glue_script {
 namespace {
 
 at::Tensor Int64Vector(const std::vector<int64_t>& values) {
@@ -134,8 +134,9 @@ std::map<int64_t, int64_t> ModelLabelMapping(const models::bert::BertConfig& con
   return mapping;
 }
 
-ComputeMetricsFn GlueComputeMetrics(std::string task_name, bool is_regression) {
-  return [task_name, is_regression](const EvalPrediction& p) -> absl::StatusOr<Metrics> {
+trainer::ComputeMetricsFn GlueComputeMetrics(std::string task_name, bool is_regression) {
+  return [task_name,
+          is_regression](const trainer::EvalPrediction& p) -> absl::StatusOr<trainer::Metrics> {
     if (p.predictions.empty() || p.label_ids.empty()) {
       return absl::InvalidArgumentError("compute_metrics needs the logits and the labels");
     }
@@ -156,7 +157,7 @@ ComputeMetricsFn GlueComputeMetrics(std::string task_name, bool is_regression) {
       ASSIGN_OR_RETURN(result, glue::EvaluateClassification(task_name, preds, refs));
     }
     glue::AddCombinedScore(result);
-    Metrics m = Metrics::object();
+    trainer::Metrics m = trainer::Metrics::object();
     for (const auto& [name, value] : result) m[name] = value;
     return m;
   };
@@ -218,4 +219,4 @@ std::vector<int64_t> SampleIndices(int64_t n, int64_t k) {
   return all;
 }
 
-}  // namespace loom::trainer::glue_script
+}  // namespace loom::examples::glue_script

@@ -1,7 +1,8 @@
 // run_glue: HF transformers' examples/pytorch/text-classification/run_glue.py (4.38-4.41) on
 // loom — fine-tunes a BERT sequence classifier on a GLUE task or on csv/tsv/json(l) files with
-// the Trainer, and writes HF's output folder. //trainer:run_glue is the command-line program;
-// RunGlue is its body, so tests and other programs can call it.
+// the Trainer, and writes HF's output folder. //examples/glue:run_glue (also reachable as
+// //trainer:run_glue) is the command-line program; RunGlue is its body, so tests and other
+// programs can call it.
 //
 // Contract:
 //   - Arguments are HF's three groups (ModelArguments, DataTrainingArguments in
@@ -12,20 +13,20 @@
 //     what the user left unset — output_dir /tmp/loom_run_glue, do_train and do_eval (when no
 //     do_* flag was given), overwrite_output_dir, and the demo's training hyper-parameters —
 //     and RunGlue trains a tiny built-in BERT on a generated SST-2-format task
-//     (glue_script/synthetic_task.h) written to <output_dir>/synthetic_data.
+//     (examples/glue/synthetic_task.h) written to <output_dir>/synthetic_data.
 //   - Errors: InvalidArgument for bad arguments (named flag and the fix), others from the
 //     libraries (missing files, shapes, ...).
-#ifndef LOOM_TRAINER_RUN_GLUE_H_
-#define LOOM_TRAINER_RUN_GLUE_H_
+#ifndef LOOM_EXAMPLES_GLUE_RUN_GLUE_H_
+#define LOOM_EXAMPLES_GLUE_RUN_GLUE_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "args/training_args.pb.h"
-#include "trainer/run_glue_args.pb.h"
+#include "examples/glue/run_glue_args.pb.h"
 
-namespace loom::trainer {
+namespace loom::examples::glue_script {
 
 inline constexpr char kEmbeddedOutputDir[] = "/tmp/loom_run_glue";
 
@@ -39,6 +40,6 @@ std::vector<std::string> ApplyEmbeddedDefaults(DataTrainingArguments* data_args,
 absl::Status RunGlue(const ModelArguments& model_args, DataTrainingArguments data_args,
                      args::TrainingArguments training_args);
 
-}  // namespace loom::trainer
+}  // namespace loom::examples::glue_script
 
-#endif  // LOOM_TRAINER_RUN_GLUE_H_
+#endif  // LOOM_EXAMPLES_GLUE_RUN_GLUE_H_

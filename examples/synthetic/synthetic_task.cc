@@ -1,19 +1,18 @@
-#include "trainer/examples/synthetic_task.h"
+#include "examples/synthetic/synthetic_task.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "absl/strings/str_cat.h"
 
-namespace loom::trainer::examples {
+namespace loom::examples::synthetic {
 
 absl::StatusOr<std::shared_ptr<data::TensorDataset>> MakeSyntheticDataset(
     const SyntheticTaskOptions& o) {
-  for (const auto& [name, value] :
-       {std::pair<const char*, int64_t>{"num_examples", o.num_examples},
-        {"seq_len", o.seq_len},
-        {"vocab_size", o.vocab_size},
-        {"hidden_size", o.hidden_size},
-        {"num_labels", o.num_labels}}) {
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"num_examples", o.num_examples},
+                                    {"seq_len", o.seq_len},
+                                    {"vocab_size", o.vocab_size},
+                                    {"hidden_size", o.hidden_size},
+                                    {"num_labels", o.num_labels}}) {
     if (value < 1) {
       return absl::InvalidArgumentError(absl::StrCat("--", name, " must be >= 1, got ", value));
     }
@@ -33,19 +32,19 @@ absl::StatusOr<std::shared_ptr<data::TensorDataset>> MakeSyntheticDataset(
 BagOfEmbeddingsClassifier::BagOfEmbeddingsClassifier(const SyntheticTaskOptions& o) {
   embed_ = register_module("embed", torch::nn::Embedding(o.vocab_size, o.hidden_size));
   dense_ = register_module("dense", torch::nn::Linear(o.hidden_size, o.hidden_size));
-  norm_ = register_module("norm",
-                          torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.hidden_size})));
+  norm_ =
+      register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.hidden_size})));
   classifier_ = register_module("classifier", torch::nn::Linear(o.hidden_size, o.num_labels));
   for (const auto& p : named_parameters()) {
     if (p.key().rfind("embed.", 0) != 0) non_embedding_params_ += p.value().numel();
   }
 }
 
-ModelOutput BagOfEmbeddingsClassifier::Forward(const data::Batch& inputs) {
+trainer::ModelOutput BagOfEmbeddingsClassifier::Forward(const data::Batch& inputs) {
   at::Tensor h = embed_->forward(inputs.at("input_ids")).mean(1);
   h = at::tanh(norm_->forward(dense_->forward(h)));
   at::Tensor logits = classifier_->forward(h);
-  ModelOutput out;
+  trainer::ModelOutput out;
   if (auto it = inputs.find("labels"); it != inputs.end()) {
     out.loss = at::cross_entropy_loss(logits, it->second);
   }
@@ -59,4 +58,4 @@ double BagOfEmbeddingsClassifier::FloatingPointOps(const data::Batch& inputs) co
   return 6.0 * static_cast<double>(non_embedding_params_) * static_cast<double>(it->second.numel());
 }
 
-}  // namespace loom::trainer::examples
+}  // namespace loom::examples::synthetic

@@ -15,8 +15,8 @@
 // Example:
 //   ASSIGN_OR_RETURN(std::optional<ResumeFrom> resume, ResumeFromArgs(args));
 //   ASSIGN_OR_RETURN(TrainOutput out, trainer->Train(resume));
-#ifndef LOOM_TRAINER_SCRIPT_RESUME_H_
-#define LOOM_TRAINER_SCRIPT_RESUME_H_
+#ifndef LOOM_EXAMPLES_SCRIPT_RESUME_H_
+#define LOOM_EXAMPLES_SCRIPT_RESUME_H_
 
 #include <optional>
 
@@ -24,10 +24,11 @@
 #include "args/training_args.pb.h"
 #include "trainer/resume_position.h"
 
-namespace loom::trainer {
+namespace loom::examples {
 
-absl::StatusOr<std::optional<ResumeFrom>> ResumeFromArgs(const args::TrainingArguments& args);
+absl::StatusOr<std::optional<trainer::ResumeFrom>> ResumeFromArgs(
+    const args::TrainingArguments& args);
 
-}  // namespace loom::trainer
+}  // namespace loom::examples
 
-#endif  // LOOM_TRAINER_SCRIPT_RESUME_H_
+#endif  // LOOM_EXAMPLES_SCRIPT_RESUME_H_

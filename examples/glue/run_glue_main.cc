@@ -1,8 +1,8 @@
 // run_glue: fine-tunes a BERT sequence classifier on a GLUE task or on csv/tsv/json(l) files
 // with loom's Trainer, as HF's examples/pytorch/text-classification/run_glue.py does.
 //
-//   ./bazelw run //trainer:run_glue                     # the embedded demo (see run_glue.h)
-//   ./bazelw run //trainer:run_glue -- --model_name_or_path /models/bert-base-uncased
+//   ./bazelw run //examples/glue:run_glue               # the embedded demo (see run_glue.h)
+//   ./bazelw run //examples/glue:run_glue -- --model_name_or_path /models/bert-base-uncased
 //       --task_name mrpc --data_dir /data/glue/MRPC --do_train --do_eval
 //       --output_dir /tmp/mrpc   (one command line)
 //
@@ -17,9 +17,9 @@
 #include "args/parser.h"
 #include "args/training_args.h"
 #include "base/cpu_memory_limit.h"
+#include "examples/glue/run_glue.h"
+#include "examples/glue/run_glue_args.pb.h"
 #include "logging/process_logging.h"
-#include "trainer/run_glue.h"
-#include "trainer/run_glue_args.pb.h"
 
 int main(int argc, char** argv) {
   // LOOM_CPU_MEMORY_LIMIT: this process's CPU tensor memory capped, as a device's would be.
@@ -32,8 +32,8 @@ int main(int argc, char** argv) {
   if (const char* wd = std::getenv("BUILD_WORKING_DIRECTORY")) {
     if (::chdir(wd) != 0) std::cerr << "run_glue: cannot enter " << wd << "\n";
   }
-  loom::trainer::ModelArguments model_args;
-  loom::trainer::DataTrainingArguments data_args;
+  loom::examples::glue_script::ModelArguments model_args;
+  loom::examples::glue_script::DataTrainingArguments data_args;
   loom::args::TrainingArguments training_args;
   loom::args::ArgParser parser(
       {.program = "run_glue",
@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
     std::cout << parser.Help();
     return 0;
   }
-  if (absl::Status s = loom::trainer::RunGlue(model_args, data_args, training_args); !s.ok()) {
+  if (absl::Status s = loom::examples::glue_script::RunGlue(model_args, data_args, training_args);
+      !s.ok()) {
     std::cerr << "run_glue: error: " << s.message() << "\n";
     // Bad arguments (a wrong value, a missing config file, a setting loom does not implement)
     // exit 2, as argparse errors do.

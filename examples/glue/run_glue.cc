@@ -1,4 +1,4 @@
-#include "trainer/run_glue.h"
+#include "examples/glue/run_glue.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -19,26 +19,32 @@
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "checkpoint/model_weights.h"
+#include "examples/glue/preprocess.h"
+#include "examples/glue/synthetic_task.h"
+#include "examples/script_resume.h"
 #include "glog/logging.h"
 #include "glue/data_files.h"
 #include "glue/tasks.h"
 #include "hub/repository.h"
 #include "models/bert/pretrained.h"
-#include "sharding/create_strategy.h"
-#include "sharding/deepspeed_plan.h"
-#include "trainer/glue_script/preprocess.h"
-#include "trainer/glue_script/synthetic_task.h"
 #include "runtime/parallel_context.h"
 #include "runtime/run_setup.h"
-#include "trainer/script_resume.h"
+#include "sharding/create_strategy.h"
+#include "sharding/deepspeed_plan.h"
 #include "trainer/trainer.h"
 
-namespace loom::trainer {
+namespace loom::examples::glue_script {
 namespace {
 
-using glue_script::TokenizeOptions;
 using models::bert::BertConfig;
 using models::bert::BertForSequenceClassification;
+using trainer::Metrics;
+using trainer::ModelCardOptions;
+using trainer::PredictionOutput;
+using trainer::ResumeFrom;
+using trainer::Trainer;
+using trainer::TrainerOptions;
+using trainer::TrainOutput;
 
 std::string Extension(const std::string& path) {
   const size_t dot = path.rfind('.');
@@ -140,14 +146,14 @@ absl::StatusOr<Loaded> LoadModelAndTokenizer(const ModelArguments& m,
     const std::string dir = m.has_tokenizer_name() ? m.tokenizer_name() : m.model_name_or_path();
     ASSIGN_OR_RETURN(tokenizer, text::BertTokenizer::FromPretrained(dir, m.use_fast_tokenizer()));
   } else {
-    ASSIGN_OR_RETURN(tokenizer, glue_script::BuiltinTokenizer());
+    ASSIGN_OR_RETURN(tokenizer, BuiltinTokenizer());
   }
   BertConfig config;
   if (m.has_config_name() || !builtin) {
     ASSIGN_OR_RETURN(config,
                      ReadConfig(m.has_config_name() ? m.config_name() : m.model_name_or_path()));
   } else {
-    config = glue_script::BuiltinBertConfig(tokenizer->vocab().size());
+    config = BuiltinBertConfig(tokenizer->vocab().size());
   }
   config.set_num_labels(num_labels);
   config.finetuning_task =
@@ -199,6 +205,315 @@ absl::StatusOr<const glue::GlueSplit*> Split(const glue::GlueData& data, const s
     return absl::InvalidArgumentError(absl::StrCat(flag, " requires a ", name, " dataset"));
   }
   return split;
+}
+
+// The pieces of the run that its stages hand on.
+using NamedDatasets = std::vector<std::pair<std::string, std::shared_ptr<const data::Dataset>>>;
+
+struct TokenizedSplits {
+  std::shared_ptr<const data::ExampleListDataset> train;  // with --do_train
+  const glue::GlueSplit* train_raw = nullptr;             // its text, for the sample log lines
+  NamedDatasets evals;                                    // (task, dataset) with --do_eval
+  NamedDatasets predicts;                                 // (task, dataset) with --do_predict
+};
+
+struct ModelWithLabels {
+  Loaded loaded;
+  std::map<int64_t, int64_t> label_to_id;  // the model's label ids, when it sets their order
+};
+
+std::optional<std::string> TaskName(const DataTrainingArguments& d) {
+  return d.has_task_name() ? std::optional<std::string>(d.task_name()) : std::nullopt;
+}
+
+// Stage 1: the embedded demo's defaults (when neither a model nor data was given), HF's argument
+// checks and TrainingArguments.__post_init__. Returns whether this is the embedded demo.
+absl::StatusOr<bool> ResolveArguments(const ModelArguments& m, DataTrainingArguments* d,
+                                      args::TrainingArguments* t) {
+  const bool embedded = IsEmbeddedDemo(m, *d);
+  if (embedded) {
+    std::cout << "run_glue: no model and no data given: running loom's embedded demo — a tiny "
+                 "BERT trained from scratch on a generated SST-2-format sentiment task.\n";
+    for (const std::string& line : ApplyEmbeddedDefaults(d, t)) {
+      std::cout << "run_glue:   " << line << "\n";
+    }
+    std::cout << "run_glue: pass --model_name_or_path DIR --task_name TASK --data_dir DIR (or "
+                 "--train_file/--validation_file) to fine-tune on real data; --help lists "
+                 "every flag.\n";
+    d->set_task_name("sst2");
+    d->set_data_dir(t->output_dir() + "/synthetic_data");
+  }
+  RETURN_IF_ERROR(ValidateArguments(m, d, *t));
+  ASSIGN_OR_RETURN(std::vector<std::string> warnings, args::PostInit(t));
+  for (const std::string& w : warnings) LOG(WARNING) << w;
+  return embedded;
+}
+
+// Stage 2: where and in what precision this process trains, checked before any data is read,
+// and HF's setup log lines.
+absl::Status SetUpRun(const ModelArguments& m, const DataTrainingArguments& d,
+                      const args::TrainingArguments& t) {
+  // The Trainer decides the same way; its errors, e.g. --fp16 on a CPU, stop the run here.
+  ASSIGN_OR_RETURN(const runtime::RunSetup setup,
+                   runtime::ResolveRunSetup(t, EnvInt("LOCAL_RANK", 0), EnvInt("WORLD_SIZE", 1)));
+  // A --deepspeed config loom cannot train with stops here too (the Trainer plans it again
+  // with the model's hidden size and the step count).
+  RETURN_IF_ERROR(sharding::PreCheckDeepSpeed(t, EnvInt("WORLD_SIZE", 1)));
+  // --fsdp: HF's rules (with --deepspeed, outside a launcher) and what loom lacks, likewise.
+  RETURN_IF_ERROR(sharding::CheckFsdp(t, std::getenv("LOCAL_RANK") != nullptr));
+  // The thread counts hold from here on (tokenizing too); the Trainer logs them.
+  RETURN_IF_ERROR(threads::ApplyThreadPlan(setup.threads));
+  LOG(WARNING) << "Process rank: " << EnvInt("LOCAL_RANK", -1) << ", device: " << setup.device.str()
+               << ", n_gpu: " << (setup.device.is_cuda() ? 1 : 0)
+               << ", distributed training: " << (EnvInt("WORLD_SIZE", 1) > 1 ? "True" : "False")
+               << ", 16-bits training: "
+               << (setup.precision.policy.SixteenBit() ? "True" : "False");
+  LOG(INFO) << "Training/evaluation parameters " << args::ToJsonString(t);
+  nlohmann::ordered_json model_dict = args::ToDict(m);
+  if (m.has_token()) model_dict["token"] = "<TOKEN>";
+  LOG(INFO) << "Model arguments " << model_dict.dump(2);
+  LOG(INFO) << "Data arguments " << args::ToDict(d).dump(2);
+  return absl::OkStatus();
+}
+
+// Stage 3: the embedded demo's generated files (main_process_first: each node's local main
+// process writes them, the others read them), then the task's or the files' splits.
+absl::StatusOr<glue::GlueData> LoadRunData(bool embedded, const DataTrainingArguments& d,
+                                           const args::TrainingArguments& t,
+                                           runtime::ParallelContext* parallel) {
+  if (embedded) {
+    RETURN_IF_ERROR(parallel->MainProcessFirst(/*local=*/true, [&]() -> absl::Status {
+      if (!parallel->is_local_zero()) return absl::OkStatus();
+      const SyntheticSst2 synthetic = MakeSyntheticSst2();
+      RETURN_IF_ERROR(WriteSst2Tsv(d.data_dir(), synthetic));
+      std::cout << "run_glue: wrote " << synthetic.train.size() << " training and "
+                << synthetic.validation.size() << " validation sentences (SST-2 layout) to "
+                << d.data_dir() << "/{train,dev,test}.tsv\n";
+      return absl::OkStatus();
+    }));
+  }
+  return LoadData(d, t);
+}
+
+// Stage 4: tokenizer and model, with the labels' order (some models have set the order of the
+// labels to use; run_glue uses it).
+absl::StatusOr<ModelWithLabels> LoadModelWithLabels(const ModelArguments& m,
+                                                    const DataTrainingArguments& d,
+                                                    const args::TrainingArguments& t,
+                                                    const glue::GlueData& data, int rank) {
+  // --fsdp_config cpu_ram_efficient_loading (HF/accelerate): only the first process reads the
+  // checkpoint when training will broadcast its weights to the others.
+  bool skip_weights = false;
+  if (t.fsdp_size() > 0 && t.do_train() && rank != 0) {
+    ASSIGN_OR_RETURN(args::FsdpConfig fsdp, args::FsdpConfigOf(t), "--fsdp_config");
+    skip_weights = fsdp.cpu_ram_efficient_loading && fsdp.sync_module_states;
+  }
+  ASSIGN_OR_RETURN(
+      Loaded loaded,
+      LoadModelAndTokenizer(m, d, data.num_labels, static_cast<uint64_t>(t.seed()), skip_weights));
+  BertConfig& config = loaded.model->mutable_config();
+  std::string label_warning;
+  std::map<int64_t, int64_t> label_to_id =
+      ModelLabelMapping(config, TaskName(d), data.is_regression, data.label_list, &label_warning);
+  if (!label_warning.empty()) LOG(WARNING) << label_warning;
+  if (!data.is_regression) {
+    std::map<int64_t, std::string> id2label;
+    std::map<std::string, int64_t> label2id;
+    for (size_t i = 0; i < data.label_list.size(); ++i) {
+      const int64_t id = label_to_id.empty() ? static_cast<int64_t>(i) : label_to_id.at(i);
+      id2label[id] = data.label_list[i];
+      label2id[data.label_list[i]] = id;
+    }
+    RETURN_IF_ERROR(config.set_labels(id2label, label2id));
+  }
+  return ModelWithLabels{std::move(loaded), std::move(label_to_id)};
+}
+
+// The encoding every split shares: max_seq_length capped at the tokenizer's model_max_length.
+TokenizeOptions BaseTokenizeOptions(const DataTrainingArguments& d,
+                                    const text::BertTokenizer& tokenizer, bool is_regression,
+                                    const std::map<int64_t, int64_t>& label_to_id) {
+  const int64_t model_max_length =
+      tokenizer.options().model_max_length.value_or(std::numeric_limits<int64_t>::max());
+  if (d.max_seq_length() > model_max_length) {
+    LOG(WARNING) << "The max_seq_length passed (" << d.max_seq_length()
+                 << ") is larger than the maximum length for the model (" << model_max_length
+                 << "). Using max_seq_length=" << model_max_length << ".";
+  }
+  TokenizeOptions tok;
+  tok.max_length = std::min(d.max_seq_length(), model_max_length);
+  tok.pad_to_max_length = d.pad_to_max_length();
+  tok.is_regression = is_regression;
+  tok.label_to_id = label_to_id;
+  return tok;
+}
+
+// Stage 5: the train / validation / test splits the run uses, tokenized (HF's max_*_samples
+// selections), then HF's log lines of a few training samples.
+absl::StatusOr<TokenizedSplits> TokenizeSplits(const DataTrainingArguments& d,
+                                               const args::TrainingArguments& t,
+                                               const glue::GlueData& data,
+                                               const text::BertTokenizer& tokenizer,
+                                               const TokenizeOptions& tok) {
+  const std::optional<std::string> task_name = TaskName(d);
+  const bool mnli = task_name == std::string("mnli");
+  TokenizedSplits splits;
+  if (t.do_train()) {
+    ASSIGN_OR_RETURN(splits.train_raw, Split(data, "train", "--do_train"));
+    TokenizeOptions o = tok;
+    o.max_examples = d.has_max_train_samples() ? d.max_train_samples() : -1;
+    ASSIGN_OR_RETURN(splits.train, TokenizeSplit(tokenizer, *splits.train_raw, o));
+  }
+  if (t.do_eval()) {
+    TokenizeOptions o = tok;
+    o.max_examples = d.has_max_eval_samples() ? d.max_eval_samples() : -1;
+    for (const std::string& name :
+         mnli ? std::vector<std::string>{"validation_matched", "validation_mismatched"}
+              : std::vector<std::string>{"validation"}) {
+      ASSIGN_OR_RETURN(const glue::GlueSplit* split, Split(data, name, "--do_eval"));
+      // HF selects the first max_eval_samples of both MNLI validation sets.
+      ASSIGN_OR_RETURN(auto ds, TokenizeSplit(tokenizer, *split, o));
+      splits.evals.emplace_back(
+          name == "validation_mismatched" ? "mnli-mm" : task_name.value_or("None"), ds);
+    }
+  }
+  if (t.do_predict()) {
+    TokenizeOptions o = tok;
+    o.keep_labels = false;  // run_glue removes the "label" column
+    o.max_examples = d.has_max_predict_samples() ? d.max_predict_samples() : -1;
+    for (const std::string& name : mnli
+                                       ? std::vector<std::string>{"test_matched", "test_mismatched"}
+                                       : std::vector<std::string>{"test"}) {
+      ASSIGN_OR_RETURN(const glue::GlueSplit* split, Split(data, name, "--do_predict"));
+      // HF selects max_predict_samples on test_matched only.
+      if (name == "test_mismatched") o.max_examples = -1;
+      ASSIGN_OR_RETURN(auto ds, TokenizeSplit(tokenizer, *split, o));
+      splits.predicts.emplace_back(
+          name == "test_mismatched" ? "mnli-mm" : task_name.value_or("None"), ds);
+    }
+  }
+  // Log a few training samples.
+  if (t.do_train()) {
+    for (int64_t index : SampleIndices(splits.train->Size(), 3)) {
+      ASSIGN_OR_RETURN(data::Example ex, splits.train->Get(index));
+      LOG(INFO) << DescribeTrainingSample(index,
+                                          splits.train_raw->examples[static_cast<size_t>(index)],
+                                          ex, data.sentence1_key, data.sentence2_key);
+    }
+  }
+  return splits;
+}
+
+// Stage 6: the Trainer, with the tokenizer (saved with the model and every checkpoint, as HF's
+// run_glue passes it), GLUE's compute_metrics and run_glue's collator.
+absl::StatusOr<std::unique_ptr<Trainer>> BuildTrainer(
+    const DataTrainingArguments& d, const args::TrainingArguments& t, const Loaded& loaded,
+    const TokenizedSplits& splits, const runtime::ParallelContext& parallel, bool is_regression) {
+  TrainerOptions options;
+  if (t.do_train()) options.train_dataset = splits.train;
+  if (t.do_eval()) options.eval_dataset = splits.evals.front().second;
+  options.model = loaded.model;
+  options.args = t;
+  options.save_tokenizer = [tokenizer = loaded.tokenizer](const std::string& dir) {
+    return tokenizer.SavePretrained(dir);
+  };
+  options.process_group = parallel.process_group();
+  options.compute_metrics = GlueComputeMetrics(TaskName(d).value_or(""), is_regression);
+  if (d.pad_to_max_length()) {
+    options.data_collator = std::make_shared<data::DefaultCollator>();
+  } else {
+    options.data_collator = std::make_shared<data::PaddingCollator>(
+        data::PaddingCollatorOptions()
+            .set_pad_token_id(loaded.tokenizer.pad_token_id())
+            .set_pad_to_multiple_of(t.fp16() ? std::optional<int64_t>(8) : std::nullopt));
+  }
+  return Trainer::Create(std::move(options));
+}
+
+// Stage 7: train (resuming as HF's scripts do), save the model, the train metrics and the state.
+absl::Status TrainAndSave(Trainer& trainer, const std::optional<ResumeFrom>& resume,
+                          int64_t train_samples) {
+  ASSIGN_OR_RETURN(TrainOutput result, trainer.Train(resume));
+  Metrics metrics = result.metrics;
+  metrics["train_samples"] = train_samples;
+  // With the tokenizer (TrainerOptions.save_tokenizer). With --push_to_hub this pushes "Model
+  // save"; when the remote fails, the run still writes its metrics and evaluates (output_dir
+  // complete), and the final push below reports it.
+  absl::Status saved = trainer.SaveModel();
+  if (!saved.ok() && !hub::IsPushFailure(saved)) return saved;
+  if (!saved.ok()) {
+    LOG(WARNING) << saved.message() << " (the \"End of training\" push tries again)";
+  }
+  trainer.LogMetrics("train", metrics);
+  RETURN_IF_ERROR(trainer.SaveMetrics("train", metrics));
+  return trainer.SaveState();
+}
+
+// Stage 8: evaluate each validation set (MNLI's mismatched one with "_mm" metric names).
+absl::Status EvaluateSplits(Trainer& trainer, const DataTrainingArguments& d,
+                            const NamedDatasets& evals) {
+  LOG(INFO) << "*** Evaluate ***";
+  Metrics combined = Metrics::object();
+  for (const auto& [task, dataset] : evals) {
+    ASSIGN_OR_RETURN(Metrics metrics, trainer.Evaluate(dataset, {}, "eval"));
+    // HF: min(max_eval_samples, len(dataset)).
+    metrics["eval_samples"] = d.has_max_eval_samples()
+                                  ? std::min<int64_t>(d.max_eval_samples(), dataset->Size())
+                                  : dataset->Size();
+    if (task == "mnli-mm") {
+      Metrics renamed = Metrics::object();
+      for (const auto& [k, v] : metrics.items()) renamed[k + "_mm"] = v;
+      metrics = renamed;
+    }
+    const bool is_mnli = absl::StrContains(task, "mnli");
+    if (is_mnli) combined.update(metrics);
+    trainer.LogMetrics("eval", metrics);
+    RETURN_IF_ERROR(trainer.SaveMetrics("eval", is_mnli ? combined : metrics));
+  }
+  return absl::OkStatus();
+}
+
+// Stage 9: predict each test set; the main process writes predict_results_<task>.txt.
+absl::Status PredictSplits(Trainer& trainer, const args::TrainingArguments& t,
+                           const NamedDatasets& predicts, bool is_regression,
+                           const std::vector<std::string>& label_list) {
+  LOG(INFO) << "*** Predict ***";
+  for (const auto& [task, dataset] : predicts) {
+    ASSIGN_OR_RETURN(PredictionOutput out, trainer.Predict(dataset, {}, "predict"));
+    if (!trainer.is_world_process_zero()) continue;
+    if (out.predictions.empty()) {
+      return absl::InternalError("prediction returned no logits");
+    }
+    ASSIGN_OR_RETURN(std::string text,
+                     FormatPredictResults(out.predictions.front(), is_regression, label_list));
+    LOG(INFO) << "***** Predict results " << task << " *****";
+    RETURN_IF_ERROR(base::WriteFileAtomically(
+        absl::StrCat(t.output_dir(), "/predict_results_", task, ".txt"), text));
+  }
+  return absl::OkStatus();
+}
+
+// Stage 10: HF run_glue's model card arguments, then push_to_hub (blocking: its failure is this
+// run's error) or, without --push_to_hub, just the card.
+absl::Status FinishRun(Trainer& trainer, const ModelArguments& m, const args::TrainingArguments& t,
+                       const std::optional<std::string>& task_name) {
+  ModelCardOptions card;
+  if (m.has_model_name_or_path()) card.finetuned_from = m.model_name_or_path();
+  card.tasks = {"text-classification"};
+  if (task_name) {
+    card.language = {"en"};
+    card.dataset_tags = {"glue"};
+    card.dataset_args = {*task_name};
+    card.dataset = {"GLUE " + absl::AsciiStrToUpper(*task_name)};
+    // What HF reads off the "glue" dataset it evaluated on (or trained on, without --do_eval).
+    card.dataset_metadata = {
+        nlohmann::ordered_json{{"config", *task_name},
+                               {"split", !t.do_eval()           ? "train"
+                                         : *task_name == "mnli" ? "validation_matched"
+                                                                : "validation"}}};
+  }
+  if (t.push_to_hub()) return trainer.PushToHub("End of training", /*blocking=*/true, card);
+  return trainer.CreateModelCard(card);
 }
 
 }  // namespace
@@ -257,258 +572,32 @@ std::vector<std::string> ApplyEmbeddedDefaults(DataTrainingArguments* d,
 }
 
 absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::TrainingArguments t) {
-  const bool embedded = IsEmbeddedDemo(m, d);
-  if (embedded) {
-    std::cout << "run_glue: no model and no data given: running loom's embedded demo — a tiny "
-                 "BERT trained from scratch on a generated SST-2-format sentiment task.\n";
-    for (const std::string& line : ApplyEmbeddedDefaults(&d, &t)) {
-      std::cout << "run_glue:   " << line << "\n";
-    }
-    std::cout << "run_glue: pass --model_name_or_path DIR --task_name TASK --data_dir DIR (or "
-                 "--train_file/--validation_file) to fine-tune on real data; --help lists "
-                 "every flag.\n";
-    d.set_task_name("sst2");
-    d.set_data_dir(t.output_dir() + "/synthetic_data");
-  }
-  RETURN_IF_ERROR(ValidateArguments(m, &d, t));
-  ASSIGN_OR_RETURN(std::vector<std::string> warnings, args::PostInit(&t));
-  for (const std::string& w : warnings) LOG(WARNING) << w;
-
-  // Where and in what precision this process trains (the Trainer decides the same way; its
-  // errors, e.g. --fp16 on a CPU, stop the run here, before any data is read).
-  ASSIGN_OR_RETURN(const runtime::RunSetup setup,
-                   runtime::ResolveRunSetup(t, EnvInt("LOCAL_RANK", 0), EnvInt("WORLD_SIZE", 1)));
-  // A --deepspeed config loom cannot train with stops here too (the Trainer plans it again
-  // with the model's hidden size and the step count).
-  RETURN_IF_ERROR(sharding::PreCheckDeepSpeed(t, EnvInt("WORLD_SIZE", 1)));
-  // --fsdp: HF's rules (with --deepspeed, outside a launcher) and what loom lacks, likewise.
-  RETURN_IF_ERROR(sharding::CheckFsdp(t, std::getenv("LOCAL_RANK") != nullptr));
-  // The thread counts hold from here on (tokenizing too); the Trainer logs them.
-  RETURN_IF_ERROR(threads::ApplyThreadPlan(setup.threads));
-  LOG(WARNING) << "Process rank: " << EnvInt("LOCAL_RANK", -1) << ", device: " << setup.device.str()
-               << ", n_gpu: " << (setup.device.is_cuda() ? 1 : 0)
-               << ", distributed training: " << (EnvInt("WORLD_SIZE", 1) > 1 ? "True" : "False")
-               << ", 16-bits training: "
-               << (setup.precision.policy.SixteenBit() ? "True" : "False");
-  LOG(INFO) << "Training/evaluation parameters " << args::ToJsonString(t);
-  nlohmann::ordered_json model_dict = args::ToDict(m);
-  if (m.has_token()) model_dict["token"] = "<TOKEN>";
-  LOG(INFO) << "Model arguments " << model_dict.dump(2);
-  LOG(INFO) << "Data arguments " << args::ToDict(d).dump(2);
-
+  ASSIGN_OR_RETURN(const bool embedded, ResolveArguments(m, &d, &t));
+  RETURN_IF_ERROR(SetUpRun(m, d, t));
   // Join the other processes of a launched run first (the Trainer gets this group), so that
   // every rank has looked at output_dir before any rank writes into it.
-  ASSIGN_OR_RETURN(runtime::ParallelContext parallel, runtime::ParallelContext::Create(std::nullopt, t),
-                   "joining the process group");
+  ASSIGN_OR_RETURN(runtime::ParallelContext parallel,
+                   runtime::ParallelContext::Create(std::nullopt, t), "joining the process group");
   // Detecting last checkpoint (before anything is written into output_dir).
   ASSIGN_OR_RETURN(std::optional<ResumeFrom> resume, ResumeFromArgs(t));
   RETURN_IF_ERROR(parallel.Barrier());
 
-  if (embedded) {
-    // main_process_first: each node's local main process writes the data, the others read it.
-    RETURN_IF_ERROR(parallel.MainProcessFirst(/*local=*/true, [&]() -> absl::Status {
-      if (!parallel.is_local_zero()) return absl::OkStatus();
-      const glue_script::SyntheticSst2 synthetic = glue_script::MakeSyntheticSst2();
-      RETURN_IF_ERROR(glue_script::WriteSst2Tsv(d.data_dir(), synthetic));
-      std::cout << "run_glue: wrote " << synthetic.train.size() << " training and "
-                << synthetic.validation.size() << " validation sentences (SST-2 layout) to "
-                << d.data_dir() << "/{train,dev,test}.tsv\n";
-      return absl::OkStatus();
-    }));
-  }
-  ASSIGN_OR_RETURN(glue::GlueData data, LoadData(d, t));
+  ASSIGN_OR_RETURN(const glue::GlueData data, LoadRunData(embedded, d, t, &parallel));
+  ASSIGN_OR_RETURN(ModelWithLabels model, LoadModelWithLabels(m, d, t, data, parallel.rank()));
+  const TokenizeOptions tok =
+      BaseTokenizeOptions(d, model.loaded.tokenizer, data.is_regression, model.label_to_id);
+  ASSIGN_OR_RETURN(const TokenizedSplits splits,
+                   TokenizeSplits(d, t, data, model.loaded.tokenizer, tok));
+  ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer,
+                   BuildTrainer(d, t, model.loaded, splits, parallel, data.is_regression));
 
-  // Labels.
-  const bool is_regression = data.is_regression;
-  const int num_labels = data.num_labels;
-  const std::vector<std::string>& label_list = data.label_list;
-  const std::optional<std::string> task_name =
-      d.has_task_name() ? std::optional<std::string>(d.task_name()) : std::nullopt;
-
-  // --fsdp_config cpu_ram_efficient_loading (HF/accelerate): only the first process reads the
-  // checkpoint when training will broadcast its weights to the others.
-  bool skip_weights = false;
-  if (t.fsdp_size() > 0 && t.do_train() && parallel.rank() != 0) {
-    ASSIGN_OR_RETURN(args::FsdpConfig fsdp, args::FsdpConfigOf(t), "--fsdp_config");
-    skip_weights = fsdp.cpu_ram_efficient_loading && fsdp.sync_module_states;
-  }
-  ASSIGN_OR_RETURN(
-      Loaded loaded,
-      LoadModelAndTokenizer(m, d, num_labels, static_cast<uint64_t>(t.seed()), skip_weights));
-  BertConfig& config = loaded.model->mutable_config();
-
-  // Some models have set the order of the labels to use; run_glue uses it.
-  std::string label_warning;
-  std::map<int64_t, int64_t> label_to_id =
-      glue_script::ModelLabelMapping(config, task_name, is_regression, label_list, &label_warning);
-  if (!label_warning.empty()) LOG(WARNING) << label_warning;
-  if (!is_regression) {
-    std::map<int64_t, std::string> id2label;
-    std::map<std::string, int64_t> label2id;
-    for (size_t i = 0; i < label_list.size(); ++i) {
-      const int64_t id = label_to_id.empty() ? static_cast<int64_t>(i) : label_to_id.at(i);
-      id2label[id] = label_list[i];
-      label2id[label_list[i]] = id;
-    }
-    RETURN_IF_ERROR(config.set_labels(id2label, label2id));
-  }
-
-  const int64_t model_max_length =
-      loaded.tokenizer.options().model_max_length.value_or(std::numeric_limits<int64_t>::max());
-  if (d.max_seq_length() > model_max_length) {
-    LOG(WARNING) << "The max_seq_length passed (" << d.max_seq_length()
-                 << ") is larger than the maximum length for the model (" << model_max_length
-                 << "). Using max_seq_length=" << model_max_length << ".";
-  }
-  TokenizeOptions tok;
-  tok.max_length = std::min(d.max_seq_length(), model_max_length);
-  tok.pad_to_max_length = d.pad_to_max_length();
-  tok.is_regression = is_regression;
-  tok.label_to_id = label_to_id;
-
-  const bool mnli = task_name == std::string("mnli");
-  TrainerOptions options;
-  std::shared_ptr<const data::ExampleListDataset> train;
-  const glue::GlueSplit* train_raw = nullptr;
-  if (t.do_train()) {
-    ASSIGN_OR_RETURN(train_raw, Split(data, "train", "--do_train"));
-    TokenizeOptions o = tok;
-    o.max_examples = d.has_max_train_samples() ? d.max_train_samples() : -1;
-    ASSIGN_OR_RETURN(train, glue_script::TokenizeSplit(loaded.tokenizer, *train_raw, o));
-    options.train_dataset = train;
-  }
-  std::vector<std::pair<std::string, std::shared_ptr<const data::Dataset>>> evals;
-  if (t.do_eval()) {
-    TokenizeOptions o = tok;
-    o.max_examples = d.has_max_eval_samples() ? d.max_eval_samples() : -1;
-    for (const std::string& name :
-         mnli ? std::vector<std::string>{"validation_matched", "validation_mismatched"}
-              : std::vector<std::string>{"validation"}) {
-      ASSIGN_OR_RETURN(const glue::GlueSplit* split, Split(data, name, "--do_eval"));
-      // HF selects the first max_eval_samples of both MNLI validation sets.
-      ASSIGN_OR_RETURN(auto ds, glue_script::TokenizeSplit(loaded.tokenizer, *split, o));
-      evals.emplace_back(name == "validation_mismatched" ? "mnli-mm" : task_name.value_or("None"),
-                         ds);
-    }
-    options.eval_dataset = evals.front().second;
-  }
-  std::vector<std::pair<std::string, std::shared_ptr<const data::Dataset>>> predicts;
+  if (t.do_train()) RETURN_IF_ERROR(TrainAndSave(*trainer, resume, splits.train->Size()));
+  if (t.do_eval()) RETURN_IF_ERROR(EvaluateSplits(*trainer, d, splits.evals));
   if (t.do_predict()) {
-    TokenizeOptions o = tok;
-    o.keep_labels = false;  // run_glue removes the "label" column
-    o.max_examples = d.has_max_predict_samples() ? d.max_predict_samples() : -1;
-    for (const std::string& name : mnli
-                                       ? std::vector<std::string>{"test_matched", "test_mismatched"}
-                                       : std::vector<std::string>{"test"}) {
-      ASSIGN_OR_RETURN(const glue::GlueSplit* split, Split(data, name, "--do_predict"));
-      // HF selects max_predict_samples on test_matched only.
-      if (name == "test_mismatched") o.max_examples = -1;
-      ASSIGN_OR_RETURN(auto ds, glue_script::TokenizeSplit(loaded.tokenizer, *split, o));
-      predicts.emplace_back(name == "test_mismatched" ? "mnli-mm" : task_name.value_or("None"), ds);
-    }
+    RETURN_IF_ERROR(
+        PredictSplits(*trainer, t, splits.predicts, data.is_regression, data.label_list));
   }
-
-  // Log a few training samples.
-  if (t.do_train()) {
-    for (int64_t index : glue_script::SampleIndices(train->Size(), 3)) {
-      ASSIGN_OR_RETURN(data::Example ex, train->Get(index));
-      LOG(INFO) << glue_script::DescribeTrainingSample(
-          index, train_raw->examples[static_cast<size_t>(index)], ex, data.sentence1_key,
-          data.sentence2_key);
-    }
-  }
-
-  options.model = loaded.model;
-  options.args = t;
-  // HF passes the tokenizer to the Trainer: it is saved with the model and every checkpoint.
-  options.save_tokenizer = [tokenizer = loaded.tokenizer](const std::string& dir) {
-    return tokenizer.SavePretrained(dir);
-  };
-  options.process_group = parallel.process_group();
-  options.compute_metrics = glue_script::GlueComputeMetrics(task_name.value_or(""), is_regression);
-  if (d.pad_to_max_length()) {
-    options.data_collator = std::make_shared<data::DefaultCollator>();
-  } else {
-    options.data_collator = std::make_shared<data::PaddingCollator>(
-        data::PaddingCollatorOptions()
-            .set_pad_token_id(loaded.tokenizer.pad_token_id())
-            .set_pad_to_multiple_of(t.fp16() ? std::optional<int64_t>(8) : std::nullopt));
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(options)));
-
-  if (t.do_train()) {
-    ASSIGN_OR_RETURN(TrainOutput result, trainer->Train(resume));
-    Metrics metrics = result.metrics;
-    metrics["train_samples"] = train->Size();
-    // With the tokenizer (TrainerOptions.save_tokenizer). With --push_to_hub this pushes "Model
-    // save"; when the remote fails, the run still writes its metrics and evaluates (output_dir
-    // complete), and the final push below reports it.
-    absl::Status saved = trainer->SaveModel();
-    if (!saved.ok() && !hub::IsPushFailure(saved)) return saved;
-    if (!saved.ok()) {
-      LOG(WARNING) << saved.message() << " (the \"End of training\" push tries again)";
-    }
-    trainer->LogMetrics("train", metrics);
-    RETURN_IF_ERROR(trainer->SaveMetrics("train", metrics));
-    RETURN_IF_ERROR(trainer->SaveState());
-  }
-
-  if (t.do_eval()) {
-    LOG(INFO) << "*** Evaluate ***";
-    Metrics combined = Metrics::object();
-    for (const auto& [task, dataset] : evals) {
-      ASSIGN_OR_RETURN(Metrics metrics, trainer->Evaluate(dataset, {}, "eval"));
-      // HF: min(max_eval_samples, len(dataset)).
-      metrics["eval_samples"] = d.has_max_eval_samples()
-                                    ? std::min<int64_t>(d.max_eval_samples(), dataset->Size())
-                                    : dataset->Size();
-      if (task == "mnli-mm") {
-        Metrics renamed = Metrics::object();
-        for (const auto& [k, v] : metrics.items()) renamed[k + "_mm"] = v;
-        metrics = renamed;
-      }
-      const bool is_mnli = absl::StrContains(task, "mnli");
-      if (is_mnli) combined.update(metrics);
-      trainer->LogMetrics("eval", metrics);
-      RETURN_IF_ERROR(trainer->SaveMetrics("eval", is_mnli ? combined : metrics));
-    }
-  }
-
-  if (t.do_predict()) {
-    LOG(INFO) << "*** Predict ***";
-    for (const auto& [task, dataset] : predicts) {
-      ASSIGN_OR_RETURN(PredictionOutput out, trainer->Predict(dataset, {}, "predict"));
-      if (trainer->is_world_process_zero()) {
-        if (out.predictions.empty()) {
-          return absl::InternalError("prediction returned no logits");
-        }
-        ASSIGN_OR_RETURN(std::string text, glue_script::FormatPredictResults(
-                                               out.predictions.front(), is_regression, label_list));
-        LOG(INFO) << "***** Predict results " << task << " *****";
-        RETURN_IF_ERROR(base::WriteFileAtomically(
-            absl::StrCat(t.output_dir(), "/predict_results_", task, ".txt"), text));
-      }
-    }
-  }
-
-  // HF run_glue's model card arguments, then push_to_hub (blocking: its failure is this run's
-  // error) or, without --push_to_hub, just the card.
-  ModelCardOptions card;
-  if (m.has_model_name_or_path()) card.finetuned_from = m.model_name_or_path();
-  card.tasks = {"text-classification"};
-  if (task_name) {
-    card.language = {"en"};
-    card.dataset_tags = {"glue"};
-    card.dataset_args = {*task_name};
-    card.dataset = {"GLUE " + absl::AsciiStrToUpper(*task_name)};
-    // What HF reads off the "glue" dataset it evaluated on (or trained on, without --do_eval).
-    card.dataset_metadata = {nlohmann::ordered_json{
-        {"config", *task_name},
-        {"split", !t.do_eval() ? "train" : *task_name == "mnli" ? "validation_matched"
-                                                                 : "validation"}}};
-  }
-  if (t.push_to_hub()) return trainer->PushToHub("End of training", /*blocking=*/true, card);
-  return trainer->CreateModelCard(card);
+  return FinishRun(*trainer, m, t, TaskName(d));
 }
 
-}  // namespace loom::trainer
+}  // namespace loom::examples::glue_script

@@ -25,8 +25,8 @@
 //   - SampleIndices(n, k): the examples run_glue logs. HF uses Python's random.sample(range(n),
 //     3) on the unseeded global generator; loom draws k distinct indices with a
 //     std::mt19937_64 seeded 0, so the choice is the same on every run and every rank.
-#ifndef LOOM_TRAINER_GLUE_SCRIPT_PREPROCESS_H_
-#define LOOM_TRAINER_GLUE_SCRIPT_PREPROCESS_H_
+#ifndef LOOM_EXAMPLES_GLUE_PREPROCESS_H_
+#define LOOM_EXAMPLES_GLUE_PREPROCESS_H_
 
 #include <cstdint>
 #include <map>
@@ -42,7 +42,7 @@
 #include "text/bert_tokenizer.h"
 #include "trainer/trainer.h"
 
-namespace loom::trainer::glue_script {
+namespace loom::examples::glue_script {
 
 struct TokenizeOptions {
   int64_t max_length = 128;
@@ -63,7 +63,7 @@ std::map<int64_t, int64_t> ModelLabelMapping(const models::bert::BertConfig& con
                                              const std::vector<std::string>& label_list,
                                              std::string* warning);
 
-ComputeMetricsFn GlueComputeMetrics(std::string task_name, bool is_regression);
+trainer::ComputeMetricsFn GlueComputeMetrics(std::string task_name, bool is_regression);
 
 absl::StatusOr<std::string> FormatPredictResults(const at::Tensor& logits, bool is_regression,
                                                  const std::vector<std::string>& label_list);
@@ -74,6 +74,6 @@ std::string DescribeTrainingSample(int64_t index, const glue::GlueExample& raw,
 
 std::vector<int64_t> SampleIndices(int64_t n, int64_t k);
 
-}  // namespace loom::trainer::glue_script
+}  // namespace loom::examples::glue_script
 
-#endif  // LOOM_TRAINER_GLUE_SCRIPT_PREPROCESS_H_
+#endif  // LOOM_EXAMPLES_GLUE_PREPROCESS_H_

@@ -1,4 +1,4 @@
-#include "trainer/script_resume.h"
+#include "examples/script_resume.h"
 
 #include <filesystem>
 
@@ -8,7 +8,9 @@
 #include "checkpoint/folder/names.h"
 #include "glog/logging.h"
 
-namespace loom::trainer {
+namespace loom::examples {
+
+using trainer::ResumeFrom;
 
 absl::StatusOr<std::optional<ResumeFrom>> ResumeFromArgs(const args::TrainingArguments& args) {
   if (args.has_resume_from_checkpoint() && !args.resume_from_checkpoint().empty()) {
@@ -55,4 +57,4 @@ absl::StatusOr<std::optional<ResumeFrom>> ResumeFromArgs(const args::TrainingArg
   return ResumeFrom::Latest();
 }
 
-}  // namespace loom::trainer
+}  // namespace loom::examples

@@ -1,10 +1,10 @@
-#include "trainer/examples/synthetic_task.h"
+#include "examples/synthetic/synthetic_task.h"
 
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace loom::trainer::examples {
+namespace loom::examples::synthetic {
 namespace {
 
 using ::loom::base::testing::StatusIs;
@@ -46,7 +46,7 @@ TEST(BagOfEmbeddingsClassifierTest, LossIsCrossEntropyOfLogitsAndFlopsFollowHf) 
   BagOfEmbeddingsClassifier model(o);
   ASSERT_OK_AND_ASSIGN(auto ds, MakeSyntheticDataset(o.set_num_examples(8)));
   data::Batch batch = ds->columns();
-  ModelOutput out = model.Forward(batch);
+  trainer::ModelOutput out = model.Forward(batch);
   ASSERT_TRUE(out.loss.defined());
   const at::Tensor logits = out.Get("logits");
   EXPECT_EQ(logits.sizes(), (std::vector<int64_t>{8, 4}));
@@ -60,4 +60,4 @@ TEST(BagOfEmbeddingsClassifierTest, LossIsCrossEntropyOfLogitsAndFlopsFollowHf) 
 }
 
 }  // namespace
-}  // namespace loom::trainer::examples
+}  // namespace loom::examples::synthetic

@@ -1,4 +1,4 @@
-#include "trainer/script_resume.h"
+#include "examples/script_resume.h"
 
 #include <filesystem>
 #include <fstream>
@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace loom::trainer {
+namespace loom::examples {
 namespace {
 
 using ::loom::base::testing::StatusIs;
@@ -99,4 +99,4 @@ TEST_F(ResumeFromArgsTest, ExplicitCheckpointAndNoTrainingWin) {
 }
 
 }  // namespace
-}  // namespace loom::trainer
+}  // namespace loom::examples

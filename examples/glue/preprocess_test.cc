@@ -1,4 +1,4 @@
-#include "trainer/glue_script/preprocess.h"
+#include "examples/glue/preprocess.h"
 
 #include <string>
 #include <vector>
@@ -6,7 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace loom::trainer::glue_script {
+namespace loom::examples::glue_script {
 namespace {
 
 using ::testing::ElementsAre;
@@ -110,4 +110,4 @@ TEST(TokenizeSplitTest, LabelsMappedSelectedAndRemoved) {
 }
 
 }  // namespace
-}  // namespace loom::trainer::glue_script
+}  // namespace loom::examples::glue_script

@@ -1,4 +1,4 @@
-// The embedded demo of run_glue: what `./bazelw run //trainer:run_glue` uses when neither a
+// The embedded demo of run_glue: what `./bazelw run //examples/glue:run_glue` uses when neither a
 // model nor data is given, so loom shows itself working with nothing downloaded.
 //
 // Contract:
@@ -18,8 +18,8 @@
 //   - WriteSst2Tsv(dir, data) writes train.tsv / dev.tsv ("sentence\tlabel") and test.tsv
 //     ("index\tsentence"), the GLUE distribution's SST-2 layout that glue::LoadGlueTaskData
 //     reads; each file replaced atomically (ranks of a multi-process run may all write).
-#ifndef LOOM_TRAINER_GLUE_SCRIPT_SYNTHETIC_TASK_H_
-#define LOOM_TRAINER_GLUE_SCRIPT_SYNTHETIC_TASK_H_
+#ifndef LOOM_EXAMPLES_GLUE_SYNTHETIC_TASK_H_
+#define LOOM_EXAMPLES_GLUE_SYNTHETIC_TASK_H_
 
 #include <cstdint>
 #include <string>
@@ -31,7 +31,7 @@
 #include "models/bert/bert_config.h"
 #include "text/bert_tokenizer.h"
 
-namespace loom::trainer::glue_script {
+namespace loom::examples::glue_script {
 
 struct SyntheticOptions {
   int64_t num_train = 2000;
@@ -51,6 +51,6 @@ models::bert::BertConfig BuiltinBertConfig(int64_t vocab_size);
 SyntheticSst2 MakeSyntheticSst2(const SyntheticOptions& options = {});
 absl::Status WriteSst2Tsv(const std::string& dir, const SyntheticSst2& data);
 
-}  // namespace loom::trainer::glue_script
+}  // namespace loom::examples::glue_script
 
-#endif  // LOOM_TRAINER_GLUE_SCRIPT_SYNTHETIC_TASK_H_
+#endif  // LOOM_EXAMPLES_GLUE_SYNTHETIC_TASK_H_
