@@ -2,7 +2,9 @@
 
 Rules (each failure names the target, the dependency and the rule):
   layering   a target may depend only on targets of packages in layers below its own; a
-             package never depends sideways on another package of its layer. A "package" of
+             package never depends sideways on another package of its layer. An `alias` is a
+             second name for its target (e.g. //trainer:run_glue, kept for the commands users
+             type), not a dependency: it may name a target of any layer. A "package" of
              the table is a top-level folder with everything under it, unless a deeper folder
              has its own row (tests/testdata).
   never-uses a package of the table's "never uses" lines does not reach (through deps) the
@@ -99,6 +101,8 @@ def check_layering(graph, layers):
       failures.append("%s: package //%s is in no layer of README.md's Architecture table; "
                       "add it to a row" % (target.label, target.package))
       continue
+    if target.kind == "alias":
+      continue  # a second name for its target, not a dependency
     for dep in target.deps:
       if dep.endswith(":layering_files"):
         continue  # this check's own inputs, read as data, not a code dependency
