@@ -13,6 +13,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
@@ -107,9 +108,35 @@ absl::StatusOr<std::vector<int64_t>> ShapeOf(const IValue& v, const std::string&
   return shape;
 }
 
+// The newest checkpoint-<N>/ of `dir` that holds a `latest` file, when `dir` is an HF
+// output_dir rather than a checkpoint folder ("" when it has none).
+std::string NewestCheckpointWithLatest(const std::string& dir) {
+  std::error_code ec;
+  int64_t best = -1;
+  std::string found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    int64_t step = 0;
+    if (!absl::StartsWith(name, "checkpoint-") || !absl::SimpleAtoi(name.substr(11), &step)) {
+      continue;
+    }
+    if (step > best && std::filesystem::exists(entry.path() / "latest", ec)) {
+      best = step;
+      found = entry.path().string();
+    }
+  }
+  return found;
+}
+
 absl::StatusOr<std::string> ReadTag(const std::string& dir) {
   std::ifstream f(dir + "/latest");
   if (!f) {
+    if (const std::string checkpoint = NewestCheckpointWithLatest(dir); !checkpoint.empty()) {
+      return absl::NotFoundError(absl::StrCat(
+          "Unable to find 'latest' file at ", dir, "/latest: ", dir,
+          " looks like a training output_dir; pass one of its checkpoint folders instead, e.g. ",
+          checkpoint));
+    }
     return absl::NotFoundError(
         absl::StrCat("Unable to find 'latest' file at ", dir,
                      "/latest (name the tag instead, e.g. -t global_step3)"));

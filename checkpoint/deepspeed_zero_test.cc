@@ -133,6 +133,17 @@ TEST(DeepSpeedZeroTest, BrokenCheckpointsAreClearErrors) {
   EXPECT_THAT(ConsolidateZeroCheckpoint(dir).status(),
               StatusIs(absl::StatusCode::kNotFound,
                        HasSubstr("Unable to find 'latest' file at " + dir + "/latest")));
+  // An output_dir instead of its checkpoint folder: the message names the folder to pass.
+  const std::string output_dir = std::string(std::getenv("TEST_TMPDIR")) + "/output_dir";
+  for (const char* name : {"checkpoint-5", "checkpoint-20", "checkpoint-100-old"}) {
+    std::filesystem::create_directories(output_dir + "/" + name);
+    ASSERT_OK(base::WriteFileAtomically(output_dir + "/" + name + "/latest", "global_step5"));
+  }
+  std::filesystem::create_directories(output_dir + "/checkpoint-30");  // no latest: not ZeRO
+  EXPECT_THAT(ConsolidateZeroCheckpoint(output_dir).status(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("looks like a training output_dir; pass one of its checkpoint "
+                                 "folders instead, e.g. " + output_dir + "/checkpoint-20")));
   // A tag that does not exist.
   EXPECT_THAT(ConsolidateZeroCheckpoint(Zero2(), "global_step9").status(),
               StatusIs(absl::StatusCode::kNotFound,

@@ -16,6 +16,7 @@
 // The consolidation is checkpoint/deepspeed_zero.h's. Exit codes: 0 done, 1 an error reading
 // or writing (the message names the file and key), 2 a bad command line.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -155,6 +156,14 @@ absl::Status SaveDirectory(const std::string& output, const loom::checkpoint::Na
   return absl::OkStatus();
 }
 
+// `path` as the user meant it: relative to the directory `bazel run` was started from
+// (BUILD_WORKING_DIRECTORY) when there is one, else as given.
+std::string FromUsersDirectory(const std::string& path) {
+  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (cwd == nullptr || *cwd == '\0' || path.empty() || path[0] == '/') return path;
+  return (std::filesystem::path(cwd) / path).lexically_normal().string();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -165,8 +174,9 @@ int main(int argc, char** argv) {
     return BadUsage(absl::StrCat("expected CHECKPOINT_DIR and OUTPUT_FILE, got ",
                                  cl.positional.size(), " positional arguments"));
   }
-  const std::string& dir = cl.positional[0];
-  const std::string& output = cl.positional[1];
+  // Under `bazel run` the tool runs in Bazel's run folder: relative paths mean the user's.
+  const std::string dir = FromUsersDirectory(cl.positional[0]);
+  const std::string output = FromUsersDirectory(cl.positional[1]);
   const bool one_file = IsOneFile(output);
   absl::StatusOr<uint64_t> shard_bytes = loom::checkpoint::ParseShardSize(cl.max_shard_size);
   if (!shard_bytes.ok())

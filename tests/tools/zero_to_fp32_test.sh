@@ -92,6 +92,13 @@ done
 cmp "$out/gf.bin" "$out/zero2_ws2.bin"
 "$tool" --help | grep -q "Flags from tools/zero_to_fp32.cc:"
 
+# Under `bazel run` (BUILD_WORKING_DIRECTORY set), relative paths are the user's, not Bazel's
+# run folder's.
+abs_tool=$(realpath "$tool")
+mkdir -p "$out/userdir" && cp -rL "$data/zero2_ws2" "$out/userdir/ckpt"
+(cd / && BUILD_WORKING_DIRECTORY="$out/userdir" "$abs_tool" ckpt rel.bin > /dev/null)
+cmp "$out/userdir/rel.bin" "$out/zero2_ws2.bin"
+
 # --exclude_frozen_parameters on a checkpoint without frozen parameters changes nothing.
 "$tool" "$data/zero2_ws2" "$out/ex.bin" --exclude_frozen_parameters > /dev/null
 cmp "$out/ex.bin" "$out/zero2_ws2.bin"
