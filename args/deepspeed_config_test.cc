@@ -186,7 +186,8 @@ TEST(DeepSpeedConfigLoadTest, Fp32AndStage0And1Examples) {
 
 // Every documented DeepSpeed key (zero_optimization, offload_*, aio) and the optimizer,
 // scheduler, precision and batch keys, each set to a value other than its default, lands in its
-// typed field.
+// typed field. One test on purpose: one config holding every key, then one expectation per
+// field, reads as the key table it checks.
 TEST(DeepSpeedConfigLoadTest, EveryKeyIsReadWithItsType) {
   std::vector<std::string> warnings;
   ASSERT_OK_AND_ASSIGN(DeepSpeedConfig c, LoadDeepSpeedConfig(R"({

@@ -31,6 +31,10 @@
 //
 // Example:
 //   ASSIGN_OR_RETURN(NamedTensors state, ConsolidateZeroCheckpoint("out/checkpoint-3"));
+//
+// deepspeed_zero.cc stays one file (about 600 lines): it is zero_to_fp32.py's one reading of
+// DeepSpeed's files, each function a named step of it; splitting by stage would separate the
+// shared partition arithmetic from the two readers that use it.
 #ifndef LOOM_CHECKPOINT_DEEPSPEED_ZERO_H_
 #define LOOM_CHECKPOINT_DEEPSPEED_ZERO_H_
 

@@ -31,6 +31,10 @@
 //
 // Example (torch_pickle.h's LoadPickle falls back to this):
 //   ASSIGN_OR_RETURN(c10::IValue sd, UnpickleTorchSave(bytes));
+//
+// python_unpickler.cc stays one file (about 670 lines): the pickle machine is one class, its
+// opcode switch (Machine::Run) one flat dispatch and the longer opcodes its helpers; the
+// bounds checks live beside the opcodes they guard.
 #ifndef LOOM_CHECKPOINT_PYTHON_UNPICKLER_H_
 #define LOOM_CHECKPOINT_PYTHON_UNPICKLER_H_
 

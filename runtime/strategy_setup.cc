@@ -83,7 +83,7 @@ absl::StatusOr<std::unique_ptr<sharding::ShardingStrategy>> SetUpStrategy(
   const sharding::DataParallelTopology promised =
       factory->Topology(*setup.args, setup.parallel->world_size(), setup.parallel->rank());
   const sharding::DataParallelTopology reported = strategy->Topology();
-  if (Describe(promised) != Describe(reported)) {
+  if (!(promised == reported)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the data-parallel strategy ", strategy->Name(), " reports a topology (",
         Describe(reported), ") other than its factory promised (", Describe(promised), ")"));

@@ -112,6 +112,11 @@ struct DataParallelTopology {
   int ReplicaOf(int rank) const;
   // True for the lowest world rank of its replica: the one whose gathered rows count once.
   bool LeadsReplica(int rank) const;
+
+  bool operator==(const DataParallelTopology& o) const {
+    return world_size == o.world_size && data_parallel_size == o.data_parallel_size &&
+           data_parallel_rank == o.data_parallel_rank && replica_of_rank == o.replica_of_rank;
+  }
 };
 
 class ShardingStrategy {

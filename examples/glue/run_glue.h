@@ -16,6 +16,9 @@
 //     (examples/glue/synthetic_task.h) written to <output_dir>/synthetic_data.
 //   - Errors: InvalidArgument for bad arguments (named flag and the fix), others from the
 //     libraries (missing files, shapes, ...).
+//
+// run_glue.cc stays one file (about 600 lines): it is HF's run_glue.py, one script read top to
+// bottom as its named stages, like the Python original.
 #ifndef LOOM_EXAMPLES_GLUE_RUN_GLUE_H_
 #define LOOM_EXAMPLES_GLUE_RUN_GLUE_H_
 

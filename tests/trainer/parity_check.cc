@@ -125,6 +125,8 @@ double Round2(double x) { return std::nearbyint(x * 100) / 100; }
 
 class TrainerParityTest : public ::testing::TestWithParam<std::string> {};
 
+// One piece on purpose: a scenario's run and its step-by-step comparison with the Python
+// reference's log, in the order the reference writes it.
 TEST_P(TrainerParityTest, MatchesPythonReference) {
   const std::string name = GetParam();
   const json* scenario = nullptr;
