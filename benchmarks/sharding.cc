@@ -48,6 +48,7 @@
 #include "benchmarks/counting_allocator.h"
 #include "distributed/multiprocess_testing.h"
 #include "logging/process_logging.h"
+#include "modeling/model.h"
 #include "models/bert/bert_for_sequence_classification.h"
 #include "precision/training_precision.h"
 #include "sharding/create_strategy.h"
@@ -67,19 +68,29 @@ struct Result {
   int64_t measured_live = 0;  // live CPU tensor bytes after the step (rank's process)
 };
 
-torch::nn::Sequential Model() {
-  torch::manual_seed(1);
-  torch::nn::Sequential m;
-  for (int i = 0; i < kLayers; ++i) m->push_back(torch::nn::Linear(kWidth, kWidth));
-  return m;
-}
+// kLayers x Linear(kWidth, kWidth) in sequence, as a loom model (what strategies take).
+struct Stack : modeling::Model {
+  Stack() {
+    torch::manual_seed(1);
+    for (int i = 0; i < kLayers; ++i) {
+      layers.push_back(register_module(std::to_string(i), torch::nn::Linear(kWidth, kWidth)));
+    }
+  }
+  at::Tensor forward(at::Tensor x) {
+    for (torch::nn::Linear& layer : layers) x = layer->forward(x);
+    return x;
+  }
+  modeling::ModelOutput Forward(const data::Batch&) override { return {}; }
+
+  std::vector<torch::nn::Linear> layers;
+};
 
 int RunStage(int stage, bool bf16, bool overlap, int rank, distributed::ProcessGroup& pg, int steps,
              CountingAllocator& counter, Result* out) {
   const int64_t baseline = counter.live();
   Result r;
   {
-    torch::nn::Sequential model = Model();
+    auto model = std::make_shared<Stack>();
     torch::optim::AdamW opt(model->parameters(),
                             torch::optim::AdamWOptions(1e-4).weight_decay(0.01));
     precision::PrecisionPolicy policy;
@@ -98,7 +109,7 @@ int RunStage(int stage, bool bf16, bool overlap, int rank, distributed::ProcessG
                                     bf16 ? R"(, "bf16": {"enabled": "auto"})" : "", "}"));
     auto strategy = sharding::CreateStrategy(sharding::StrategyOptions()
                                                  .set_args(&args)
-                                                 .set_model(model.ptr().get())
+                                                 .set_model(model.get())
                                                  .set_optimizer(&opt)
                                                  .set_precision(precision->get())
                                                  .set_process_group(&pg));

@@ -1,11 +1,14 @@
 #include "sharding/create_strategy.h"
 
-#include <torch/nn/modules/linear.h>
+#include <torch/nn/module.h>
 #include <torch/optim/adamw.h>
+
+#include <type_traits>
 
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "modeling/testing_models.h"
 #include "sharding/replicated.h"
 
 namespace loom::sharding {
@@ -14,9 +17,10 @@ namespace {
 using ::loom::base::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using LinearLayer = ::loom::modeling::testing::LinearLayer;
 
 struct Pieces {
-  torch::nn::Linear model{3, 2};
+  std::shared_ptr<LinearLayer> model = std::make_shared<LinearLayer>(3, 2);
   torch::optim::AdamW optimizer{model->parameters(), torch::optim::AdamWOptions(0.1)};
   std::unique_ptr<precision::TrainingPrecision> precision =
       *precision::TrainingPrecision::Create(precision::PrecisionPolicy{});
@@ -73,7 +77,7 @@ TEST(CreateStrategyTest, DeepSpeedStagesOneAndTwoAreZero) {
 // An empty group (a model without biases has no no-decay parameters) and a frozen parameter
 // inside a group: both stay out of the partitions; the frozen one never moves.
 TEST(ZeroStrategyTest, EmptyGroupsAndFrozenParameters) {
-  torch::nn::Linear model(3, 2);
+  auto model = std::make_shared<LinearLayer>(3, 2);
   model->weight.set_requires_grad(false);
   const at::Tensor frozen_before = model->weight.detach().clone();
   std::vector<torch::optim::OptimizerParamGroup> groups;
@@ -118,13 +122,25 @@ TEST(ZeroStrategyTest, ARefusalChangesNothing) {
   EXPECT_FALSE(p.model->weight.grad().defined());
 }
 
-TEST(CreateStrategyTest, ParameterShardingNeedsALoomModel) {
-  Pieces p;  // a plain torch module: no wrap units to run
+// Strategies that shard parameters run the model's declared units, so the model is typed as
+// a loom model: a plain torch module is refused when the program compiles.
+template <typename T, typename = void>
+constexpr bool kTakesModel = false;
+template <typename T>
+constexpr bool kTakesModel<T, std::void_t<decltype(StrategyOptions().set_model(
+                                  std::declval<T*>()))>> = true;
+static_assert(kTakesModel<modeling::Model>);
+static_assert(kTakesModel<LinearLayer>);
+static_assert(!kTakesModel<torch::nn::Module>);
+
+TEST(CreateStrategyTest, ParameterShardingNeedsDeclaredUnits) {
+  Pieces p;  // a loom model that declares no layers to wrap
   args::TrainingArguments args;
   args.set_deepspeed(R"({"zero_optimization": {"stage": 3}})");
   EXPECT_THAT(p.Create(args).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("ZeRO-3"), HasSubstr("loom model"))));
+                       AllOf(HasSubstr("ZeRO-3"), HasSubstr("layer class to wrap"),
+                             HasSubstr("LinearLayer"))));
 }
 
 // HF's --fsdp errors (transformers 4.41 TrainingArguments.__post_init__ / Trainer.__init__).

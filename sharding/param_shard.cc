@@ -22,14 +22,8 @@
 namespace loom::sharding {
 namespace {
 
-// The loom model under `o.model`, checked: no 16-bit weights or GradScaler, an optimizer
-// without state.
-absl::StatusOr<modeling::Model*> CheckedModel(const ParamShardOptions& o) {
-  auto* model = dynamic_cast<modeling::Model*>(o.model);
-  if (model == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(o.name, ": the model must be a loom model that declares its layers"));
-  }
+// What the strategy can take over: no 16-bit weights or GradScaler, an optimizer without state.
+absl::Status CheckPrecisionAndOptimizer(const ParamShardOptions& o) {
   const precision::PrecisionPolicy& policy = o.precision->policy();
   if (policy.mode == precision::PrecisionMode::kHalfWeights || policy.grad_scaler.has_value()) {
     return absl::UnimplementedError(absl::StrCat(
@@ -43,7 +37,7 @@ absl::StatusOr<modeling::Model*> CheckedModel(const ParamShardOptions& o) {
         ": the optimizer already has state; the strategy shards it and must be created "
         "before the first step"));
   }
-  return model;
+  return absl::OkStatus();
 }
 
 // The wrap units (none without auto_wrap). A model that cannot run its layers through a runner
@@ -237,7 +231,8 @@ absl::StatusOr<std::unique_ptr<OptimizerSwapper>> SwapOptimizerState(
 absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
     const ParamShardOptions& o) {
   RETURN_IF_ERROR(o.CheckPieces("ParamShardStrategy"));
-  ASSIGN_OR_RETURN(modeling::Model* const model, CheckedModel(o));
+  RETURN_IF_ERROR(CheckPrecisionAndOptimizer(o));
+  modeling::Model* const model = o.model;
   ASSIGN_OR_RETURN(const std::vector<modeling::FoundUnit> found, FindWrapUnits(o, *model));
   ASSIGN_OR_RETURN(const auto group_of, GroupOfParameters(o, *model));
   auto strategy = absl::WrapUnique(new ParamShardStrategy(o));
@@ -300,8 +295,7 @@ absl::Status ParamShardStrategy::SetUpHybridGroups() {
 
 ParamShardStrategy::~ParamShardStrategy() {
   if (runner_ != nullptr && options_.auto_wrap) {
-    auto* model = dynamic_cast<modeling::Model*>(options_.model);
-    if (model != nullptr) model->SetUnitRunner(nullptr).IgnoreError();
+    options_.model->SetUnitRunner(nullptr).IgnoreError();
   }
 }
 

@@ -66,7 +66,7 @@ class ReplicatedStrategy : public ShardingStrategy {
   ReplicatedStrategy(const ReplicatedOptions& o, std::unique_ptr<distributed::GradientSync> sync,
                      bool ddp);
 
-  torch::nn::Module* model_;
+  modeling::Model* model_;
   torch::optim::Optimizer* optimizer_;
   precision::TrainingPrecision* precision_;
   std::unique_ptr<distributed::GradientSync> sync_;

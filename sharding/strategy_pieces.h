@@ -1,6 +1,8 @@
 // StrategyPieces: what every data-parallel strategy is built from — the model, its optimizer,
 // the run's precision and the process group (null for one process) — as chainable setters
 // shared by the strategies' option structs (CRTP: each setter returns the derived options).
+// The model is a loom model (modeling/model.h): strategies that shard parameters run its
+// declared units, so a plain torch module does not compile here.
 // None is owned; all must outlive the strategy.
 //
 // Example:
@@ -10,25 +12,25 @@
 #ifndef LOOM_SHARDING_STRATEGY_PIECES_H_
 #define LOOM_SHARDING_STRATEGY_PIECES_H_
 
-#include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "distributed/process_group.h"
+#include "modeling/model.h"
 #include "precision/training_precision.h"
 
 namespace loom::sharding {
 
 template <typename Derived>
 struct StrategyPieces {
-  torch::nn::Module* model = nullptr;
+  modeling::Model* model = nullptr;
   torch::optim::Optimizer* optimizer = nullptr;
   precision::TrainingPrecision* precision = nullptr;
   const distributed::ProcessGroup* process_group = nullptr;  // null: one process
 
-  Derived& set_model(torch::nn::Module* v) {
+  Derived& set_model(modeling::Model* v) {
     model = v;
     return static_cast<Derived&>(*this);
   }

@@ -1,6 +1,5 @@
 // ZeroStrategy in the conformance suite: ZeRO-1 and ZeRO-2 through a --deepspeed config, at 1,
 // 2 and 4 ranks (4 ranks pad the suite's 53 trainable elements to 56).
-#include <torch/nn/modules/linear.h>
 #include <torch/optim/adamw.h>
 
 #include <cstdlib>
@@ -11,6 +10,7 @@
 #include "distributed/multiprocess_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "modeling/testing_models.h"
 #include "precision/training_precision.h"
 #include "sharding/create_strategy.h"
 #include "sharding/strategy_conformance.h"
@@ -78,7 +78,7 @@ TEST(ZeroStrategyTest, EveryRankStartsFromRankZerosWeights) {
     auto pg = distributed::testing::JoinGroup(rank, 2, port);
     CHILD_CHECK_OK(pg.status());
     torch::manual_seed(100 + rank);  // a different model on every rank
-    torch::nn::Linear model(5, 3);
+    auto model = std::make_shared<modeling::testing::LinearLayer>(5, 3);
     torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(0.1));
     auto precision = precision::TrainingPrecision::Create(precision::PrecisionPolicy{});
     CHILD_CHECK_OK(precision.status());
@@ -92,9 +92,9 @@ TEST(ZeroStrategyTest, EveryRankStartsFromRankZerosWeights) {
                                        .set_process_group(&*pg));
     CHILD_CHECK_OK(strategy.status());
     torch::manual_seed(100);  // rank 0's model
-    torch::nn::Linear rank0(5, 3);
-    CHILD_CHECK(at::equal(model->weight, rank0->weight));
-    CHILD_CHECK(at::equal(model->bias, rank0->bias));
+    modeling::testing::LinearLayer rank0(5, 3);
+    CHILD_CHECK(at::equal(model->weight, rank0.weight));
+    CHILD_CHECK(at::equal(model->bias, rank0.bias));
     return 0;
   });
   EXPECT_THAT(codes, ::testing::Each(0));
