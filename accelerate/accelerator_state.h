@@ -17,7 +17,7 @@
 #include "optim/lr_scheduler.h"
 #include "precision/training_precision.h"
 #include "rng/host_generator.h"
-#include "sharding/deepspeed_plan.h"
+#include "sharding/zero/deepspeed_plan.h"
 #include "sharding/strategy.h"
 #include "sharding/strategy_registry.h"
 #include "runtime/parallel_context.h"

@@ -4,7 +4,7 @@
 //      aio engine (//aio) on the same bytes, both ways;
 //   2. the optimizer step of a 200M-parameter model (50 fp32 shards of 4M) with loom's fused
 //      CPU AdamW, its state in memory (the baseline) and swapped to NVMe by
-//      sharding/optimizer_swapper.h (sub_group_size 50M: 5 sub-groups, buffer_count 4), with
+//      sharding/offload/optimizer_swapper.h (sub_group_size 50M: 5 sub-groups, buffer_count 4), with
 //      the bytes the swap moves per step and their rate.
 //
 //   ./bazelw run -c opt //benchmarks:nvme_offload [-- FOLDER [PARAMS]]
@@ -20,7 +20,7 @@
 
 #include "aio/aio_bench.h"
 #include "optim/fused_cpu_optim.h"
-#include "sharding/optimizer_swapper.h"
+#include "sharding/offload/optimizer_swapper.h"
 
 namespace {
 

@@ -52,7 +52,7 @@
 #include "models/bert/bert_for_sequence_classification.h"
 #include "precision/training_precision.h"
 #include "sharding/create_strategy.h"
-#include "sharding/param_shard.h"
+#include "sharding/param_shard/param_shard.h"
 
 namespace loom::benchmarks {
 namespace {

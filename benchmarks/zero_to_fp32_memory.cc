@@ -3,7 +3,7 @@
 //
 //   ./bazelw run -c opt //benchmarks:zero_to_fp32_memory
 //
-// A ZeRO-2 checkpoint of 2 ranks in DeepSpeed's layout (sharding/zero_checkpoint.h: the model
+// A ZeRO-2 checkpoint of 2 ranks in DeepSpeed's layout (sharding/deepspeed_checkpoint/zero_checkpoint.h: the model
 // states with the full module, and per rank the fp32 partition with AdamW's two moments — about
 // 4 GB on disk) is written by a child process, then the tool is run as a separate process
 // (its peak resident set from wait4's rusage) writing model.safetensors and pytorch_model.bin.
@@ -27,7 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint/named_tensors.h"
 #include "logging/process_logging.h"
-#include "sharding/zero_checkpoint.h"
+#include "sharding/deepspeed_checkpoint/zero_checkpoint.h"
 
 namespace {
 

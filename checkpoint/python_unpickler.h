@@ -18,7 +18,7 @@
 //   torch.device("...")                the device string
 //   torch.Size(t)                      the tuple of ints
 //   set(list) / set()                  a list
-// and, for DeepSpeed 0.13.5's checkpoints (sharding/deepspeed_checkpoint_layout.md):
+// and, for DeepSpeed 0.13.5's checkpoints (sharding/deepspeed_checkpoint/deepspeed_checkpoint_layout.md):
 //   ZeroStageEnum by name (getattr(ZeroStageEnum, 'gradients')) or value   the stage's int
 //   LossScaler, DynamicLossScaler, fragment_address (NEWOBJ + BUILD)       a dict of their
 //                                      attributes plus "__class__": the class's dotted name

@@ -37,7 +37,7 @@
 #include "modeling/model.h"
 #include "precision/training_precision.h"
 #include "runtime/parallel_context.h"
-#include "sharding/deepspeed_plan.h"
+#include "sharding/zero/deepspeed_plan.h"
 #include "sharding/strategy.h"
 #include "sharding/strategy_registry.h"
 

@@ -6,7 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "modeling/testing_models.h"
-#include "sharding/tiny_bert_testing.h"
+#include "sharding/param_shard/tiny_bert_testing.h"
 
 namespace loom::runtime {
 namespace {

@@ -10,9 +10,9 @@
 #include "base/status_macros.h"
 #include "distributed/ddp.h"
 #include "glog/logging.h"
-#include "sharding/param_shard.h"
+#include "sharding/param_shard/param_shard.h"
 #include "sharding/replicated.h"
-#include "sharding/zero.h"
+#include "sharding/zero/zero.h"
 
 namespace loom::sharding {
 

@@ -36,7 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "args/training_args.pb.h"
-#include "sharding/deepspeed_plan.h"
+#include "sharding/zero/deepspeed_plan.h"
 #include "sharding/strategy.h"
 #include "sharding/strategy_pieces.h"
 

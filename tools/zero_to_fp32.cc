@@ -13,7 +13,7 @@
 // --safe_serialization), split into pytorch_model-00001-of-0000N.bin ... shards of at most
 // --max_shard_size with pytorch_model.bin.index.json (model.safetensors.index.json) — HF's
 // sharding and index files. Every file is written atomically.
-// The consolidation is checkpoint/deepspeed_zero.h's. Exit codes: 0 done, 1 an error reading
+// The consolidation is sharding/deepspeed_checkpoint/zero_to_fp32.h's. Exit codes: 0 done, 1 an error reading
 // or writing (the message names the file and key), 2 a bad command line.
 #include <cstdio>
 #include <cstdlib>
@@ -25,7 +25,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "checkpoint/deepspeed_zero.h"
+#include "sharding/deepspeed_checkpoint/zero_to_fp32.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/safetensors_sharded.h"
 #include "checkpoint/shard_size.h"
@@ -63,7 +63,7 @@ int BadUsage(const std::string& why) {
 
 struct CommandLine {
   std::vector<std::string> positional;  // CHECKPOINT_DIR OUTPUT
-  loom::checkpoint::ZeroReadOptions options;
+  loom::sharding::ZeroReadOptions options;
   bool debug = false;
   bool safe_serialization = false;
   std::string max_shard_size = "5GB";
@@ -109,7 +109,7 @@ bool IsOneFile(const std::string& output) {
 }
 
 // What DeepSpeed's script prints about the checkpoint it read (-d: every tensor too).
-void PrintSummary(const loom::checkpoint::ZeroCheckpoint& checkpoint, bool debug) {
+void PrintSummary(const loom::sharding::ZeroCheckpoint& checkpoint, bool debug) {
   std::cout << "Processing zero checkpoint '" << checkpoint.folder << "'\n";
   std::cout << "Detected checkpoint of type zero stage " << checkpoint.zero_stage
             << ", world_size: " << checkpoint.world_size << "\n";
@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
         "--safe_serialization and --max_shard_size apply to an OUTPUT_DIR; OUTPUT_FILE's "
         "extension chooses its format");
   }
-  auto checkpoint = loom::checkpoint::ReadZeroCheckpoint(dir, cl.options);
+  auto checkpoint = loom::sharding::ReadZeroCheckpoint(dir, cl.options);
   if (!checkpoint.ok()) {
     std::cerr << "zero_to_fp32: " << checkpoint.status().message() << "\n";
     return 1;

@@ -55,7 +55,7 @@
 #include "precision/training_precision.h"
 #include "rng/host_generator.h"
 #include "rng/rng_state.h"
-#include "sharding/deepspeed_plan.h"
+#include "sharding/zero/deepspeed_plan.h"
 #include "sharding/strategy.h"
 #include "sharding/strategy_registry.h"
 #include "threads/thread_plan.h"
@@ -346,7 +346,7 @@ class Trainer {
   // Chosen once per Train() (runtime/strategy_setup.h): one process, DDP, ZeRO, FSDP, or the
   // program's own (TrainerOptions::strategy_factory).
   std::unique_ptr<sharding::ShardingStrategy> strategy_;
-  // The --deepspeed plan of the run in progress (sharding/deepspeed_plan.h), made when Train
+  // The --deepspeed plan of the run in progress (sharding/zero/deepspeed_plan.h), made when Train
   // starts; unset without --deepspeed.
   std::optional<sharding::DeepSpeedPlan> deepspeed_;
   std::shared_ptr<DeepSpeedProgressCallback> deepspeed_progress_;  // with --deepspeed

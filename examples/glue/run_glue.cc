@@ -30,7 +30,7 @@
 #include "runtime/parallel_context.h"
 #include "runtime/run_setup.h"
 #include "sharding/create_strategy.h"
-#include "sharding/deepspeed_plan.h"
+#include "sharding/zero/deepspeed_plan.h"
 #include "trainer/trainer.h"
 
 namespace loom::examples::glue_script {

@@ -53,7 +53,7 @@ expect_refusal() {
 expect_refusal "--deepspeed: DeepSpeed config: cannot open '/nonexistent.json'" --deepspeed /nonexistent.json
 expect_refusal "--deepspeed: DeepSpeed config <inline JSON>: not valid JSON" --deepspeed '{bad'
 expect_refusal "- ds fp16.enabled=True vs hf fp16|fp16_full_eval+fp16_backend(amp)=False" --deepspeed '{"fp16": {"enabled": true}}'
-# --deepspeed configs loom cannot train with (sharding/deepspeed_plan.h), each naming the key.
+# --deepspeed configs loom cannot train with (sharding/zero/deepspeed_plan.h), each naming the key.
 expect_refusal "bf16.enabled: bf16 weights with ZeRO stage 3" --bf16 --deepspeed '{"bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 3}}'
 expect_refusal "zero_optimization.offload_optimizer.nvme_path" --deepspeed '{"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/no/such/nvme"}}}' --optim adamw_torch_fused
 expect_refusal "zero_optimization.stage3_max_live_parameters" --deepspeed '{"zero_optimization": {"stage": 3, "stage3_max_live_parameters": "many"}}'

@@ -4,7 +4,7 @@ FSDP checkpoint folder (DeepSpeed's stage-3 layout) with Debian's python3-torch 
 
 1. `latest` names the tag folder; torch.load reads WORLD zero_pp_rank_R_mp_rank_00_model_states.pt
    and WORLD zero_pp_rank_R_mp_rank_00_optim_states.pt files with the keys DeepSpeed 0.13.5
-   writes for stage 3 (sharding/deepspeed_checkpoint_layout.md): module placeholders of 0
+   writes for stage 3 (sharding/deepspeed_checkpoint/deepspeed_checkpoint_layout.md): module placeholders of 0
    elements for the partitioned parameters, param_shapes, dp_world_size; zero_stage 3,
    partition_count WORLD, fp32_flat_groups, the base optimizer state under optimizer_state_dict.
 2. Consolidates the fp32 weights as DeepSpeed 0.13.5's zero_to_fp32.py does for stage 3

@@ -4,7 +4,7 @@ files must hold plain Python types.
 
 1. `latest` names the tag folder; torch.load reads mp_rank_00_model_states.pt and WORLD
    zero_pp_rank_R_mp_rank_00_optim_states.pt files with the keys DeepSpeed 0.13.5 writes and
-   reads (sharding/deepspeed_checkpoint_layout.md), zero_stage == STAGE, partition_count == WORLD,
+   reads (sharding/deepspeed_checkpoint/deepspeed_checkpoint_layout.md), zero_stage == STAGE, partition_count == WORLD,
    dp_world_size.
 2. Consolidates them as DeepSpeed 0.13.5's zero_to_fp32.py does (written here independently):
    per group, the ranks' fp32 partitions concatenated, each parameter cut out in param_shapes

@@ -161,7 +161,7 @@ refused "aio.block_size" "$(ds 3 "$(nvme_opt "$T/nvme" 1000)")" "aio.block_size:
 refused "offload_param below stage 3" "$(ds 2 "$CPU_PARAM")" "valid only with ZeRO stage 3"
 # A filesystem too small for the swap files: a 64 KiB tmpfs in a private mount namespace where
 # the sandbox allows one; otherwise the statvfs check is covered by
-# //sharding:optimizer_swapper_test (CheckSwapSpace) and this says so.
+# //sharding/offload:optimizer_swapper_test (CheckSwapSpace) and this says so.
 if unshare -m true 2>/dev/null; then
   set +e
   unshare -m bash -c "mkdir -p '$T/small' && mount -t tmpfs -o size=64k tmpfs '$T/small' &&

@@ -1,0 +1,633 @@
+#include "sharding/deepspeed_checkpoint/zero_checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/file_util.h"
+#include "base/json_ivalue.h"
+#include "base/status_macros.h"
+#include "base/torch_status.h"
+#include "checkpoint/torch_pickle.h"
+
+namespace loom::sharding {
+namespace {
+
+namespace fs = std::filesystem;
+using c10::IValue;
+
+c10::impl::GenericDict StrDict() {
+  return c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get());
+}
+c10::impl::GenericList AnyList() { return c10::impl::GenericList(c10::AnyType::get()); }
+
+IValue ShapeTuple(const std::vector<int64_t>& shape) {
+  std::vector<IValue> dims(shape.begin(), shape.end());
+  return c10::ivalue::Tuple::create(std::move(dims));
+}
+
+IValue IntList(const std::vector<int64_t>& values) {
+  c10::impl::GenericList l = AnyList();
+  for (int64_t v : values) l.push_back(v);
+  return l;
+}
+
+// Elements of rank r's partition that hold real values (the rest is padding).
+int64_t ValidInPartition(int64_t numel, int64_t part, int rank) {
+  return std::clamp<int64_t>(numel - rank * part, 0, part);
+}
+
+absl::Status Invalid(const std::string& path, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+absl::StatusOr<IValue> Get(const IValue& dict, const std::string& key, const std::string& path) {
+  if (!dict.isGenericDict())
+    return Invalid(path, absl::StrCat("expected a dict holding '", key, "'"));
+  const c10::impl::GenericDict d = dict.toGenericDict();
+  auto it = d.find(key);
+  if (it == d.end()) return Invalid(path, absl::StrCat("no '", key, "' entry"));
+  return it->value();
+}
+
+absl::StatusOr<int64_t> IntOrFirst(const IValue& v, const std::string& what,
+                                   const std::string& path) {
+  if (v.isInt()) return v.toInt();
+  if (v.isList() && v.toListRef().size() > 0 && v.toListRef()[0].isInt()) {
+    int64_t m = 0;
+    for (const IValue& e : v.toListRef()) m = std::max(m, e.toInt());
+    return m;
+  }
+  return Invalid(path, absl::StrCat("'", what, "' is not an int or a list of ints"));
+}
+
+// The optimizer files of a tag folder, by DeepSpeed data-parallel rank.
+absl::StatusOr<std::vector<std::string>> OptimFiles(const std::string& tag_dir) {
+  static const std::regex kName(R"((bf16_)?zero_pp_rank_(\d+)_mp_rank_00_optim_states\.pt)");
+  std::map<int64_t, std::string> by_rank;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(tag_dir, ec)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (std::regex_match(name, m, kName)) by_rank[std::stoll(m[2].str())] = e.path().string();
+  }
+  if (ec) return absl::NotFoundError(absl::StrCat(tag_dir, ": ", ec.message()));
+  std::vector<std::string> files;
+  for (const auto& [r, path] : by_rank) {
+    if (r != static_cast<int64_t>(files.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(tag_dir, ": the optimizer states of rank ", files.size(), " are missing"));
+    }
+    files.push_back(path);
+  }
+  if (files.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("Can't find *_optim_states.pt files in directory ", tag_dir,
+                     " (is it a ZeRO stage 1 or 2 checkpoint written by DeepSpeed or loom?)"));
+  }
+  return files;
+}
+
+// The checkpoint's param_shapes against this model's groups: the same parameters with the same
+// shapes, in the same order — or, with `any_order` (ZeRO-1/2, whose order round_robin_gradients
+// and the world size change), in any order. Returns the checkpoint's order of names per group.
+absl::StatusOr<std::vector<std::vector<std::string>>> CheckLayout(
+    const std::string& path, const IValue& model_states,
+    const std::vector<ZeroGroupLayout>& groups, bool any_order) {
+  ASSIGN_OR_RETURN(IValue shapes, Get(model_states, "param_shapes", path));
+  if (!shapes.isList() || shapes.toListRef().size() != groups.size()) {
+    return Invalid(
+        path, absl::StrCat("param_shapes has ", shapes.isList() ? shapes.toListRef().size() : 0,
+                           " parameter groups but the optimizer has ", groups.size(),
+                           " (a checkpoint of another model or optimizer setup)"));
+  }
+  std::vector<std::vector<std::string>> saved_order(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const IValue& group = shapes.toListRef()[g];
+    if (!group.isGenericDict()) return Invalid(path, "param_shapes holds a non-dict");
+    std::map<std::string, std::vector<int64_t>> saved;
+    for (const auto& entry : group.toGenericDict()) {
+      std::vector<int64_t> shape;
+      if (entry.value().isTuple()) {
+        for (const IValue& dim : entry.value().toTupleRef().elements()) {
+          shape.push_back(dim.isInt() ? dim.toInt() : -1);
+        }
+      } else if (entry.value().isList()) {
+        for (const IValue& dim : entry.value().toListRef()) {
+          shape.push_back(dim.isInt() ? dim.toInt() : -1);
+        }
+      }
+      saved_order[g].push_back(entry.key().toStringRef());
+      saved[entry.key().toStringRef()] = std::move(shape);
+    }
+    const std::vector<std::string>& names = groups[g].names;
+    const bool same_set =
+        saved.size() == names.size() &&
+        std::all_of(names.begin(), names.end(), [&](const auto& n) { return saved.count(n); });
+    if (!same_set || (!any_order && saved_order[g] != names)) {
+      return Invalid(path, absl::StrCat("parameter group ", g, " holds [",
+                                        absl::StrJoin(saved_order[g], ", "),
+                                        "] but this model's holds [", absl::StrJoin(names, ", "),
+                                        "]: the checkpoint is of another model"));
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (saved[names[i]] != groups[g].shapes[i]) {
+        return Invalid(path, absl::StrCat("parameter '", names[i], "' has shape [",
+                                          absl::StrJoin(saved[names[i]], ", "),
+                                          "] in the checkpoint but [",
+                                          absl::StrJoin(groups[g].shapes[i], ", "),
+                                          "] in this model: the checkpoint is of another model"));
+      }
+    }
+  }
+  return saved_order;
+}
+
+// `full` (a group's flat values with the parameters in `saved` order) with the parameters in
+// the group's own order.
+at::Tensor InLayoutOrder(const at::Tensor& full, const std::vector<std::string>& saved,
+                         const ZeroGroupLayout& layout) {
+  std::map<std::string, int64_t> numel, offset;
+  for (size_t i = 0; i < layout.names.size(); ++i) {
+    int64_t n = 1;
+    for (int64_t d : layout.shapes[i]) n *= d;
+    numel[layout.names[i]] = n;
+  }
+  int64_t at = 0;
+  for (const std::string& name : saved) {
+    offset[name] = at;
+    at += numel[name];
+  }
+  at::Tensor out = at::empty({layout.numel}, full.options());
+  at = 0;
+  for (const std::string& name : layout.names) {
+    out.slice(0, at, at + numel[name]).copy_(full.slice(0, offset[name], offset[name] + numel[name]));
+    at += numel[name];
+  }
+  return out;
+}
+
+// `latest` read and its tag folder checked: the tag, or NotFound naming the file / folder.
+absl::StatusOr<std::string> ResolveTag(const std::string& folder) {
+  const std::string latest = folder + "/latest";
+  absl::StatusOr<std::string> tag = base::ReadFile(latest);
+  if (!tag.ok()) {
+    return absl::NotFoundError(absl::StrCat(
+        "Unable to find 'latest' file at ", latest,
+        ": the folder holds no DeepSpeed ZeRO checkpoint (saved without ZeRO or parameter "
+        "sharding?); resume it with the sharding that wrote it or start a new run"));
+  }
+  std::string name(absl::StripAsciiWhitespace(*tag));
+  if (!fs::is_directory(folder + "/" + name)) {
+    return absl::NotFoundError(absl::StrCat("Directory '", folder, "/", name, "' doesn't exist"));
+  }
+  return name;
+}
+
+// An optimizer file's zero_stage (checked against `stage_ok`) and partition_count (equal to the
+// number of files found, DeepSpeed's check).
+absl::Status CheckOptimFile(const IValue& osd, const std::string& path, const std::string& tag_dir,
+                            int saved, bool stage3) {
+  ASSIGN_OR_RETURN(IValue stage_v, Get(osd, "zero_stage", path));
+  if (stage3 != (stage_v.isInt() && stage_v.toInt() == 3)) {
+    return Invalid(path, stage3 ? "not a ZeRO stage 3 optimizer file"
+                                : "a ZeRO stage 3 checkpoint; loom resumes stages 1 and 2");
+  }
+  ASSIGN_OR_RETURN(IValue count_v, Get(osd, "partition_count", path));
+  ASSIGN_OR_RETURN(const int64_t count, IntOrFirst(count_v, "partition_count", path));
+  if (count != saved) {
+    return Invalid(path, absl::StrCat("Expected ", count, " of '*_optim_states.pt' under '",
+                                      tag_dir, "' but found ", saved, " files"));
+  }
+  return absl::OkStatus();
+}
+
+// One rank's optimizer file read and checked: its optimizer_state_dict and the list of fp32
+// groups under `groups_key` (one tensor per group expected).
+struct OptimFile {
+  IValue osd;
+  IValue groups;
+};
+absl::StatusOr<OptimFile> ReadOptimFile(const std::string& path, const std::string& tag_dir,
+                                        int saved, bool stage3, size_t num_groups) {
+  OptimFile out;
+  ASSIGN_OR_RETURN(IValue file, checkpoint::LoadPickle(path));
+  ASSIGN_OR_RETURN(out.osd, Get(file, "optimizer_state_dict", path));
+  RETURN_IF_ERROR(CheckOptimFile(out.osd, path, tag_dir, saved, stage3));
+  const std::string key = stage3 ? "fp32_flat_groups" : "single_partition_of_fp32_groups";
+  ASSIGN_OR_RETURN(out.groups, Get(out.osd, key, path));
+  if (!out.groups.isList() || out.groups.toListRef().size() != num_groups) {
+    return Invalid(path, key + " does not hold one tensor per group");
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t ZeroAlignedNumel(int64_t numel, int world_size) {
+  constexpr int64_t kAlignmentFactor = 2;  // DeepSpeed's nccl_start_alignment_factor
+  const int64_t align = kAlignmentFactor * std::max(1, world_size);
+  return (numel + align - 1) / align * align;
+}
+
+ZeroFilesInfo MakeZeroFilesInfo(int stage, int rank, int world_size, int64_t global_step,
+                                int64_t global_samples, const c10::IValue& lr_scheduler,
+                                const nlohmann::ordered_json& ds_config, double clip_grad) {
+  ZeroFilesInfo files;
+  files.stage = stage;
+  files.rank = rank;
+  files.world_size = world_size;
+  files.global_step = global_step;
+  files.global_samples = global_samples;
+  files.lr_scheduler = lr_scheduler;
+  files.ds_config = ds_config;
+  files.clip_grad = clip_grad;
+  return files;
+}
+
+absl::Status WriteZeroToFp32Pointer(const std::string& folder) {
+  const std::string path = folder + "/" + kZeroToFp32Pointer;
+  RETURN_IF_ERROR(base::WriteFileAtomically(
+      path,
+      "raise SystemExit(\"This ZeRO checkpoint was written by loom: consolidate it with `bazel "
+      "run //tools:zero_to_fp32 -- CHECKPOINT_DIR OUTPUT` (OUTPUT: a .bin / .safetensors file, or "
+      "a directory)\")\n"));
+  std::error_code ec;
+  fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add, ec);
+  if (ec) return absl::InternalError(absl::StrCat(path, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+std::string ZeroTagName(int64_t global_step) { return absl::StrCat("global_step", global_step); }
+
+std::string ZeroOptimStatesFile(int dp_rank, bool bf16) {
+  return absl::StrCat(bf16 ? "bf16_" : "", "zero_pp_rank_", dp_rank, "_mp_rank_00_optim_states.pt");
+}
+
+std::string ZeroModelStatesFile(int stage, int dp_rank) {
+  if (stage < 3) return kZeroModelStatesFile;
+  return absl::StrCat("zero_pp_rank_", dp_rank, "_mp_rank_00_model_states.pt");
+}
+
+absl::Status WriteZeroModelStates(const std::string& path, const checkpoint::NamedTensors& module,
+                                  const std::vector<std::string>& buffer_names,
+                                  const std::vector<ZeroGroupLayout>& groups,
+                                  const checkpoint::NamedTensors& frozen,
+                                  const ZeroFilesInfo& info) {
+  try {
+    c10::impl::GenericDict d = StrDict();
+    c10::impl::GenericDict mod = StrDict();
+    for (const auto& [name, t] : module) mod.insert(name, t.detach().cpu());
+    d.insert("module", mod);
+    c10::impl::GenericList buffers = AnyList();
+    for (const std::string& b : buffer_names) buffers.push_back(b);
+    d.insert("buffer_names", buffers);
+    d.insert("optimizer", IValue());
+    c10::impl::GenericList param_shapes = AnyList();
+    for (const ZeroGroupLayout& g : groups) {
+      c10::impl::GenericDict shapes = StrDict();
+      for (size_t i = 0; i < g.names.size(); ++i)
+        shapes.insert(g.names[i], ShapeTuple(g.shapes[i]));
+      param_shapes.push_back(shapes);
+    }
+    d.insert("param_shapes", param_shapes);
+    if (info.stage >= 2) {
+      c10::impl::GenericDict frozen_shapes = StrDict();
+      c10::impl::GenericDict fragments = StrDict();
+      for (const auto& [name, t] : frozen) {
+        frozen_shapes.insert(name, ShapeTuple(t.sizes().vec()));
+        at::Tensor whole = t.detach().cpu();
+        if (info.stage == 3) {
+          // DeepSpeed's ds_tensor: this rank's ceil(numel / world) elements, zero-padded.
+          const int64_t part = (whole.numel() + info.world_size - 1) / info.world_size;
+          at::Tensor mine = at::zeros({part}, whole.options());
+          const int64_t valid = ValidInPartition(whole.numel(), part, info.rank);
+          if (valid > 0) {
+            mine.slice(0, 0, valid)
+                .copy_(whole.reshape({-1}).slice(0, info.rank * part, info.rank * part + valid));
+          }
+          whole = mine;
+        }
+        fragments.insert(name, whole);
+      }
+      d.insert("frozen_param_shapes", frozen_shapes);
+      d.insert("shared_params", StrDict());
+      d.insert("frozen_param_fragments", fragments);
+    } else {
+      d.insert("frozen_param_shapes", IValue());
+      d.insert("shared_params", StrDict());
+      d.insert("frozen_param_fragments", IValue());
+    }
+    d.insert("lr_scheduler", info.lr_scheduler);
+    d.insert("data_sampler", IValue());
+    d.insert("random_ltd", IValue());
+    d.insert("sparse_tensor_module_names", AnyList());
+    d.insert("skipped_steps", int64_t{0});
+    d.insert("global_steps", info.global_step);
+    d.insert("global_samples", info.global_samples);
+    d.insert("dp_world_size", int64_t{info.world_size});
+    d.insert("mp_world_size", int64_t{1});
+    d.insert("ds_config", base::JsonToIValue(info.ds_config));
+    d.insert("ds_version", std::string(kZeroLayoutVersion));
+    return checkpoint::SavePickle(path, d);
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, path);
+  }
+}
+
+absl::Status WriteZeroOptimStates(const std::string& path,
+                                  const std::vector<at::Tensor>& partitions,
+                                  const std::vector<ZeroGroupLayout>& groups,
+                                  const c10::IValue& base_optimizer_state,
+                                  const ZeroFilesInfo& info) {
+  if (partitions.size() != groups.size()) {
+    return absl::InternalError("WriteZeroOptimStates: one partition per group expected");
+  }
+  try {
+    c10::impl::GenericList fp32 = AnyList();
+    c10::impl::GenericDict osd = StrDict();
+    if (info.stage == 3) {
+      // DeepSpeed's stage3 optimizer: fp32_flat_groups as they are, the base state under
+      // "optimizer_state_dict".
+      for (const at::Tensor& t : partitions) fp32.push_back(t.detach().cpu().contiguous());
+      osd.insert("zero_stage", int64_t{3});
+      osd.insert("dynamic_loss_scale", false);
+      osd.insert("overflow", false);
+      osd.insert("partition_count", int64_t{info.world_size});
+      osd.insert("optimizer_state_dict", base_optimizer_state);
+      osd.insert("fp32_flat_groups", fp32);
+    } else {
+      std::vector<int64_t> paddings;
+      for (size_t g = 0; g < groups.size(); ++g) {
+        const int64_t part = partitions[g].numel();
+        const int64_t valid = ValidInPartition(groups[g].numel, part, info.rank);
+        fp32.push_back(partitions[g].detach().cpu().slice(0, 0, valid).clone());
+        paddings.push_back(part - valid);
+      }
+      osd.insert("dynamic_loss_scale", false);
+      osd.insert("overflow", false);
+      osd.insert("clip_grad", info.clip_grad);
+      osd.insert("base_optimizer_state", base_optimizer_state);
+      osd.insert("single_partition_of_fp32_groups", fp32);
+      osd.insert("zero_stage", int64_t{info.stage});
+      osd.insert("group_paddings", IntList(paddings));
+      osd.insert("partition_count", IntList(std::vector<int64_t>(groups.size(), info.world_size)));
+      osd.insert("ds_version", std::string(kZeroLayoutVersion));
+    }
+    c10::impl::GenericDict d = StrDict();
+    d.insert("optimizer_state_dict", osd);
+    d.insert("ds_config", base::JsonToIValue(info.ds_config));
+    d.insert("ds_version", std::string(kZeroLayoutVersion));
+    return checkpoint::SavePickle(path, d);
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, path);
+  }
+}
+
+namespace {
+
+// What ReadZeroRankState gathers from the saved ranks' files, per group: the concatenation
+// over saved ranks of the fp32 partitions and of each partitioned state tensor; rank 0's (the
+// first file read) base optimizer state for the other values and param_groups.
+struct SavedPartitions {
+  std::vector<std::vector<at::Tensor>> fp32;
+  std::vector<std::map<std::string, std::vector<at::Tensor>>> parted;
+  IValue first_base;
+};
+
+// The stage 1/2 files `files` (of `saved` ranks): every one, or with `own_only` this rank's
+// alone. Throws what torch throws.
+absl::StatusOr<SavedPartitions> ReadSavedPartitions(const std::vector<std::string>& files,
+                                                    const std::string& tag_dir,
+                                                    const std::vector<ZeroGroupLayout>& groups,
+                                                    int saved, bool own_only, int rank) {
+  SavedPartitions out;
+  out.fp32.resize(groups.size());
+  out.parted.resize(groups.size());
+  for (int r = 0; r < saved; ++r) {
+    if (own_only && r != rank) continue;
+    const std::string& path = files[r];
+    ASSIGN_OR_RETURN(OptimFile read,
+                     ReadOptimFile(path, tag_dir, saved, /*stage3=*/false, groups.size()));
+    const IValue& osd = read.osd;
+    const IValue& singles = read.groups;
+    ASSIGN_OR_RETURN(IValue base, Get(osd, "base_optimizer_state", path));
+    if (!out.first_base.isGenericDict()) out.first_base = base;
+    ASSIGN_OR_RETURN(IValue state, Get(base, "state", path));
+    if (!state.isGenericDict()) return Invalid(path, "base_optimizer_state.state is not a dict");
+    const c10::impl::GenericDict state_d = state.toGenericDict();
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const IValue& t = singles.toListRef()[g];
+      if (!t.isTensor()) return Invalid(path, "single_partition_of_fp32_groups holds a non-tensor");
+      const at::Tensor part_t = t.toTensor().to(at::kFloat).reshape({-1});
+      out.fp32[g].push_back(part_t);
+      auto it = state_d.find(static_cast<int64_t>(g));
+      if (it == state_d.end() || !it->value().isGenericDict()) continue;
+      const int64_t part_numel = ZeroAlignedNumel(groups[g].numel, saved) / saved;
+      for (const auto& entry : it->value().toGenericDict()) {
+        if (entry.value().isTensor() && entry.value().toTensor().numel() == part_numel &&
+            part_numel > 1) {
+          out.parted[g][entry.key().toStringRef()].push_back(
+              entry.value().toTensor().reshape({-1}));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// How one group is repartitioned: group `g` of `layout`, saved in `saved_order`, for rank
+// `rank` of `world_size`; `same_world`: the pieces are this rank's own.
+struct GroupRepartition {
+  const std::string& tag_dir;
+  size_t g;
+  const ZeroGroupLayout& layout;
+  const std::vector<std::string>& saved_order;
+  bool same_world;
+  int rank;
+  int world_size;
+};
+
+// This rank's partition of the group's values `pieces` (of `what`), padded. Throws what torch
+// throws.
+absl::StatusOr<at::Tensor> Repartition(const GroupRepartition& gr,
+                                       const std::vector<at::Tensor>& pieces,
+                                       const std::string& what) {
+  const int64_t numel = gr.layout.numel;
+  const int64_t padded = ZeroAlignedNumel(numel, gr.world_size);
+  const int64_t part = padded / gr.world_size;
+  if (gr.same_world) {
+    // This rank's own piece, its cut-off padding (the last rank's fp32) zeroed again.
+    if (pieces.size() != 1 || pieces[0].numel() > part) {
+      return Invalid(gr.tag_dir, absl::StrCat(what, " of group ", gr.g, " is not a partition of ",
+                                              part, " elements"));
+    }
+    at::Tensor own = at::zeros({part}, pieces[0].options());
+    own.slice(0, 0, pieces[0].numel()).copy_(pieces[0]);
+    return own;
+  }
+  at::Tensor full = at::cat(pieces);
+  if (full.numel() < numel) {
+    return Invalid(gr.tag_dir, absl::StrCat(what, " of group ", gr.g, " holds ", full.numel(),
+                                            " elements for ", numel, " parameters"));
+  }
+  if (gr.saved_order != gr.layout.names) {
+    full = InLayoutOrder(full.slice(0, 0, numel), gr.saved_order, gr.layout);
+  }
+  at::Tensor padded_full = at::zeros({padded}, full.options());
+  padded_full.slice(0, 0, numel).copy_(full.slice(0, 0, numel));
+  return padded_full.slice(0, gr.rank * part, (gr.rank + 1) * part).clone();
+}
+
+// The group's saved state `saved_entry` with each partitioned tensor (`parted`, which must hold
+// `expected_pieces` per key) repartitioned. Throws what torch throws.
+absl::StatusOr<c10::impl::GenericDict> RepartitionState(
+    const GroupRepartition& gr, const IValue& saved_entry,
+    const std::map<std::string, std::vector<at::Tensor>>& parted, int expected_pieces) {
+  c10::impl::GenericDict entry = StrDict();
+  for (const auto& kv : saved_entry.toGenericDict()) {
+    const std::string key = kv.key().toStringRef();
+    auto p = parted.find(key);
+    if (p != parted.end()) {
+      if (static_cast<int>(p->second.size()) != expected_pieces) {
+        return Invalid(gr.tag_dir, absl::StrCat("optimizer state '", key, "' of group ", gr.g,
+                                                " is not partitioned on every rank"));
+      }
+      ASSIGN_OR_RETURN(at::Tensor slice, Repartition(gr, p->second, key));
+      entry.insert(key, slice);
+    } else {
+      entry.insert(key, kv.value());
+    }
+  }
+  return entry;
+}
+
+}  // namespace
+
+absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
+                                                  const std::vector<ZeroGroupLayout>& groups,
+                                                  int rank, int world_size) {
+  ZeroRankRestore out;
+  ASSIGN_OR_RETURN(out.tag, ResolveTag(folder));
+  const std::string tag_dir = folder + "/" + out.tag;
+  const std::string model_path = tag_dir + "/" + kZeroModelStatesFile;
+  ASSIGN_OR_RETURN(IValue model_states, checkpoint::LoadPickle(model_path));
+  ASSIGN_OR_RETURN(const std::vector<std::vector<std::string>> saved_order,
+                   CheckLayout(model_path, model_states, groups, /*any_order=*/true));
+  ASSIGN_OR_RETURN(std::vector<std::string> files, OptimFiles(tag_dir));
+  const int saved = static_cast<int>(files.size());
+  out.saved_world_size = saved;
+  bool same_order = true;
+  for (size_t g = 0; g < groups.size(); ++g) same_order &= saved_order[g] == groups[g].names;
+  // The same world size and order: this rank's file alone holds its partitions (no other
+  // rank's is read). Otherwise (another world size, or round_robin_gradients changing the
+  // order) every rank's file is read and the group's values laid out again.
+  const bool same_world = saved == world_size && same_order;
+  const int expected_pieces = same_world ? 1 : saved;
+  try {
+    ASSIGN_OR_RETURN(SavedPartitions read,
+                     ReadSavedPartitions(files, tag_dir, groups, saved, same_world, rank));
+    // Repartitioned for this world size.
+    const c10::impl::GenericDict old_state =
+        read.first_base.toGenericDict().at("state").toGenericDict();
+    c10::impl::GenericDict new_state(c10::IntType::get(), c10::AnyType::get());
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const GroupRepartition gr{tag_dir,    g,    groups[g], saved_order[g],
+                                same_world, rank, world_size};
+      ASSIGN_OR_RETURN(at::Tensor mine,
+                       Repartition(gr, read.fp32[g], "single_partition_of_fp32_groups"));
+      out.partitions.push_back(mine);
+      auto it = old_state.find(static_cast<int64_t>(g));
+      if (it == old_state.end()) continue;
+      ASSIGN_OR_RETURN(c10::impl::GenericDict entry,
+                       RepartitionState(gr, it->value(), read.parted[g], expected_pieces));
+      new_state.insert(static_cast<int64_t>(g), entry);
+    }
+    c10::impl::GenericDict sd = StrDict();
+    sd.insert("state", new_state);
+    sd.insert("param_groups", read.first_base.toGenericDict().at("param_groups"));
+    out.optimizer_state = sd;
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, tag_dir);
+  }
+  return out;
+}
+
+absl::StatusOr<Zero3Read> ReadZero3Partitions(const std::string& folder,
+                                              const std::vector<ZeroGroupLayout>& groups,
+                                              const Zero3Sink& sink) {
+  Zero3Read out;
+  ASSIGN_OR_RETURN(out.tag, ResolveTag(folder));
+  const std::string tag_dir = folder + "/" + out.tag;
+  const std::string model_path = tag_dir + "/" + ZeroModelStatesFile(3, 0);
+  if (!fs::exists(model_path)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        tag_dir, " holds no ", ZeroModelStatesFile(3, 0),
+        ": not a ZeRO stage 3 checkpoint (a stage 1 or 2 one resumes with that stage)"));
+  }
+  ASSIGN_OR_RETURN(IValue model_states, checkpoint::LoadPickle(model_path));
+  RETURN_IF_ERROR(CheckLayout(model_path, model_states, groups, /*any_order=*/false).status());
+  ASSIGN_OR_RETURN(std::vector<std::string> files, OptimFiles(tag_dir));
+  const int saved = static_cast<int>(files.size());
+  out.saved_world_size = saved;
+  try {
+    for (int r = 0; r < saved; ++r) {
+      const std::string& path = files[r];
+      ASSIGN_OR_RETURN(OptimFile read,
+                       ReadOptimFile(path, tag_dir, saved, /*stage3=*/true, groups.size()));
+      const IValue& osd = read.osd;
+      const IValue& flats = read.groups;
+      ASSIGN_OR_RETURN(IValue base, Get(osd, "optimizer_state_dict", path));
+      if (r == 0) out.base_optimizer_state = base;
+      ASSIGN_OR_RETURN(IValue state, Get(base, "state", path));
+      if (!state.isGenericDict()) return Invalid(path, "optimizer_state_dict.state is not a dict");
+      for (size_t g = 0; g < groups.size(); ++g) {
+        int64_t part_total = 0;
+        for (const auto& shape : groups[g].shapes) {
+          int64_t n = 1;
+          for (int64_t d : shape) n *= d;
+          part_total += (n + saved - 1) / saved;
+        }
+        std::vector<std::pair<std::string, at::Tensor>> tensors;
+        const IValue& flat_v = flats.toListRef()[g];
+        if (!flat_v.isTensor() || flat_v.toTensor().numel() < part_total) {
+          return Invalid(path, absl::StrCat("fp32_flat_groups[", g, "] holds fewer than the ",
+                                            part_total, " elements its parameters need"));
+        }
+        tensors.push_back({kZero3Fp32, flat_v.toTensor().to(at::kFloat).reshape({-1})});
+        auto it = state.toGenericDict().find(static_cast<int64_t>(g));
+        if (it != state.toGenericDict().end() && it->value().isGenericDict()) {
+          for (const auto& entry : it->value().toGenericDict()) {
+            if (entry.value().isTensor() && entry.value().toTensor().dim() == 1 &&
+                entry.value().toTensor().numel() >= part_total) {
+              tensors.push_back({entry.key().toStringRef(),
+                                 entry.value().toTensor().to(at::kFloat).reshape({-1})});
+            }
+          }
+        }
+        for (const auto& [what, flat] : tensors) {
+          int64_t offset = 0;
+          for (size_t i = 0; i < groups[g].shapes.size(); ++i) {
+            int64_t n = 1;
+            for (int64_t d : groups[g].shapes[i]) n *= d;
+            const int64_t part = (n + saved - 1) / saved;
+            const int64_t valid = ValidInPartition(n, part, r);
+            if (valid > 0) {
+              RETURN_IF_ERROR(sink(g, i, what, r * part, flat.slice(0, offset, offset + valid)));
+            }
+            offset += part;
+          }
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, tag_dir);
+  }
+  return out;
+}
+
+}  // namespace loom::sharding
