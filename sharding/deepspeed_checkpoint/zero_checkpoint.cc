@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <regex>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/file_util.h"
@@ -36,58 +34,26 @@ IValue IntList(const std::vector<int64_t>& values) {
   return l;
 }
 
-// Elements of rank r's partition that hold real values (the rest is padding).
-int64_t ValidInPartition(int64_t numel, int64_t part, int rank) {
-  return std::clamp<int64_t>(numel - rank * part, 0, part);
-}
-
 absl::Status Invalid(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
 }
 
-absl::StatusOr<IValue> Get(const IValue& dict, const std::string& key, const std::string& path) {
-  if (!dict.isGenericDict())
-    return Invalid(path, absl::StrCat("expected a dict holding '", key, "'"));
-  const c10::impl::GenericDict d = dict.toGenericDict();
-  auto it = d.find(key);
-  if (it == d.end()) return Invalid(path, absl::StrCat("no '", key, "' entry"));
-  return it->value();
-}
-
-absl::StatusOr<int64_t> IntOrFirst(const IValue& v, const std::string& what,
-                                   const std::string& path) {
-  if (v.isInt()) return v.toInt();
-  if (v.isList() && v.toListRef().size() > 0 && v.toListRef()[0].isInt()) {
-    int64_t m = 0;
-    for (const IValue& e : v.toListRef()) m = std::max(m, e.toInt());
-    return m;
-  }
-  return Invalid(path, absl::StrCat("'", what, "' is not an int or a list of ints"));
-}
-
-// The optimizer files of a tag folder, by DeepSpeed data-parallel rank.
+// The optimizer files of a tag folder, by DeepSpeed data-parallel rank (every rank 0..N-1 once).
 absl::StatusOr<std::vector<std::string>> OptimFiles(const std::string& tag_dir) {
-  static const std::regex kName(R"((bf16_)?zero_pp_rank_(\d+)_mp_rank_00_optim_states\.pt)");
-  std::map<int64_t, std::string> by_rank;
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(tag_dir, ec)) {
-    std::smatch m;
-    const std::string name = e.path().filename().string();
-    if (std::regex_match(name, m, kName)) by_rank[std::stoll(m[2].str())] = e.path().string();
-  }
-  if (ec) return absl::NotFoundError(absl::StrCat(tag_dir, ": ", ec.message()));
-  std::vector<std::string> files;
-  for (const auto& [r, path] : by_rank) {
-    if (r != static_cast<int64_t>(files.size())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(tag_dir, ": the optimizer states of rank ", files.size(), " are missing"));
-    }
-    files.push_back(path);
-  }
-  if (files.empty()) {
+  const std::vector<std::string> names = ListZeroFiles(tag_dir, kZeroOptimStatesSuffix);
+  if (names.empty()) {
     return absl::NotFoundError(
         absl::StrCat("Can't find *_optim_states.pt files in directory ", tag_dir,
-                     " (is it a ZeRO stage 1 or 2 checkpoint written by DeepSpeed or loom?)"));
+                     " (is it a ZeRO checkpoint written by DeepSpeed or loom?)"));
+  }
+  std::vector<std::string> files;
+  for (const std::string& name : names) {
+    const int r = static_cast<int>(files.size());
+    if (name != ZeroOptimStatesFile(r, false) && name != ZeroOptimStatesFile(r, true)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          tag_dir, ": the optimizer states of rank ", r, " are missing (found ", name, ")"));
+    }
+    files.push_back(tag_dir + "/" + name);
   }
   return files;
 }
@@ -98,7 +64,7 @@ absl::StatusOr<std::vector<std::string>> OptimFiles(const std::string& tag_dir) 
 absl::StatusOr<std::vector<std::vector<std::string>>> CheckLayout(
     const std::string& path, const IValue& model_states,
     const std::vector<ZeroGroupLayout>& groups, bool any_order) {
-  ASSIGN_OR_RETURN(IValue shapes, Get(model_states, "param_shapes", path));
+  ASSIGN_OR_RETURN(IValue shapes, ZeroEntry(model_states, "param_shapes", path));
   if (!shapes.isList() || shapes.toListRef().size() != groups.size()) {
     return Invalid(
         path, absl::StrCat("param_shapes has ", shapes.isList() ? shapes.toListRef().size() : 0,
@@ -111,18 +77,10 @@ absl::StatusOr<std::vector<std::vector<std::string>>> CheckLayout(
     if (!group.isGenericDict()) return Invalid(path, "param_shapes holds a non-dict");
     std::map<std::string, std::vector<int64_t>> saved;
     for (const auto& entry : group.toGenericDict()) {
-      std::vector<int64_t> shape;
-      if (entry.value().isTuple()) {
-        for (const IValue& dim : entry.value().toTupleRef().elements()) {
-          shape.push_back(dim.isInt() ? dim.toInt() : -1);
-        }
-      } else if (entry.value().isList()) {
-        for (const IValue& dim : entry.value().toListRef()) {
-          shape.push_back(dim.isInt() ? dim.toInt() : -1);
-        }
-      }
-      saved_order[g].push_back(entry.key().toStringRef());
-      saved[entry.key().toStringRef()] = std::move(shape);
+      if (!entry.key().isString()) return Invalid(path, "param_shapes holds a non-string name");
+      const std::string& name = entry.key().toStringRef();
+      ASSIGN_OR_RETURN(saved[name], ZeroShape(entry.value(), absl::StrCat(path, ": ", name)));
+      saved_order[g].push_back(name);
     }
     const std::vector<std::string>& names = groups[g].names;
     const bool same_set =
@@ -173,32 +131,28 @@ at::Tensor InLayoutOrder(const at::Tensor& full, const std::vector<std::string>&
 
 // `latest` read and its tag folder checked: the tag, or NotFound naming the file / folder.
 absl::StatusOr<std::string> ResolveTag(const std::string& folder) {
-  const std::string latest = folder + "/latest";
-  absl::StatusOr<std::string> tag = base::ReadFile(latest);
+  absl::StatusOr<std::string> tag = ReadZeroLatestTag(folder);
   if (!tag.ok()) {
     return absl::NotFoundError(absl::StrCat(
-        "Unable to find 'latest' file at ", latest,
+        tag.status().message(),
         ": the folder holds no DeepSpeed ZeRO checkpoint (saved without ZeRO or parameter "
         "sharding?); resume it with the sharding that wrote it or start a new run"));
   }
-  std::string name(absl::StripAsciiWhitespace(*tag));
-  if (!fs::is_directory(folder + "/" + name)) {
-    return absl::NotFoundError(absl::StrCat("Directory '", folder, "/", name, "' doesn't exist"));
-  }
-  return name;
+  RETURN_IF_ERROR(ZeroTagFolder(folder, *tag).status());
+  return *tag;
 }
 
 // An optimizer file's zero_stage (checked against `stage_ok`) and partition_count (equal to the
 // number of files found, DeepSpeed's check).
 absl::Status CheckOptimFile(const IValue& osd, const std::string& path, const std::string& tag_dir,
                             int saved, bool stage3) {
-  ASSIGN_OR_RETURN(IValue stage_v, Get(osd, "zero_stage", path));
+  ASSIGN_OR_RETURN(IValue stage_v, ZeroEntry(osd, "zero_stage", path));
   if (stage3 != (stage_v.isInt() && stage_v.toInt() == 3)) {
     return Invalid(path, stage3 ? "not a ZeRO stage 3 optimizer file"
                                 : "a ZeRO stage 3 checkpoint; loom resumes stages 1 and 2");
   }
-  ASSIGN_OR_RETURN(IValue count_v, Get(osd, "partition_count", path));
-  ASSIGN_OR_RETURN(const int64_t count, IntOrFirst(count_v, "partition_count", path));
+  ASSIGN_OR_RETURN(IValue count_v, ZeroEntry(osd, "partition_count", path));
+  ASSIGN_OR_RETURN(const int64_t count, ZeroIntOrMax(count_v, "partition_count", path));
   if (count != saved) {
     return Invalid(path, absl::StrCat("Expected ", count, " of '*_optim_states.pt' under '",
                                       tag_dir, "' but found ", saved, " files"));
@@ -216,23 +170,100 @@ absl::StatusOr<OptimFile> ReadOptimFile(const std::string& path, const std::stri
                                         int saved, bool stage3, size_t num_groups) {
   OptimFile out;
   ASSIGN_OR_RETURN(IValue file, checkpoint::LoadPickle(path));
-  ASSIGN_OR_RETURN(out.osd, Get(file, "optimizer_state_dict", path));
+  ASSIGN_OR_RETURN(out.osd, ZeroEntry(file, "optimizer_state_dict", path));
   RETURN_IF_ERROR(CheckOptimFile(out.osd, path, tag_dir, saved, stage3));
   const std::string key = stage3 ? "fp32_flat_groups" : "single_partition_of_fp32_groups";
-  ASSIGN_OR_RETURN(out.groups, Get(out.osd, key, path));
+  ASSIGN_OR_RETURN(out.groups, ZeroEntry(out.osd, key, path));
   if (!out.groups.isList() || out.groups.toListRef().size() != num_groups) {
     return Invalid(path, key + " does not hold one tensor per group");
   }
   return out;
 }
 
-}  // namespace
 
-int64_t ZeroAlignedNumel(int64_t numel, int world_size) {
-  constexpr int64_t kAlignmentFactor = 2;  // DeepSpeed's nccl_start_alignment_factor
-  const int64_t align = kAlignmentFactor * std::max(1, world_size);
-  return (numel + align - 1) / align * align;
+int64_t NumelOf(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
 }
+
+// Every parameter's piece of `flat` (group `g`'s values of `what` in saved rank `r`'s file of
+// `saved`: the parameters' pieces one after the other) handed to `sink`.
+absl::Status SinkZero3Pieces(const ZeroGroupLayout& group, size_t g, int saved, int r,
+                             const std::string& what, const at::Tensor& flat,
+                             const Zero3Sink& sink) {
+  int64_t offset = 0;
+  for (size_t i = 0; i < group.shapes.size(); ++i) {
+    const int64_t n = NumelOf(group.shapes[i]);
+    const int64_t part = Zero3PartitionNumel(n, saved);
+    const int64_t valid = ZeroValidInPartition(n, part, r);
+    if (valid > 0) RETURN_IF_ERROR(sink(g, i, what, r * part, flat.slice(0, offset, offset + valid)));
+    offset += part;
+  }
+  return absl::OkStatus();
+}
+
+// Group `g`'s flat tensors in a stage-3 rank file (`flats`: its fp32_flat_groups; `state`: its
+// optimizer state): the fp32 weights, then each partitioned optimizer state tensor — each
+// holding at least the group's pieces. Throws what torch throws.
+absl::StatusOr<std::vector<std::pair<std::string, at::Tensor>>> Zero3GroupTensors(
+    const IValue& flats, const IValue& state, const ZeroGroupLayout& group, size_t g, int saved,
+    const std::string& path) {
+  int64_t part_total = 0;
+  for (const auto& shape : group.shapes) part_total += Zero3PartitionNumel(NumelOf(shape), saved);
+  const IValue& flat_v = flats.toListRef()[g];
+  if (!flat_v.isTensor() || flat_v.toTensor().numel() < part_total) {
+    return Invalid(path, absl::StrCat("fp32_flat_groups[", g, "] holds fewer than the ",
+                                      part_total, " elements its parameters need"));
+  }
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  tensors.push_back({kZero3Fp32, flat_v.toTensor().to(at::kFloat).reshape({-1})});
+  auto it = state.toGenericDict().find(static_cast<int64_t>(g));
+  if (it == state.toGenericDict().end() || !it->value().isGenericDict()) return tensors;
+  for (const auto& entry : it->value().toGenericDict()) {
+    if (entry.value().isTensor() && entry.value().toTensor().dim() == 1 &&
+        entry.value().toTensor().numel() >= part_total) {
+      tensors.push_back(
+          {entry.key().toStringRef(), entry.value().toTensor().to(at::kFloat).reshape({-1})});
+    }
+  }
+  return tensors;
+}
+
+// Saved rank `r`'s stage-3 optimizer file `path` (of `saved`) read and each of its pieces handed
+// to `sink`; returns its base optimizer state. Throws what torch throws.
+absl::StatusOr<IValue> ReadZero3RankFile(const std::string& path, const std::string& tag_dir,
+                                         const std::vector<ZeroGroupLayout>& groups, int saved,
+                                         int r, const Zero3Sink& sink) {
+  ASSIGN_OR_RETURN(OptimFile read,
+                   ReadOptimFile(path, tag_dir, saved, /*stage3=*/true, groups.size()));
+  ASSIGN_OR_RETURN(IValue base, ZeroEntry(read.osd, "optimizer_state_dict", path));
+  ASSIGN_OR_RETURN(IValue state, ZeroEntry(base, "state", path));
+  if (!state.isGenericDict()) return Invalid(path, "optimizer_state_dict.state is not a dict");
+  for (size_t g = 0; g < groups.size(); ++g) {
+    ASSIGN_OR_RETURN(auto tensors, Zero3GroupTensors(read.groups, state, groups[g], g, saved, path));
+    for (const auto& [what, flat] : tensors) {
+      RETURN_IF_ERROR(SinkZero3Pieces(groups[g], g, saved, r, what, flat, sink));
+    }
+  }
+  return base;
+}
+
+// The zero_to_fp32.py pointer (WriteZeroLatest).
+absl::Status WriteZeroToFp32Pointer(const std::string& folder) {
+  const std::string path = folder + "/" + kZeroToFp32Pointer;
+  RETURN_IF_ERROR(base::WriteFileAtomically(
+      path,
+      "raise SystemExit(\"This ZeRO checkpoint was written by loom: consolidate it with `bazel "
+      "run //tools:zero_to_fp32 -- CHECKPOINT_DIR OUTPUT` (OUTPUT: a .bin / .safetensors file, or "
+      "a directory)\")\n"));
+  std::error_code ec;
+  fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add, ec);
+  if (ec) return absl::InternalError(absl::StrCat(path, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 ZeroFilesInfo MakeZeroFilesInfo(int stage, int rank, int world_size, int64_t global_step,
                                 int64_t global_samples, const c10::IValue& lr_scheduler,
@@ -249,28 +280,17 @@ ZeroFilesInfo MakeZeroFilesInfo(int stage, int rank, int world_size, int64_t glo
   return files;
 }
 
-absl::Status WriteZeroToFp32Pointer(const std::string& folder) {
-  const std::string path = folder + "/" + kZeroToFp32Pointer;
-  RETURN_IF_ERROR(base::WriteFileAtomically(
-      path,
-      "raise SystemExit(\"This ZeRO checkpoint was written by loom: consolidate it with `bazel "
-      "run //tools:zero_to_fp32 -- CHECKPOINT_DIR OUTPUT` (OUTPUT: a .bin / .safetensors file, or "
-      "a directory)\")\n"));
-  std::error_code ec;
-  fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add, ec);
-  if (ec) return absl::InternalError(absl::StrCat(path, ": ", ec.message()));
-  return absl::OkStatus();
+
+absl::StatusOr<std::string> MakeZeroTagFolder(const std::string& folder, int64_t global_step) {
+  const std::string dir = absl::StrCat(folder, "/", ZeroTagName(global_step));
+  RETURN_IF_ERROR(base::MakeDirs(dir));
+  return dir;
 }
 
-std::string ZeroTagName(int64_t global_step) { return absl::StrCat("global_step", global_step); }
-
-std::string ZeroOptimStatesFile(int dp_rank, bool bf16) {
-  return absl::StrCat(bf16 ? "bf16_" : "", "zero_pp_rank_", dp_rank, "_mp_rank_00_optim_states.pt");
-}
-
-std::string ZeroModelStatesFile(int stage, int dp_rank) {
-  if (stage < 3) return kZeroModelStatesFile;
-  return absl::StrCat("zero_pp_rank_", dp_rank, "_mp_rank_00_model_states.pt");
+absl::Status WriteZeroLatest(const std::string& folder, int64_t global_step) {
+  RETURN_IF_ERROR(base::WriteFileAtomically(absl::StrCat(folder, "/", kZeroLatestFile),
+                                            ZeroTagName(global_step)));
+  return WriteZeroToFp32Pointer(folder);
 }
 
 absl::Status WriteZeroModelStates(const std::string& path, const checkpoint::NamedTensors& module,
@@ -302,15 +322,8 @@ absl::Status WriteZeroModelStates(const std::string& path, const checkpoint::Nam
         frozen_shapes.insert(name, ShapeTuple(t.sizes().vec()));
         at::Tensor whole = t.detach().cpu();
         if (info.stage == 3) {
-          // DeepSpeed's ds_tensor: this rank's ceil(numel / world) elements, zero-padded.
-          const int64_t part = (whole.numel() + info.world_size - 1) / info.world_size;
-          at::Tensor mine = at::zeros({part}, whole.options());
-          const int64_t valid = ValidInPartition(whole.numel(), part, info.rank);
-          if (valid > 0) {
-            mine.slice(0, 0, valid)
-                .copy_(whole.reshape({-1}).slice(0, info.rank * part, info.rank * part + valid));
-          }
-          whole = mine;
+          // DeepSpeed's ds_tensor: this rank's piece, zero-padded.
+          whole = Zero3Piece(whole.reshape({-1}), info.rank, info.world_size);
         }
         fragments.insert(name, whole);
       }
@@ -364,7 +377,7 @@ absl::Status WriteZeroOptimStates(const std::string& path,
       std::vector<int64_t> paddings;
       for (size_t g = 0; g < groups.size(); ++g) {
         const int64_t part = partitions[g].numel();
-        const int64_t valid = ValidInPartition(groups[g].numel, part, info.rank);
+        const int64_t valid = ZeroValidInPartition(groups[g].numel, part, info.rank);
         fp32.push_back(partitions[g].detach().cpu().slice(0, 0, valid).clone());
         paddings.push_back(part - valid);
       }
@@ -415,9 +428,9 @@ absl::StatusOr<SavedPartitions> ReadSavedPartitions(const std::vector<std::strin
                      ReadOptimFile(path, tag_dir, saved, /*stage3=*/false, groups.size()));
     const IValue& osd = read.osd;
     const IValue& singles = read.groups;
-    ASSIGN_OR_RETURN(IValue base, Get(osd, "base_optimizer_state", path));
+    ASSIGN_OR_RETURN(IValue base, ZeroEntry(osd, "base_optimizer_state", path));
     if (!out.first_base.isGenericDict()) out.first_base = base;
-    ASSIGN_OR_RETURN(IValue state, Get(base, "state", path));
+    ASSIGN_OR_RETURN(IValue state, ZeroEntry(base, "state", path));
     if (!state.isGenericDict()) return Invalid(path, "base_optimizer_state.state is not a dict");
     const c10::impl::GenericDict state_d = state.toGenericDict();
     for (size_t g = 0; g < groups.size(); ++g) {
@@ -572,57 +585,12 @@ absl::StatusOr<Zero3Read> ReadZero3Partitions(const std::string& folder,
   ASSIGN_OR_RETURN(IValue model_states, checkpoint::LoadPickle(model_path));
   RETURN_IF_ERROR(CheckLayout(model_path, model_states, groups, /*any_order=*/false).status());
   ASSIGN_OR_RETURN(std::vector<std::string> files, OptimFiles(tag_dir));
-  const int saved = static_cast<int>(files.size());
-  out.saved_world_size = saved;
+  out.saved_world_size = static_cast<int>(files.size());
   try {
-    for (int r = 0; r < saved; ++r) {
-      const std::string& path = files[r];
-      ASSIGN_OR_RETURN(OptimFile read,
-                       ReadOptimFile(path, tag_dir, saved, /*stage3=*/true, groups.size()));
-      const IValue& osd = read.osd;
-      const IValue& flats = read.groups;
-      ASSIGN_OR_RETURN(IValue base, Get(osd, "optimizer_state_dict", path));
+    for (int r = 0; r < out.saved_world_size; ++r) {
+      ASSIGN_OR_RETURN(IValue base, ReadZero3RankFile(files[r], tag_dir, groups,
+                                                      out.saved_world_size, r, sink));
       if (r == 0) out.base_optimizer_state = base;
-      ASSIGN_OR_RETURN(IValue state, Get(base, "state", path));
-      if (!state.isGenericDict()) return Invalid(path, "optimizer_state_dict.state is not a dict");
-      for (size_t g = 0; g < groups.size(); ++g) {
-        int64_t part_total = 0;
-        for (const auto& shape : groups[g].shapes) {
-          int64_t n = 1;
-          for (int64_t d : shape) n *= d;
-          part_total += (n + saved - 1) / saved;
-        }
-        std::vector<std::pair<std::string, at::Tensor>> tensors;
-        const IValue& flat_v = flats.toListRef()[g];
-        if (!flat_v.isTensor() || flat_v.toTensor().numel() < part_total) {
-          return Invalid(path, absl::StrCat("fp32_flat_groups[", g, "] holds fewer than the ",
-                                            part_total, " elements its parameters need"));
-        }
-        tensors.push_back({kZero3Fp32, flat_v.toTensor().to(at::kFloat).reshape({-1})});
-        auto it = state.toGenericDict().find(static_cast<int64_t>(g));
-        if (it != state.toGenericDict().end() && it->value().isGenericDict()) {
-          for (const auto& entry : it->value().toGenericDict()) {
-            if (entry.value().isTensor() && entry.value().toTensor().dim() == 1 &&
-                entry.value().toTensor().numel() >= part_total) {
-              tensors.push_back({entry.key().toStringRef(),
-                                 entry.value().toTensor().to(at::kFloat).reshape({-1})});
-            }
-          }
-        }
-        for (const auto& [what, flat] : tensors) {
-          int64_t offset = 0;
-          for (size_t i = 0; i < groups[g].shapes.size(); ++i) {
-            int64_t n = 1;
-            for (int64_t d : groups[g].shapes[i]) n *= d;
-            const int64_t part = (n + saved - 1) / saved;
-            const int64_t valid = ValidInPartition(n, part, r);
-            if (valid > 0) {
-              RETURN_IF_ERROR(sink(g, i, what, r * part, flat.slice(0, offset, offset + valid)));
-            }
-            offset += part;
-          }
-        }
-      }
     }
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, tag_dir);

@@ -1,6 +1,8 @@
-// ZeRO-1/2 checkpoint files in DeepSpeed 0.13.5's layout (engine.py save_checkpoint; the verified
+// ZeRO-1/2/3 checkpoint files in DeepSpeed 0.13.5's layout (engine.py save_checkpoint; the verified
 // details are in deepspeed_checkpoint_layout.md next to this file), written into HF's
-// checkpoint-N/ folder and read back for a resume on any number of ranks.
+// checkpoint-N/ folder and read back for a resume on any number of ranks. The names, the
+// partition arithmetic and the checked value readers are zero_files.h's, shared with
+// zero_to_fp32.h's consolidation.
 //
 // Files (every .pt a torch.save zip archive Python's torch.load reads; only plain Python types
 // inside — dicts, lists, tuples, ints, floats, strings, None, tensors — so neither DeepSpeed
@@ -52,15 +54,12 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/named_tensors.h"
 #include "nlohmann/json.hpp"
+#include "sharding/deepspeed_checkpoint/zero_files.h"
 
 namespace loom::sharding {
 
 // The version string written as ds_version: the DeepSpeed release whose layout loom writes.
 inline constexpr char kZeroLayoutVersion[] = "0.13.5+loom";
-
-// DeepSpeed's padding of a group's flat buffer: numel rounded up to a multiple of
-// 2 x world_size (nccl_start_alignment_factor x dp size).
-int64_t ZeroAlignedNumel(int64_t numel, int world_size);
 
 // One optimizer group's trainable parameters in flat-buffer order.
 struct ZeroGroupLayout {
@@ -86,18 +85,14 @@ ZeroFilesInfo MakeZeroFilesInfo(int stage, int rank, int world_size, int64_t glo
                                 int64_t global_samples, const c10::IValue& lr_scheduler,
                                 const nlohmann::ordered_json& ds_config, double clip_grad);
 
-std::string ZeroTagName(int64_t global_step);  // "global_step<N>"
-
-// Where DeepSpeed copies its zero_to_fp32.py into the checkpoint folder, loom writes an
-// executable one-line zero_to_fp32.py pointing at //tools:zero_to_fp32 (running it says how to
-// consolidate and exits 1). Written by rank 0 next to `latest`.
-inline constexpr char kZeroToFp32Pointer[] = "zero_to_fp32.py";
-absl::Status WriteZeroToFp32Pointer(const std::string& checkpoint_folder);
-inline constexpr char kZeroModelStatesFile[] = "mp_rank_00_model_states.pt";
-std::string ZeroOptimStatesFile(int dp_rank, bool bf16);
-// The model-states file: mp_rank_00_model_states.pt for stages 1-2 (rank 0 writes it);
-// zero_pp_rank_R_mp_rank_00_model_states.pt for stage 3 (every rank).
-std::string ZeroModelStatesFile(int stage, int dp_rank);
+// Saving, on every rank: MakeZeroTagFolder (checkpoint_folder/global_stepN, created; its path
+// returned), the rank's files into it, then on rank 0 WriteZeroLatest: `latest` naming the tag
+// and — where DeepSpeed copies its zero_to_fp32.py — an executable one-line zero_to_fp32.py
+// (kZeroToFp32Pointer) pointing at //tools:zero_to_fp32 (running it says how to consolidate and
+// exits 1).
+absl::StatusOr<std::string> MakeZeroTagFolder(const std::string& checkpoint_folder,
+                                              int64_t global_step);
+absl::Status WriteZeroLatest(const std::string& checkpoint_folder, int64_t global_step);
 
 // `module`: the full state dict (parameters and persistent buffers, state_dict order; stage 3:
 // the partitioned parameters as empty placeholders, as DeepSpeed's);

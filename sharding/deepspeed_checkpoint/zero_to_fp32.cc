@@ -3,15 +3,11 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
-#include <sstream>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -20,6 +16,7 @@
 #include "base/torch_status.h"
 #include "checkpoint/lazy_torch_save.h"
 #include "checkpoint/python_unpickler.h"
+#include "sharding/deepspeed_checkpoint/zero_files.h"
 
 namespace loom::sharding {
 
@@ -31,88 +28,6 @@ using ::loom::checkpoint::LoadStateDictResult;
 namespace {
 
 using c10::IValue;
-
-// Natural order: digit runs compare as numbers ("rank_2" < "rank_10").
-bool NaturalLess(const std::string& a, const std::string& b) {
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    if (std::isdigit(static_cast<unsigned char>(a[i])) &&
-        std::isdigit(static_cast<unsigned char>(b[j]))) {
-      size_t ei = i, ej = j;
-      while (ei < a.size() && std::isdigit(static_cast<unsigned char>(a[ei]))) ++ei;
-      while (ej < b.size() && std::isdigit(static_cast<unsigned char>(b[ej]))) ++ej;
-      const std::string na = a.substr(i, ei - i), nb = b.substr(j, ej - j);
-      const std::string ta = na.substr(std::min(na.find_first_not_of('0'), na.size()));
-      const std::string tb = nb.substr(std::min(nb.find_first_not_of('0'), nb.size()));
-      if (ta.size() != tb.size()) return ta.size() < tb.size();
-      if (ta != tb) return ta < tb;
-      i = ei;
-      j = ej;
-    } else {
-      if (a[i] != b[j]) return a[i] < b[j];
-      ++i;
-      ++j;
-    }
-  }
-  return a.size() - i < b.size() - j;
-}
-
-std::vector<std::string> FilesEndingWith(const std::string& dir, const std::string& suffix) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && absl::EndsWith(name, suffix)) files.push_back(name);
-  }
-  std::sort(files.begin(), files.end(), NaturalLess);
-  return files;
-}
-
-absl::StatusOr<IValue> Key(const IValue& dict, const std::string& key, const std::string& file) {
-  if (!dict.isGenericDict()) {
-    return absl::InvalidArgumentError(absl::StrCat(file, ": expected a dict holding '", key, "'"));
-  }
-  auto d = dict.toGenericDict();
-  auto it = d.find(IValue(key));
-  if (it == d.end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file, ": no '", key, "' (is it a DeepSpeed ZeRO checkpoint?)"));
-  }
-  return it->value();
-}
-
-absl::StatusOr<int64_t> IntOf(const IValue& v, const std::string& what) {
-  if (v.isInt()) return v.toInt();
-  if (v.isList()) {  // partition_count may be a list: its max
-    int64_t best = -1;
-    for (const IValue& e : v.toListRef()) {
-      if (!e.isInt()) break;
-      best = std::max(best, e.toInt());
-    }
-    if (best >= 0) return best;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(what, " is not an int (", v.tagKind(), ")"));
-}
-
-absl::StatusOr<std::vector<int64_t>> ShapeOf(const IValue& v, const std::string& what) {
-  if (!v.isTuple() && !v.isList()) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": a shape that is not a tuple"));
-  }
-  std::vector<int64_t> shape;
-  const auto push = [&](const IValue& e) -> absl::Status {
-    if (!e.isInt() || e.toInt() < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": a shape entry that is not a size"));
-    }
-    shape.push_back(e.toInt());
-    return absl::OkStatus();
-  };
-  if (v.isTuple()) {
-    for (const IValue& e : v.toTupleRef().elements()) RETURN_IF_ERROR(push(e));
-  } else {
-    for (const IValue& e : v.toListRef()) RETURN_IF_ERROR(push(e));
-  }
-  return shape;
-}
 
 // The newest checkpoint-<N>/ of `dir` that holds a `latest` file, when `dir` is an HF
 // output_dir rather than a checkpoint folder ("" when it has none).
@@ -126,7 +41,7 @@ std::string NewestCheckpointWithLatest(const std::string& dir) {
     if (!absl::StartsWith(name, "checkpoint-") || !absl::SimpleAtoi(name.substr(11), &step)) {
       continue;
     }
-    if (step > best && std::filesystem::exists(entry.path() / "latest", ec)) {
+    if (step > best && std::filesystem::exists(entry.path() / kZeroLatestFile, ec)) {
       best = step;
       found = entry.path().string();
     }
@@ -135,35 +50,24 @@ std::string NewestCheckpointWithLatest(const std::string& dir) {
 }
 
 absl::StatusOr<std::string> ReadTag(const std::string& dir) {
-  std::ifstream f(dir + "/latest");
-  if (!f) {
-    if (const std::string checkpoint = NewestCheckpointWithLatest(dir); !checkpoint.empty()) {
-      return absl::NotFoundError(absl::StrCat(
-          "Unable to find 'latest' file at ", dir, "/latest: ", dir,
-          " looks like a training output_dir; pass one of its checkpoint folders instead, e.g. ",
-          checkpoint));
-    }
-    return absl::NotFoundError(
-        absl::StrCat("Unable to find 'latest' file at ", dir,
-                     "/latest (name the tag instead, e.g. -t global_step3)"));
+  absl::StatusOr<std::string> tag = ReadZeroLatestTag(dir);
+  if (tag.ok()) return tag;
+  if (const std::string checkpoint = NewestCheckpointWithLatest(dir); !checkpoint.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        tag.status().message(), ": ", dir,
+        " looks like a training output_dir; pass one of its checkpoint folders instead, e.g. ",
+        checkpoint));
   }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return std::string(absl::StripAsciiWhitespace(ss.str()));
+  return absl::NotFoundError(
+      absl::StrCat(tag.status().message(), " (name the tag instead, e.g. -t global_step3)"));
 }
 
 using AddFn = std::function<void(const std::string&, at::Tensor)>;
 
 absl::StatusOr<int64_t> Numel(const IValue& shape_value, const std::string& what,
                               std::vector<int64_t>* shape) {
-  ASSIGN_OR_RETURN(*shape, ShapeOf(shape_value, what));
-  int64_t numel = 1;
-  for (int64_t d : *shape) {
-    if (__builtin_mul_overflow(numel, d, &numel)) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": a shape too large to address"));
-    }
-  }
-  return numel;
+  ASSIGN_OR_RETURN(*shape, ZeroShape(shape_value, what));
+  return ZeroNumel(*shape, what);
 }
 
 // Calls fn(name, shape, numel) for each entry of a param_shapes group, in order.
@@ -217,8 +121,7 @@ absl::Status AddPartitionedGroups(c10::ArrayRef<IValue> groups,
         absl::StrCat(mfile, ": ", groups.size(), " groups in param_shapes, ",
                      partitions[0].groups.size(), " in the partitions"));
   }
-  const int64_t align = 2 * world;
-  const auto round_up = [&](int64_t n) { return (n + align - 1) / align * align; };
+  const auto round_up = [&](int64_t n) { return ZeroAlignedNumel(n, static_cast<int>(world)); };
   for (size_t g = 0; g < groups.size(); ++g) {
     std::vector<int64_t> starts;  // where each rank's partition begins in the group
     int64_t total = 0;
@@ -291,7 +194,7 @@ absl::Status AddZero3Parameters(c10::ArrayRef<IValue> groups,
         groups[g], g, mfile,
         [&](const std::string& name, const std::vector<int64_t>& shape,
             int64_t numel) -> absl::Status {
-          const int64_t piece = (numel + world - 1) / world;
+          const int64_t piece = Zero3PartitionNumel(numel, static_cast<int>(world));
           for (int64_t n : flat_numel) {
             if (piece > n - offset) {
               return absl::InvalidArgumentError(
@@ -302,7 +205,7 @@ absl::Status AddZero3Parameters(c10::ArrayRef<IValue> groups,
           at::Tensor out = at::empty({numel}, at::kFloat);
           for (size_t r = 0; r < partitions.size(); ++r) {
             const int64_t begin = static_cast<int64_t>(r) * piece;
-            const int64_t count = std::clamp<int64_t>(numel - begin, 0, piece);
+            const int64_t count = ZeroValidInPartition(numel, piece, static_cast<int>(r));
             RETURN_IF_ERROR(ReadFlat(partitions[r], offset, count, out.data_ptr<float>() + begin));
           }
           add(name, out.view(shape));
@@ -330,18 +233,18 @@ struct OptimStates {
 absl::Status ReadRankOptimState(const std::string& file, OptimStates& states) {
   ASSIGN_OR_RETURN(std::unique_ptr<LazyTorchSave> lazy, LazyTorchSave::Open(file));
   const IValue top = lazy->value();
-  ASSIGN_OR_RETURN(IValue osd, Key(top, "optimizer_state_dict", file));
-  ASSIGN_OR_RETURN(IValue stage_v, Key(osd, "zero_stage", file));
-  ASSIGN_OR_RETURN(int64_t stage, IntOf(stage_v, file + ": zero_stage"));
+  ASSIGN_OR_RETURN(IValue osd, ZeroEntry(top, "optimizer_state_dict", file));
+  ASSIGN_OR_RETURN(IValue stage_v, ZeroEntry(osd, "zero_stage", file));
+  ASSIGN_OR_RETURN(int64_t stage, ZeroIntOrMax(stage_v, "zero_stage", file));
   if (stage < 1 || stage > 3 || (states.zero_stage != 0 && stage != states.zero_stage)) {
     return absl::InvalidArgumentError(absl::StrCat(file, ": zero_stage ", stage));
   }
   states.zero_stage = stage;
-  ASSIGN_OR_RETURN(IValue count_v, Key(osd, "partition_count", file));
-  ASSIGN_OR_RETURN(states.world, IntOf(count_v, file + ": partition_count"));
+  ASSIGN_OR_RETURN(IValue count_v, ZeroEntry(osd, "partition_count", file));
+  ASSIGN_OR_RETURN(states.world, ZeroIntOrMax(count_v, "partition_count", file));
   const std::string groups_key =
       stage == 3 ? "fp32_flat_groups" : "single_partition_of_fp32_groups";
-  ASSIGN_OR_RETURN(IValue groups, Key(osd, groups_key, file));
+  ASSIGN_OR_RETURN(IValue groups, ZeroEntry(osd, groups_key, file));
   if (!groups.isList()) {
     return absl::InvalidArgumentError(absl::StrCat(file, ": ", groups_key, " is not a list"));
   }
@@ -365,7 +268,7 @@ absl::Status ReadRankOptimState(const std::string& file, OptimStates& states) {
 }
 
 absl::StatusOr<OptimStates> ReadOptimStates(const std::string& folder) {
-  const std::vector<std::string> optim_files = FilesEndingWith(folder, "_optim_states.pt");
+  const std::vector<std::string> optim_files = ListZeroFiles(folder, kZeroOptimStatesSuffix);
   if (optim_files.empty()) {
     return absl::NotFoundError(
         absl::StrCat("can't find '*_optim_states.pt' files in directory '", folder, "'"));
@@ -394,17 +297,17 @@ struct ModelStates {
 
 absl::StatusOr<ModelStates> ReadModelStates(const std::string& folder) {
   ModelStates m;
-  m.files = FilesEndingWith(folder, "_model_states.pt");
+  m.files = ListZeroFiles(folder, kZeroModelStatesSuffix);
   if (m.files.empty()) {
     return absl::NotFoundError(absl::StrCat("no *_model_states.pt in ", folder));
   }
   m.path = folder + "/" + m.files[0];
   ASSIGN_OR_RETURN(m.file, LazyTorchSave::Open(m.path));
   m.model = m.file->value();
-  ASSIGN_OR_RETURN(m.buffer_names, Key(m.model, "buffer_names", m.path));
-  ASSIGN_OR_RETURN(m.module, Key(m.model, "module", m.path));
-  ASSIGN_OR_RETURN(m.param_shapes, Key(m.model, "param_shapes", m.path));
-  ASSIGN_OR_RETURN(m.shared_params, Key(m.model, "shared_params", m.path));
+  ASSIGN_OR_RETURN(m.buffer_names, ZeroEntry(m.model, "buffer_names", m.path));
+  ASSIGN_OR_RETURN(m.module, ZeroEntry(m.model, "module", m.path));
+  ASSIGN_OR_RETURN(m.param_shapes, ZeroEntry(m.model, "param_shapes", m.path));
+  ASSIGN_OR_RETURN(m.shared_params, ZeroEntry(m.model, "shared_params", m.path));
   if (!m.buffer_names.isList() || !m.module.isGenericDict() || !m.param_shapes.isList() ||
       !m.shared_params.isGenericDict()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -441,7 +344,7 @@ absl::Status ReadOtherFrozenFragments(const std::string& folder, const ModelStat
     ASSIGN_OR_RETURN(std::unique_ptr<LazyTorchSave> other_file, LazyTorchSave::Open(other));
     const IValue model = other_file->value();
     files.push_back(std::move(other_file));
-    ASSIGN_OR_RETURN(IValue f, Key(model, "frozen_param_fragments", other));
+    ASSIGN_OR_RETURN(IValue f, ZeroEntry(model, "frozen_param_fragments", other));
     if (!f.isGenericDict()) {
       return absl::InvalidArgumentError(
           absl::StrCat(other, ": frozen_param_fragments is not a dict"));
@@ -521,17 +424,13 @@ void AddSharedParameters(const IValue& shared_params, Consolidated& c) {
 // dir/<tag>, the tag from options or from dir/latest; NotFound when it is not a directory.
 absl::StatusOr<std::string> CheckpointFolder(const std::string& dir,
                                              const ZeroReadOptions& options) {
-  std::string t;
+  std::string tag;
   if (options.tag) {
-    t = *options.tag;
+    tag = *options.tag;
   } else {
-    ASSIGN_OR_RETURN(t, ReadTag(dir));
+    ASSIGN_OR_RETURN(tag, ReadTag(dir));
   }
-  const std::string folder = dir + "/" + t;
-  if (!std::filesystem::is_directory(folder)) {
-    return absl::NotFoundError(absl::StrCat("Directory '", folder, "' doesn't exist"));
-  }
-  return folder;
+  return ZeroTagFolder(dir, tag);
 }
 
 // Everything but the folder check, which ReadZeroCheckpoint's error context needs first.

@@ -28,9 +28,6 @@ c10::impl::GenericDict StrDict() {
   return c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get());
 }
 
-// DeepSpeed's ZeRO-3 partition of a parameter of `numel` elements: ceil(numel / world).
-int64_t Zero3PartNumel(int64_t numel, int world) { return (numel + world - 1) / world; }
-
 // Where each parameter of each group lands: its piece and offset in the piece's flat buffer;
 // and each piece's index among the optimizer's parameters (pieces in group order).
 struct Place {
@@ -156,16 +153,8 @@ absl::Status AppendPartitions(distributed::ProcessGroup* pg, int w, int r,
   }
   int64_t offset = 0;
   for (const at::Tensor& p : piece.flat->params()) {
-    const int64_t n = p.numel();
-    const int64_t part = Zero3PartNumel(n, w);
-    at::Tensor mine = at::zeros({part}, shard.options());
-    const int64_t begin = std::min(n, r * part);
-    const int64_t end = std::min(n, (r + 1) * part);
-    if (end > begin) {
-      mine.slice(0, 0, end - begin).copy_(full.slice(0, offset + begin, offset + end));
-    }
-    out.push_back(mine);
-    offset += n;
+    out.push_back(Zero3Piece(full.slice(0, offset, offset + p.numel()), r, w));
+    offset += p.numel();
   }
   return absl::OkStatus();
 }
@@ -295,9 +284,7 @@ absl::Status ParamShardStrategy::SaveOwnState(const std::string& folder,
   const ZeroFilesInfo files =
       MakeZeroFilesInfo(3, rank(), world(), info.global_step, info.global_samples,
                         info.lr_scheduler, options_.ds_config, options_.gradient_clipping);
-  const std::string tag = ZeroTagName(info.global_step);
-  const std::string dir = folder + "/" + tag;
-  RETURN_IF_ERROR(base::MakeDirs(dir));
+  ASSIGN_OR_RETURN(const std::string dir, MakeZeroTagFolder(folder, info.global_step));
   const int r = rank();
   ASSIGN_OR_RETURN(IValue ours, checkpoint::OptimizerStateDict(*options_.optimizer));
   ASSIGN_OR_RETURN(Zero3OptimizerLayout optim,
@@ -311,8 +298,7 @@ absl::Status ParamShardStrategy::SaveOwnState(const std::string& folder,
   RETURN_IF_ERROR(WriteZeroOptimStates(dir + "/" + ZeroOptimStatesFile(r, false), optim.fp32_groups,
                                        layout_, base, files));
   if (r == 0) {
-    RETURN_IF_ERROR(base::WriteFileAtomically(folder + "/latest", tag));
-    RETURN_IF_ERROR(WriteZeroToFp32Pointer(folder));
+    RETURN_IF_ERROR(WriteZeroLatest(folder, info.global_step));
   }
   return absl::OkStatus();
 }

@@ -523,9 +523,7 @@ absl::Status ZeroStrategy::SaveState(const std::string& folder, const StrategySa
   const ZeroFilesInfo files =
       MakeZeroFilesInfo(options_.stage, rank(), world(), info.global_step, info.global_samples,
                         info.lr_scheduler, options_.ds_config, options_.gradient_clipping);
-  const std::string tag = ZeroTagName(info.global_step);
-  const std::string dir = folder + "/" + tag;
-  RETURN_IF_ERROR(base::MakeDirs(dir));
+  ASSIGN_OR_RETURN(const std::string dir, MakeZeroTagFolder(folder, info.global_step));
   if (rank() == 0) {
     checkpoint::NamedTensors frozen;
     std::vector<std::string> buffer_names;
@@ -536,8 +534,7 @@ absl::Status ZeroStrategy::SaveState(const std::string& folder, const StrategySa
     RETURN_IF_ERROR(WriteZeroModelStates(dir + "/" + kZeroModelStatesFile,
                                          checkpoint::ModuleStateDict(*options_.model), buffer_names,
                                          layout_, frozen, files));
-    RETURN_IF_ERROR(base::WriteFileAtomically(folder + "/latest", tag));
-    RETURN_IF_ERROR(WriteZeroToFp32Pointer(folder));
+    RETURN_IF_ERROR(WriteZeroLatest(folder, info.global_step));
   }
   std::vector<at::Tensor> partitions;
   for (const Group& g : groups_) partitions.push_back(g.partition.detach());
