@@ -183,8 +183,7 @@ absl::Status ResolveArguments(const AcceleratorOptions& o, int ga, bool cpu,
 // precision (the runtime the Trainer uses too).
 absl::Status JoinRun(AcceleratorOptions& o, const std::string& mixed, AcceleratorState& state) {
   const args::TrainingArguments& a = state.args;
-  const bool launched = Env("WORLD_SIZE").has_value() || o.process_group.has_value();
-  RETURN_IF_ERROR_CTX(sharding::CheckFsdp(a, launched), "Accelerator");
+  RETURN_IF_ERROR_CTX(sharding::CheckFsdp(a), "Accelerator");
   ASSIGN_OR_RETURN(state.parallel, runtime::ParallelContext::Create(std::move(o.process_group), a),
                    "Accelerator: joining the process group");
   state.strategy_factory = o.strategy_factory;

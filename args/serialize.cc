@@ -6,6 +6,7 @@
 #include "args/field_value.h"
 #include "args/parser.h"
 #include "base/status_macros.h"
+#include "hub/hub_config.h"
 
 namespace loom::args {
 namespace {
@@ -18,6 +19,16 @@ bool IsToken(const FieldDescriptor* f) { return absl::EndsWith(f->name(), "_toke
 
 std::string TokenPlaceholder(const FieldDescriptor* f) {
   return "<" + absl::AsciiStrToUpper(f->name()) + ">";
+}
+
+// Credentials inside URLs (a --hub_model_id such as https://user:secret@host/repo) never leave
+// the process through a dump or an args file.
+json Redacted(json v) {
+  if (v.is_string()) return hub::RedactUrlCredentials(v.get<std::string>());
+  if (v.is_array()) {
+    for (json& e : v) e = Redacted(std::move(e));
+  }
+  return v;
 }
 
 bool Included(const FieldDescriptor* f, const SerializeOptions& o) {
@@ -36,7 +47,7 @@ json ToDict(const google::protobuf::Message& m, const SerializeOptions& options)
       out[f->name()] = TokenPlaceholder(f);
       continue;
     }
-    json v = GetAsJson(m, f);
+    json v = Redacted(GetAsJson(m, f));
     if (f->name() == "report_to" && v == json::array({"none"})) v = json::array();
     out[f->name()] = std::move(v);
   }

@@ -87,6 +87,17 @@ TEST(ToJsonStringTest, TokensNeverAppear) {
   EXPECT_EQ(pickle.find("hf_OTHER"), std::string::npos);
 }
 
+// A password or token inside a URL argument never reaches a dump or an args file.
+TEST(ToJsonStringTest, UrlCredentialsNeverAppear) {
+  TrainingArguments a =
+      MustResolve({"--output_dir", "o", "--hub_model_id", "https://me:s3cret@git.example/r.git"});
+  const std::string json = ToJsonString(a);
+  EXPECT_THAT(json, HasSubstr("\"hub_model_id\": \"https://<credentials>@git.example/r.git\""));
+  EXPECT_THAT(json, ::testing::Not(HasSubstr("s3cret")));
+  ASSERT_OK_AND_ASSIGN(std::string pickle, TrainingArgsToPickle(a));
+  EXPECT_EQ(pickle.find("s3cret"), std::string::npos);
+}
+
 // Equal up to presence of fields at their default (HF has no notion of presence).
 ::testing::AssertionResult Same(const TrainingArguments& a, const TrainingArguments& b) {
   MessageDifferencer diff;

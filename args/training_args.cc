@@ -472,11 +472,15 @@ absl::Status ResolveHubAliases(TrainingArguments* a, std::vector<std::string>* w
         "(in this case ",
         a->hub_model_id(), ")."));
   }
+  // A remote URL carrying credentials is refused here, before the arguments are logged.
+  if (a->push_to_hub() && a->has_hub_model_id()) {
+    RETURN_IF_ERROR(hub::RemoteUrl(a->hub_model_id(), hub::HubUrlFromEnvironment()).status());
+  }
   // A git URL or path has no visibility to set (hub/hub_api.h): refused before any work.
   if (a->push_to_hub() && a->hub_private_repo() && a->has_hub_model_id() &&
       !hub::IsHubRepoId(a->hub_model_id())) {
     return Invalid(absl::StrCat(
-        "--hub_private_repo: --hub_model_id ", a->hub_model_id(),
+        "--hub_private_repo: --hub_model_id ", hub::RedactUrlCredentials(a->hub_model_id()),
         " is a git URL or path, which has no visibility to set; drop the flag, or give "
         "hub_model_id as user/name of a Hub-compatible server (LOOM_HUB_URL / HF_ENDPOINT)"));
   }

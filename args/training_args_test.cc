@@ -14,6 +14,7 @@ namespace loom::args {
 namespace {
 
 using ::loom::base::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using json = nlohmann::ordered_json;
@@ -330,6 +331,19 @@ TEST(ValidationTest, UnsupportedOptionsRejectedOnlyWhenNonDefault) {
   EXPECT_THAT(warnings, ::testing::Contains(HasSubstr("--tpu_num_cores is ignored by loom")));
   EXPECT_OK(Resolve({"--tpu_metrics_debug"}, Fixed(), &warnings).status());
   EXPECT_THAT(warnings, ::testing::Contains(HasSubstr("--tpu_metrics_debug is ignored by loom")));
+}
+
+// A remote with credentials in it is refused by PostInit, before anything logs the arguments,
+// and the refusal does not repeat the secret.
+TEST(PostInitTest, PushToACredentialUrlIsRefusedWithoutEchoingIt) {
+  absl::StatusOr<TrainingArguments> a =
+      Resolve({"--push_to_hub", "--hub_model_id", "https://me:s3cret@git.example/r.git"});
+  EXPECT_THAT(a.status(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                   AllOf(HasSubstr("carries credentials"),
+                                         ::testing::Not(HasSubstr("s3cret")))));
+  a = Resolve({"--push_to_hub", "--hub_private_repo", "--hub_model_id", "/srv/git/r.git"});
+  EXPECT_THAT(a.status(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                   HasSubstr("--hub_private_repo: --hub_model_id /srv/git/r.git")));
 }
 
 }  // namespace

@@ -27,6 +27,27 @@ bool IsHubRepoId(const std::string& model_id) {
          model_id[0] != '.';
 }
 
+std::string RedactUrlCredentials(const std::string& text) {
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    const size_t scheme = text.find("://", pos);
+    if (scheme == std::string::npos) break;
+    const size_t start = scheme + 3;
+    const size_t end = text.find_first_of("/?# \t\n\"'", start);
+    const size_t at = text.rfind('@', end == std::string::npos ? std::string::npos : end - 1);
+    out.append(text, pos, start - pos);
+    if (at != std::string::npos && at >= start && (end == std::string::npos || at < end)) {
+      out.append("<credentials>");
+      pos = at;  // the '@' and the host stay
+    } else {
+      pos = start;
+    }
+  }
+  out.append(text, pos, std::string::npos);
+  return out;
+}
+
 absl::StatusOr<std::string> RemoteUrl(const std::string& model_id, const std::string& hub_url) {
   if (model_id.empty()) return absl::InvalidArgumentError("--hub_model_id: empty");
   std::string url;

@@ -13,6 +13,8 @@
 //     writes ($HF_HOME/token, HF_HOME defaulting to ~/.cache/huggingface), trimmed; nullopt
 //     when there is none. `source` says where it came from (for logs — never the token).
 //   - DefaultModelId(output_dir): HF's default hub_model_id, the output folder's name.
+//   - RedactUrlCredentials(text): every "scheme://userinfo@" in `text` with its userinfo
+//     (user, password or token) replaced by "<credentials>", for anything that echoes arguments.
 //
 // Example:
 //   ASSIGN_OR_RETURN(std::string url, RemoteUrl(args.hub_model_id(), HubUrlFromEnvironment()));
@@ -32,6 +34,7 @@ std::string HubUrlFromEnvironment();
 bool IsHubRepoId(const std::string& model_id);
 absl::StatusOr<std::string> RemoteUrl(const std::string& model_id, const std::string& hub_url);
 std::string DefaultModelId(const std::string& output_dir);
+std::string RedactUrlCredentials(const std::string& text);
 
 struct HubToken {
   std::string token;

@@ -79,5 +79,18 @@ TEST(HubConfigTest, DefaultModelId) {
   EXPECT_EQ(DefaultModelId("."), std::filesystem::current_path().filename().string());
 }
 
+TEST(HubConfigTest, RedactUrlCredentials) {
+  EXPECT_EQ(RedactUrlCredentials("https://user:s3cret@host.example/org/repo.git"),
+            "https://<credentials>@host.example/org/repo.git");
+  EXPECT_EQ(RedactUrlCredentials("https://hf_TOKEN@huggingface.co/x"),
+            "https://<credentials>@huggingface.co/x");
+  EXPECT_EQ(RedactUrlCredentials("see https://a:b@h/x and git://c@d/y"),
+            "see https://<credentials>@h/x and git://<credentials>@d/y");
+  EXPECT_EQ(RedactUrlCredentials("https://u:p@host"), "https://<credentials>@host");
+  EXPECT_EQ(RedactUrlCredentials("https://host/path@v1"), "https://host/path@v1");
+  EXPECT_EQ(RedactUrlCredentials("user/name"), "user/name");
+  EXPECT_EQ(RedactUrlCredentials("/local/repo@x"), "/local/repo@x");
+}
+
 }  // namespace
 }  // namespace loom::hub

@@ -1,8 +1,11 @@
 #include "logging/log_level.h"
 
+#include <cstdlib>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "glog/logging.h"
 
 namespace loom::logging {
@@ -87,6 +90,27 @@ int CurrentLogLevel() {
   if (FLAGS_minloglevel == kGlogWarning) return kLogLevelWarning;
   if (FLAGS_minloglevel == kGlogError) return kLogLevelError;
   return kLogLevelCritical;
+}
+
+ProcessPlacement PlacementFromEnvironment() {
+  const auto env_int = [](const char* name, int fallback) {
+    const char* v = std::getenv(name);
+    int out = fallback;
+    return v != nullptr && absl::SimpleAtoi(v, &out) ? out : fallback;
+  };
+  ProcessPlacement placement;
+  placement.process_index = env_int("RANK", 0);
+  placement.local_process_index = env_int("LOCAL_RANK", 0);
+  placement.node_rank = env_int("GROUP_RANK", 0);
+  placement.world_size = env_int("WORLD_SIZE", 1);
+  return placement;
+}
+
+absl::Status ApplyScriptLogLevel(const ProcessLogPolicy& policy,
+                                 const ProcessPlacement& placement) {
+  const int start = ShouldLog(policy, placement) ? kLogLevelInfo : CurrentLogLevel();
+  ASSIGN_OR_RETURN(const int level, ProcessLogLevel(policy, placement, start));
+  return ApplyLogLevel(level);
 }
 
 }  // namespace loom::logging

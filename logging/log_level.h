@@ -86,6 +86,17 @@ absl::Status ApplyLogLevel(int level);
 // The level glog's flags now express: 10, 20, 30, 40 or 50. (glog starts at INFO, i.e. 20.)
 int CurrentLogLevel();
 
+// This process's place from torchrun's environment (RANK, LOCAL_RANK, GROUP_RANK, WORLD_SIZE;
+// one process when they are unset), for code that logs before the process group exists.
+ProcessPlacement PlacementFromEnvironment();
+
+// The example scripts' set-up (transformers 4.38 examples/pytorch/text-classification/run_glue.py:
+// set_verbosity_info() when training_args.should_log, then get_process_log_level()): a process
+// that ShouldLog starts from info, then ProcessLogLevel applies — so by default the main process
+// logs at info and the replicas at warning (their argument dumps are not printed).
+absl::Status ApplyScriptLogLevel(const ProcessLogPolicy& policy,
+                                 const ProcessPlacement& placement);
+
 }  // namespace loom::logging
 
 #endif  // LOOM_LOGGING_LOG_LEVEL_H_

@@ -248,5 +248,41 @@ TEST_F(ApplyLogLevelTest, GlogHonoursTheLevel) {
   EXPECT_THAT(out, AllOf(HasSubstr("info-line"), Not(HasSubstr("debug-line"))));
 }
 
+// The example scripts' rule (HF run_glue.py): the main process at info, replicas at
+// log_level_replica, whatever glog's level was before.
+TEST_F(ApplyLogLevelTest, ScriptLevelIsInfoOnMainAndWarningOnReplicas) {
+  ProcessLogPolicy policy;  // HF's defaults: passive, warning, log_on_each_node
+  ASSERT_THAT(ApplyLogLevel(kLogLevelError), IsOk());
+  ASSERT_THAT(ApplyScriptLogLevel(policy, {.process_index = 0, .world_size = 2}), IsOk());
+  EXPECT_EQ(CurrentLogLevel(), kLogLevelInfo);
+  ASSERT_THAT(ApplyScriptLogLevel(policy, {.process_index = 1, .local_process_index = 1,
+                                           .world_size = 2}),
+              IsOk());
+  EXPECT_EQ(CurrentLogLevel(), kLogLevelWarning);
+  policy.log_level = "error";
+  ASSERT_THAT(ApplyScriptLogLevel(policy, {}), IsOk());
+  EXPECT_EQ(CurrentLogLevel(), kLogLevelError);
+}
+
+TEST(PlacementFromEnvironmentTest, ReadsTorchrunsVariables) {
+  unsetenv("RANK");
+  unsetenv("LOCAL_RANK");
+  unsetenv("GROUP_RANK");
+  unsetenv("WORLD_SIZE");
+  ProcessPlacement one = PlacementFromEnvironment();
+  EXPECT_EQ(one.process_index, 0);
+  EXPECT_EQ(one.world_size, 1);
+  setenv("RANK", "3", 1);
+  setenv("LOCAL_RANK", "1", 1);
+  setenv("GROUP_RANK", "1", 1);
+  setenv("WORLD_SIZE", "4", 1);
+  ProcessPlacement p = PlacementFromEnvironment();
+  EXPECT_EQ(p.process_index, 3);
+  EXPECT_EQ(p.local_process_index, 1);
+  EXPECT_EQ(p.node_rank, 1);
+  EXPECT_EQ(p.world_size, 4);
+  for (const char* v : {"RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE"}) unsetenv(v);
+}
+
 }  // namespace
 }  // namespace loom::logging

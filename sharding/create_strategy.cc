@@ -28,7 +28,7 @@ absl::Status FsdpNotYet(const std::string& what, const std::string& fix) {
 
 }  // namespace
 
-absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched) {
+absl::Status CheckFsdp(const args::TrainingArguments& args) {
   if (args.fsdp_size() == 0) return absl::OkStatus();
   // HF's Trainer.__init__ (transformers 4.41).
   if (args.has_deepspeed() && !args.deepspeed().empty()) {
@@ -36,11 +36,8 @@ absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched) {
         "Using --fsdp xxx together with --deepspeed is not possible, deactivate one of those "
         "flags.");
   }
-  if (!launched) {
-    return absl::InvalidArgumentError(
-        "Using fsdp only works in distributed training. (--fsdp: launch the script with "
-        "//tools:launch, e.g. --nproc_per_node 2)");
-  }
+  // HF refuses --fsdp outside distributed training ("Using fsdp only works in distributed
+  // training."); loom runs it: one process is FSDP over a world of one.
   RETURN_IF_ERROR_CTX(args::FsdpConfigOf(args).status(), "--fsdp_config");
   return absl::OkStatus();
 }
@@ -100,7 +97,7 @@ class DeepSpeedFactory : public StrategyFactory {
   absl::StatusOr<std::unique_ptr<ShardingStrategy>> Create(
       const StrategyOptions& o) const override {
     // HF refuses --fsdp with --deepspeed (CheckFsdp says so).
-    if (o.args->fsdp_size() > 0) RETURN_IF_ERROR(CheckFsdp(*o.args, /*launched=*/true));
+    if (o.args->fsdp_size() > 0) RETURN_IF_ERROR(CheckFsdp(*o.args));
     std::optional<DeepSpeedPlan> own_plan;
     const DeepSpeedPlan* plan = o.deepspeed;
     if (plan == nullptr) {
@@ -150,8 +147,11 @@ class FsdpFactory : public StrategyFactory {
   absl::StatusOr<std::unique_ptr<ShardingStrategy>> Create(
       const StrategyOptions& o) const override {
     const args::TrainingArguments& args = *o.args;
-    const bool launched = o.process_group != nullptr || std::getenv("LOCAL_RANK") != nullptr;
-    RETURN_IF_ERROR(CheckFsdp(args, launched));
+    RETURN_IF_ERROR(CheckFsdp(args));
+    if (o.process_group == nullptr || o.process_group->world_size() == 1) {
+      LOG(WARNING) << "--fsdp on one process: a world of one rank, so every parameter stays "
+                      "whole on it; launch with //tools:launch --nproc_per_node N to shard";
+    }
     // no_shard: FSDP's NO_SHARD keeps every parameter, gradient and state on every rank.
     if (Has(args, "no_shard")) return CreateReplicated(o);
     ASSIGN_OR_RETURN(args::FsdpConfig cfg, args::FsdpConfigOf(args), "--fsdp_config");

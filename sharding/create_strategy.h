@@ -46,9 +46,10 @@ absl::StatusOr<std::shared_ptr<const StrategyFactory>> ResolveStrategyFactory(
 absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateStrategy(const StrategyOptions& options);
 
 // HF's --fsdp rules (transformers 4.38 `Trainer.__init__` / `TrainingArguments.__post_init__`),
-// for a script to check before any work: --fsdp with --deepspeed, --fsdp in a process not
-// started by a launcher (`launched` false), a bad --fsdp_config. OK without --fsdp.
-absl::Status CheckFsdp(const args::TrainingArguments& args, bool launched);
+// for a script to check before any work: --fsdp with --deepspeed, a bad --fsdp_config. OK
+// without --fsdp. Unlike HF, --fsdp in a process not started by a launcher is not refused: it
+// trains as FSDP over one rank (the "fsdp" factory logs that nothing is sharded).
+absl::Status CheckFsdp(const args::TrainingArguments& args);
 
 }  // namespace loom::sharding
 

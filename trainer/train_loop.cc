@@ -12,6 +12,7 @@
 #include "glog/logging.h"
 #include "rng/rng_state.h"
 #include "runtime/strategy_setup.h"
+#include "sharding/strategy.h"
 #include "trainer/checkpoint_io.h"
 #include "trainer/neftune.h"
 #include "trainer/trainer.h"
@@ -182,8 +183,12 @@ absl::Status Trainer::SetUpTraining(const TrainingPlan& plan) {
                                            .deepspeed = deepspeed_ ? &*deepspeed_ : nullptr,
                                            .factory = options_.strategy_factory}),
                    "setting up data parallelism");
+  const sharding::ModelStateBytes bytes = strategy_->StateBytes();
   LOG(INFO) << "data parallelism: " << strategy_->Name()
-            << "; model state on this rank: " << strategy_->StateBytes().Describe();
+            << "; model state on this rank: " << bytes.Describe()
+            << (bytes.optimizer_states == 0 ? " (the optimizer allocates its states at the first "
+                                              "step; their size is logged then)"
+                                            : "");
   return absl::OkStatus();
 }
 
@@ -387,6 +392,10 @@ absl::Status Trainer::TrainMicroBatch(data::Batch& batch, int64_t step, bool clo
   if (stepped && !lr_scheduler_->steps_on_metric()) lr_scheduler_->Step();
   strategy_->ZeroGrad();
   state_.global_step += 1;
+  if (state_.global_step == 1) {
+    LOG(INFO) << "model state on this rank after the first step: "
+              << strategy_->StateBytes().Describe();
+  }
   return absl::OkStatus();
 }
 

@@ -25,6 +25,8 @@
 #include "glog/logging.h"
 #include "glue/data_files.h"
 #include "glue/tasks.h"
+#include "hub/hub_config.h"
+#include "logging/log_level.h"
 #include "hub/repository.h"
 #include "models/bert/pretrained.h"
 #include "runtime/parallel_context.h"
@@ -58,6 +60,29 @@ bool IsDirectory(const std::string& path) {
 int EnvInt(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v == nullptr || *v == '\0' ? fallback : std::atoi(v);
+}
+
+// A --model_name_or_path / --config_name / --tokenizer_name that names nothing on this machine:
+// NotFound saying that loom reads local folders only (a Hub id such as bert-base-uncased is not
+// downloaded), before anything else is logged.
+absl::Status CheckModelPaths(const ModelArguments& m) {
+  const std::pair<const char*, const std::string*> paths[] = {
+      {"--model_name_or_path", m.has_model_name_or_path() ? &m.model_name_or_path() : nullptr},
+      {"--config_name", m.has_config_name() ? &m.config_name() : nullptr},
+      {"--tokenizer_name", m.has_tokenizer_name() ? &m.tokenizer_name() : nullptr}};
+  for (const auto& [flag, path] : paths) {
+    if (path == nullptr || std::filesystem::exists(*path)) continue;
+    const bool hub_id = hub::IsHubRepoId(*path);
+    return absl::NotFoundError(absl::StrCat(
+        flag, " ", *path, ": no such model folder",
+        hub_id ? " (it looks like a Hugging Face Hub id; loom does not download)"
+               : " (loom does not download)",
+        ". Pass a local folder holding config.json, the weights (model.safetensors or "
+        "pytorch_model.bin) and the tokenizer files, e.g. one written by save_pretrained or by "
+        "`huggingface-cli download ", hub_id ? *path : std::string("MODEL_ID"),
+        " --local-dir DIR`."));
+  }
+  return absl::OkStatus();
 }
 
 // DataTrainingArguments.__post_init__ plus loom's local-files-only rules.
@@ -243,6 +268,7 @@ absl::StatusOr<bool> ResolveArguments(const ModelArguments& m, DataTrainingArgum
     d->set_task_name("sst2");
     d->set_data_dir(t->output_dir() + "/synthetic_data");
   }
+  RETURN_IF_ERROR(CheckModelPaths(m));
   RETURN_IF_ERROR(ValidateArguments(m, d, *t));
   ASSIGN_OR_RETURN(std::vector<std::string> warnings, args::PostInit(t));
   for (const std::string& w : warnings) LOG(WARNING) << w;
@@ -253,14 +279,21 @@ absl::StatusOr<bool> ResolveArguments(const ModelArguments& m, DataTrainingArgum
 // and HF's setup log lines.
 absl::Status SetUpRun(const ModelArguments& m, const DataTrainingArguments& d,
                       const args::TrainingArguments& t) {
+  // HF's run_glue.py: the main process logs at info, replicas at log_level_replica (warning),
+  // so a launched run prints its arguments once.
+  RETURN_IF_ERROR(logging::ApplyScriptLogLevel(
+      {.log_level = t.log_level(),
+       .log_level_replica = t.log_level_replica(),
+       .log_on_each_node = t.log_on_each_node()},
+      logging::PlacementFromEnvironment()));
   // The Trainer decides the same way; its errors, e.g. --fp16 on a CPU, stop the run here.
   ASSIGN_OR_RETURN(const runtime::RunSetup setup,
                    runtime::ResolveRunSetup(t, EnvInt("LOCAL_RANK", 0), EnvInt("WORLD_SIZE", 1)));
   // A --deepspeed config loom cannot train with stops here too (the Trainer plans it again
   // with the model's hidden size and the step count).
   RETURN_IF_ERROR(sharding::PreCheckDeepSpeed(t, EnvInt("WORLD_SIZE", 1)));
-  // --fsdp: HF's rules (with --deepspeed, outside a launcher) and what loom lacks, likewise.
-  RETURN_IF_ERROR(sharding::CheckFsdp(t, std::getenv("LOCAL_RANK") != nullptr));
+  // --fsdp: HF's rules (not with --deepspeed) and what loom lacks, likewise.
+  RETURN_IF_ERROR(sharding::CheckFsdp(t));
   // The thread counts hold from here on (tokenizing too); the Trainer logs them.
   RETURN_IF_ERROR(threads::ApplyThreadPlan(setup.threads));
   LOG(WARNING) << "Process rank: " << EnvInt("LOCAL_RANK", -1) << ", device: " << setup.device.str()

@@ -31,6 +31,9 @@ awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; exit !(d < 1e-6 && d > -1e-6) }' ||
   fail "eval_loss: 1 process $a, 2 ranks $b"
 cmp "$T/eval1/predict_results_sst2.txt" "$T/eval2/predict_results_sst2.txt" || fail "predictions differ"
 [[ $(wc -l < "$T/eval2/predict_results_sst2.txt") -eq 501 ]] || fail "predict rows"
+# Replicas log at warning (HF's log_level_replica): the arguments are printed once, by rank 0.
+n=$(grep -c "Training/evaluation parameters" "$T/eval2.log" || true)
+[[ $n -eq 1 ]] || fail "the argument dump was printed $n times by 2 ranks (want once)"
 echo "ok: 2-rank eval == 1 process (eval_accuracy $(get "$T/eval2/eval_results.json" eval_accuracy), eval_loss $a vs $b)"
 
 # Dynamic padding (sequence lengths differ per rank: inputs are padded across ranks with -100

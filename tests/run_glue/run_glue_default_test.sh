@@ -63,3 +63,24 @@ expect_error '`validation_file` should have the same extension' --output_dir "$e
 expect_error "Need either a GLUE task or a test file for \`do_predict\`" --output_dir "$e" --train_file a.csv --validation_file b.csv --do_predict
 expect_error "--output_dir is required" --model_name_or_path "$out" --task_name sst2 --data_dir "$out/synthetic_data"
 echo "run_glue_default_test: PASS (eval_accuracy $acc)"
+
+# `--fsdp full_shard` on one process (HF refuses it outside distributed training): FSDP over a
+# world of one rank, with a note saying so; it trains as the plain single process does.
+"$bin" --output_dir "$TEST_TMPDIR/plain1" --num_train_epochs 1 > "$TEST_TMPDIR/plain1.log" 2>&1 ||
+  { cat "$TEST_TMPDIR/plain1.log"; fail "1-epoch run"; }
+"$bin" --output_dir "$TEST_TMPDIR/fsdp1" --num_train_epochs 1 --fsdp full_shard \
+  > "$TEST_TMPDIR/fsdp1.log" 2>&1 || { cat "$TEST_TMPDIR/fsdp1.log"; fail "--fsdp full_shard on one process"; }
+grep -q -- "--fsdp on one process: a world of one rank" "$TEST_TMPDIR/fsdp1.log" || fail "no one-process FSDP note"
+a=$(sed -n 's/.*"eval_loss": \([0-9.e-]*\).*/\1/p' "$TEST_TMPDIR/plain1/eval_results.json")
+b=$(sed -n 's/.*"eval_loss": \([0-9.e-]*\).*/\1/p' "$TEST_TMPDIR/fsdp1/eval_results.json")
+[[ -n $a && -n $b ]] || fail "eval_loss missing: '$a' '$b'"
+awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; exit !(d < 1e-5 && d > -1e-5) }' ||
+  fail "one-process FSDP eval_loss $b vs plain $a"
+echo "ok: --fsdp full_shard on one process trains as one process (eval_loss $b vs $a)"
+
+# The model-state line: before the first step the optimizer's states do not exist yet (said so),
+# after it their size is logged.
+grep -q "model state on this rank: .*optimizer states 0 B.*allocates its states at the first step" "$TEST_TMPDIR/plain1.log" ||
+  fail "no start-up model-state line with the first-step note"
+grep -q "model state on this rank after the first step: .*optimizer states [1-9]" "$TEST_TMPDIR/plain1.log" ||
+  fail "no model-state line after the first step"

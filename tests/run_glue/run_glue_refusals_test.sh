@@ -75,10 +75,16 @@ expect_refusal "zero_allow_untested_optimizer" --deepspeed '{"zero_optimization"
 expect_refusal "--lr_scheduler_type cosine" --lr_scheduler_type cosine --deepspeed '{"scheduler": {"type": "WarmupLR"}}'
 expect_refusal "ds gradient_clipping=2.0 vs hf max_grad_norm=1.0" --deepspeed '{"gradient_clipping": 2.0}'
 expect_refusal "\"bf16\": {\"enabled\": \"auto\"}" --bf16 --deepspeed '{"zero_optimization": {"stage": 2}}'
+# A remote with a password in it: refused before the argument dump, which never echoes it.
+expect_refusal "the remote URL carries credentials" --push_to_hub --hub_model_id https://me:s3cret@127.0.0.1/r.git
+grep -q s3cret "$TEST_TMPDIR/err.txt" && fail "a --hub_model_id password was printed"
+# A model folder that does not exist (or a Hub id): said first — loom does not download.
+expect_refusal "--model_name_or_path /no/such/bert: no such model folder (loom does not download)" --model_name_or_path /no/such/bert --task_name sst2 --data_dir /tmp
+expect_refusal "--model_name_or_path bert-base-uncased: no such model folder (it looks like a Hugging Face Hub id; loom does not download)" --model_name_or_path bert-base-uncased --task_name sst2 --data_dir /tmp
+grep -q "Training/evaluation parameters" "$TEST_TMPDIR/err.txt" && fail "the missing model folder was reported after the argument dump"
 expect_refusal "At most one of --fp16 and --bf16" --bf16 --fp16
 expect_refusal "--fp16 with --half_precision_backend apex" --fp16 --half_precision_backend apex
 # --fsdp: HF's rules (transformers 4.41 TrainingArguments.__post_init__), before any work.
-expect_refusal "Using fsdp only works in distributed training." --fsdp full_shard
 expect_refusal "Using --fsdp xxx together with --deepspeed is not possible, deactivate one of those flags." --fsdp full_shard --deepspeed '{"zero_optimization": {"stage": 2}}'
 expect_refusal "--hub_private_repo: --hub_model_id file:///x.git is a git URL or path" --push_to_hub --hub_model_id file:///x.git --hub_private_repo
 expect_refusal "--gradient_checkpointing_kwargs: unknown key \"debug\"" --gradient_checkpointing --gradient_checkpointing_kwargs '{"debug": true}'
