@@ -44,7 +44,9 @@
 //           for the mixed precision.
 //   Not mapped (launcher-level or no TrainingArguments equivalent): num_processes, num_machines,
 //   machine_rank, main_process_ip/port, gpu_ids, rdzv_backend, same_network, downcast_bf16,
-//   main_training_function, compute_environment, tpu_*, fsdp_state_dict_type, zero3_init_flag.
+//   main_training_function, compute_environment, tpu_*, zero3_init_flag.
+//   fsdp_state_dict_type: FULL_STATE_DICT is what loom writes (no flag); LOCAL_STATE_DICT and
+//   SHARDED_STATE_DICT are refused by ImpliedTrainingArgumentsFlags (Unimplemented).
 //
 // Example:
 //   std::vector<std::string> warnings;

@@ -19,6 +19,16 @@ using json = nlohmann::ordered_json;
 constexpr int64_t kDefaultMinNumParams = 100000000;
 
 absl::Status FsdpFlags(const AccelerateFsdpConfig& f, std::vector<std::string>* flags) {
+  // loom saves an FSDP run's weights whole (accelerate's FULL_STATE_DICT); the per-rank layouts
+  // of LOCAL_STATE_DICT and SHARDED_STATE_DICT are not written, so asking for one is refused.
+  if (f.state_dict_type.has_value() && *f.state_dict_type != FsdpStateDictType::kFullStateDict) {
+    return absl::UnimplementedError(absl::StrCat(
+        "fsdp_config.fsdp_state_dict_type: ",
+        *f.state_dict_type == FsdpStateDictType::kShardedStateDict ? "SHARDED_STATE_DICT"
+                                                                   : "LOCAL_STATE_DICT",
+        " is not implemented in loom yet; use FULL_STATE_DICT (the model saved whole, which "
+        "is what loom writes)"));
+  }
   const FsdpShardingStrategy strategy = f.sharding_strategy;
   std::vector<std::string> options = {absl::AsciiStrToLower(ShardingStrategyName(strategy))};
   if (f.offload_params) {

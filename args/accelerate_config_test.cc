@@ -375,5 +375,23 @@ TEST(AccelerateConfigErrorsTest, MappingRejectsWhatHfRejects) {
                        HasSubstr("fsdp_config.fsdp_cpu_ram_efficient_loading")));
 }
 
+// fsdp_state_dict_type: the full state dict is what loom writes; the sharded layouts are
+// refused, never accepted and ignored.
+TEST(AccelerateConfigErrorsTest, OnlyTheFullStateDictIsAccepted) {
+  AccelerateConfig c;
+  c.distributed_type = DistributedType::kFsdp;
+  c.fsdp_config.emplace();
+  c.fsdp_config->state_dict_type = FsdpStateDictType::kFullStateDict;
+  EXPECT_OK(ImpliedTrainingArgumentsFlags(c).status());
+  c.fsdp_config->state_dict_type = FsdpStateDictType::kShardedStateDict;
+  EXPECT_THAT(ImpliedTrainingArgumentsFlags(c).status(),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("fsdp_config.fsdp_state_dict_type: SHARDED_STATE_DICT is not "
+                                 "implemented in loom yet; use FULL_STATE_DICT")));
+  c.fsdp_config->state_dict_type = FsdpStateDictType::kLocalStateDict;
+  EXPECT_THAT(ImpliedTrainingArgumentsFlags(c).status(),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("LOCAL_STATE_DICT")));
+}
+
 }  // namespace
 }  // namespace loom::args
