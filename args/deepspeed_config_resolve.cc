@@ -3,6 +3,7 @@
 // phase so both always agree. Also the Python-semantics helpers the mismatch messages need.
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -318,11 +319,19 @@ absl::Status TrainerDeepSpeedConfig::TrainerConfigFinalize(const TrainingArgumen
 
 absl::Status TrainerDeepSpeedConfig::CheckMismatches() const {
   if (mismatches_.empty()) return absl::OkStatus();
+  // The documents' fp16 configs: --fp16 is CUDA only, so on a CPU the config itself must change.
+  const bool fp16 = std::any_of(mismatches_.begin(), mismatches_.end(), [](const std::string& m) {
+    return absl::StartsWith(m, "- ds fp16.enabled=");
+  });
   return absl::InvalidArgumentError(absl::StrCat(
       "Please correct the following DeepSpeed config values that mismatch TrainingArguments "
       "values:\n",
       absl::StrJoin(mismatches_, "\n"),
-      "\nThe easiest method is to set these DeepSpeed config values to 'auto'."));
+      "\nThe easiest method is to set these DeepSpeed config values to 'auto'.",
+      fp16 ? "\nfp16 (and --fp16) trains on CUDA only. On a CPU, replace the config's \"fp16\" "
+             "section with \"bf16\": {\"enabled\": \"auto\"} and pass --bf16 (ZeRO stages 0-2), "
+             "or set \"fp16\": {\"enabled\": false} to train in fp32 (any stage)."
+           : ""));
 }
 
 absl::Status TrainerDeepSpeedConfig::CheckAdafactor(const TrainingArguments& args) const {

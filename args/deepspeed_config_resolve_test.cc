@@ -294,7 +294,11 @@ TEST(DeepSpeedResolveTest, ManualConfigConflictsListEveryKey) {
                "- ds scheduler.params.warmup_max_lr=3e-05 vs hf learning_rate=5e-05\n"
                "- ds fp16.enabled=True vs hf fp16|fp16_full_eval+fp16_backend(amp)=False\n"
                "- ds scheduler.params.warmup_num_steps=500 vs hf warmup_steps=0\n"
-               "The easiest method is to set these DeepSpeed config values to 'auto'."));
+               "The easiest method is to set these DeepSpeed config values to 'auto'."
+               // loom's advice for the documents' fp16 configs, after HF's message.
+               "\nfp16 (and --fp16) trains on CUDA only. On a CPU, replace the config's \"fp16\" section "
+               "with \"bf16\": {\"enabled\": \"auto\"} and pass --bf16 (ZeRO stages 0-2), or set "
+               "\"fp16\": {\"enabled\": false} to train in fp32 (any stage)."));
   EXPECT_THAT(ds.CheckMismatches(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("warmup_num_steps=500")));
 }
@@ -340,7 +344,10 @@ TEST(DeepSpeedResolveTest, EveryConflictIsListed) {
           "- ds bf16.enabled=True vs hf bf16|bf16_full_eval=False\n"
           "- ds scheduler.params.total_num_steps=10 vs hf num_training_steps (calculated)=1000\n"
           "- ds scheduler.params.warmup_num_steps=500 vs hf warmup_steps=0\n"
-          "The easiest method is to set these DeepSpeed config values to 'auto'."));
+          "The easiest method is to set these DeepSpeed config values to 'auto'."
+          "\nfp16 (and --fp16) trains on CUDA only. On a CPU, replace the config's \"fp16\" section "
+          "with \"bf16\": {\"enabled\": \"auto\"} and pass --bf16 (ZeRO stages 0-2), or set "
+          "\"fp16\": {\"enabled\": false} to train in fp32 (any stage)."));
 }
 
 TEST(DeepSpeedResolveTest, MatchingManualConfigPasses) {

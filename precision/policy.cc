@@ -37,7 +37,12 @@ absl::Status CheckFp16Device(const args::TrainingArguments& a, const PrecisionEn
       ": FP16 Mixed precision training with AMP or APEX (`--fp16`) and FP16 half precision "
       "evaluation (`--fp16_full_eval`) can only be used on CUDA or NPU devices or certain XPU "
       "devices (with IPEX). This process trains on cpu (a CPU-only LibTorch, or --use_cpu); "
-      "use --bf16 (or --bf16_full_eval) for 16-bit training on CPU."));
+      "use --bf16 (or --bf16_full_eval) for 16-bit training on CPU.",
+      a.deepspeed().empty()
+          ? ""
+          : " With --deepspeed, replace the config's \"fp16\" section with \"bf16\": "
+            "{\"enabled\": \"auto\"} too (ZeRO stages 0-2), or set \"fp16\": {\"enabled\": "
+            "false} and train in fp32."));
 }
 
 absl::Status CheckBf16Gpu(const args::TrainingArguments& a, const PrecisionEnvironment& env) {

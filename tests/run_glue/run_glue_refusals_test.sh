@@ -53,6 +53,10 @@ expect_refusal() {
 expect_refusal "--deepspeed: DeepSpeed config: cannot open '/nonexistent.json'" --deepspeed /nonexistent.json
 expect_refusal "--deepspeed: DeepSpeed config <inline JSON>: not valid JSON" --deepspeed '{bad'
 expect_refusal "- ds fp16.enabled=True vs hf fp16|fp16_full_eval+fp16_backend(amp)=False" --deepspeed '{"fp16": {"enabled": true}}'
+# The documents' fp16 configs on a CPU: each refusal says what to change in the config.
+expect_refusal 'On a CPU, replace the config'"'"'s "fp16" section with "bf16": {"enabled": "auto"} and pass --bf16' --deepspeed '{"fp16": {"enabled": true}}'
+expect_refusal 'With --deepspeed, replace the config'"'"'s "fp16" section with "bf16"' --fp16 --deepspeed '{"fp16": {"enabled": true}}'
+expect_refusal 'On a CPU, replace the config'"'"'s "fp16" section' --bf16 --deepspeed '{"fp16": {"enabled": true}, "zero_optimization": {"stage": 2}}'
 # --deepspeed configs loom cannot train with (sharding/zero/deepspeed_plan.h), each naming the key.
 expect_refusal "bf16.enabled: bf16 weights with ZeRO stage 3" --bf16 --deepspeed '{"bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 3}}'
 expect_refusal "zero_optimization.offload_optimizer.nvme_path" --deepspeed '{"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/no/such/nvme"}}}' --optim adamw_torch_fused
