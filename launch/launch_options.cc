@@ -1,10 +1,14 @@
 #include "launch/launch_options.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -356,6 +360,35 @@ std::vector<std::pair<std::string, std::string>> RankEnvironment(const LaunchOpt
   }
   env.insert(env.end(), options.extra_env.begin(), options.extra_env.end());
   return env;
+}
+
+absl::StatusOr<std::string> ResolveProgramLabel(const std::string& program,
+                                                const std::string& runfiles_dir) {
+  if (!absl::StartsWith(program, "//")) return program;
+  std::string label = program.substr(2);
+  const size_t colon = label.find(':');
+  const std::string package = label.substr(0, colon);
+  const std::string name = colon == std::string::npos
+                               ? package.substr(package.rfind('/') + 1)
+                               : label.substr(colon + 1);
+  const bool valid =
+      !package.empty() && !name.empty() && absl::StrContains(label, "..") == false &&
+      std::all_of(label.begin(), label.end(), [](char c) {
+        return absl::ascii_isalnum(c) || c == '_' || c == '-' || c == '/' || c == ':' || c == '.';
+      });
+  if (!valid) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PROGRAM ", program, ": not a Bazel label of a program (//package:name)"));
+  }
+  const std::string path = absl::StrCat(runfiles_dir, "/loom/", package, "/", name);
+  if (::access(path.c_str(), X_OK) != 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "PROGRAM ", program, ": the launcher does not carry it (it carries //examples/glue:run_glue, "
+        "//examples/synthetic:run_synthetic, //examples:nlp_example, "
+        "//examples:accelerate_tutorial and //examples:accelerate_tutorial_plain when started "
+        "with `./bazelw run //tools:launch -- ...`); build the program and pass its path instead"));
+  }
+  return path;
 }
 
 }  // namespace loom::launch

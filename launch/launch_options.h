@@ -33,6 +33,11 @@
 // cores than ranks, and tells loom programs the value is the launcher's, not the user's:
 // threads/thread_plan.h); then LaunchOptions::extra_env. TORCHELASTIC_* variables are not set.
 //
+// PROGRAM may also be the Bazel label of a program the launcher carries in its runfiles
+// (ResolveProgramLabel): `./bazelw run //tools:launch -- --nproc_per_node 2
+// //examples/glue:run_glue ...` builds that program with the launcher, in the same
+// configuration, so the command works whatever `bazel-bin` points at (e.g. after an opt build).
+//
 // Example:
 //   ASSIGN_OR_RETURN(LaunchOptions options, ParseLaunchCommandLine(args));
 //   for (int local = 0; local < options.nproc_per_node; ++local)
@@ -109,6 +114,13 @@ bool ShowsOutput(const LaunchOptions& options, int local_rank);
 
 // The --help text.
 std::string LaunchUsage();
+
+// `program` when it is not a label ("//..."); otherwise the path of the labelled program in
+// `runfiles_dir` (the launcher's runfiles: `//pkg:name` is runfiles_dir/loom/pkg/name, `//pkg`
+// is //pkg:<last folder of pkg>). InvalidArgument for a malformed label; NotFound naming the
+// label and the programs to choose from when the runfiles do not hold it.
+absl::StatusOr<std::string> ResolveProgramLabel(const std::string& program,
+                                                const std::string& runfiles_dir);
 
 }  // namespace loom::launch
 

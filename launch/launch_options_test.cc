@@ -1,5 +1,7 @@
 #include "launch/launch_options.h"
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +13,7 @@
 namespace loom::launch {
 namespace {
 
+using ::loom::base::testing::IsOkAndHolds;
 using ::loom::base::testing::StatusIs;
 using ::testing::Contains;
 using ::testing::ElementsAre;
@@ -175,6 +178,24 @@ TEST(LaunchOptionsTest, RankEnvironment) {
   EXPECT_EQ(LauncherOmpNote(o, true, 16), "");
   ASSERT_OK_AND_ASSIGN(LaunchOptions single, Parse({"p"}));
   EXPECT_EQ(RankEnvironment(single, 0, /*omp_num_threads_set=*/false).size(), 7u);
+}
+
+TEST(ResolveProgramLabelTest, LabelsAreTheLaunchersRunfiles) {
+  const std::string runfiles = ::testing::TempDir() + "/launch.runfiles";
+  std::filesystem::create_directories(runfiles + "/loom/examples/glue");
+  const std::string program = runfiles + "/loom/examples/glue/run_glue";
+  std::ofstream(program) << "#!/bin/sh\n";
+  std::filesystem::permissions(program, std::filesystem::perms::owner_all);
+  EXPECT_THAT(ResolveProgramLabel("//examples/glue:run_glue", runfiles), IsOkAndHolds(program));
+  EXPECT_THAT(ResolveProgramLabel("//examples/glue:glue", runfiles),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("PROGRAM //examples/glue:glue: the launcher does not carry it")));
+  EXPECT_THAT(ResolveProgramLabel("bazel-bin/x/y", runfiles), IsOkAndHolds("bazel-bin/x/y"));
+  EXPECT_THAT(ResolveProgramLabel("./run_glue", runfiles), IsOkAndHolds("./run_glue"));
+  EXPECT_THAT(ResolveProgramLabel("//../etc:passwd", runfiles),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a Bazel label")));
+  EXPECT_THAT(ResolveProgramLabel("//a b:c", runfiles),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a Bazel label")));
 }
 
 }  // namespace

@@ -62,6 +62,15 @@ int main(int argc, char** argv) {
     }
     options.master_port = *port;
   }
+  // A Bazel label names a program the launcher carries (`./bazelw run //tools:launch -- ...
+  // //examples/glue:run_glue`): its runfiles path, found before leaving the run folder.
+  const char* runfiles = getenv("RUNFILES_DIR");
+  absl::StatusOr<std::string> program = loom::launch::ResolveProgramLabel(
+      options.program, runfiles != nullptr
+                           ? std::string(runfiles)
+                           : std::filesystem::absolute(std::string(argv[0]) + ".runfiles").string());
+  if (!program.ok()) return Fail(program.status(), 2);
+  options.program = *program;
   // Under `bazel run`, PROGRAM and its relative paths are meant from the user's directory.
   if (const char* dir = getenv("BUILD_WORKING_DIRECTORY"); dir != nullptr && chdir(dir) != 0) {
     perror("launch: chdir to BUILD_WORKING_DIRECTORY");
