@@ -8,7 +8,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "base/status_macros.h"
+#include "glog/logging.h"
+#include "hub/hub_config.h"
 
 namespace loom::hub {
 namespace fs = std::filesystem;
@@ -30,6 +33,40 @@ std::string ReadText(const fs::path& p) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// The branch `git ls-remote --symref origin HEAD` names ("ref: refs/heads/<b>\tHEAD"), "" when
+// the remote's HEAD does not resolve (an empty repository).
+absl::StatusOr<std::string> AdvertisedHead(const Git& git) {
+  ASSIGN_OR_RETURN(GitResult listed, git.Run({"ls-remote", "--symref", "origin", "HEAD"}));
+  if (listed.exit_code != 0) return std::string();
+  for (absl::string_view line : absl::StrSplit(listed.output, '\n')) {
+    if (absl::ConsumePrefix(&line, "ref: refs/heads/") && absl::ConsumeSuffix(&line, "\tHEAD")) {
+      return std::string(line);
+    }
+  }
+  return std::string();
+}
+
+// The branch a plain `git clone` of the remote checks out: its HEAD; for an empty repository
+// its unborn HEAD (`git init --bare` gives master or init.defaultBranch), learnt by cloning the
+// empty remote into .git/ (git advertises unborn HEADs to clone, not to ls-remote); "main" — the
+// Hub's — when neither says.
+absl::StatusOr<std::string> RemoteDefaultBranch(const Git& git, const std::string& remote,
+                                                const fs::path& folder) {
+  ASSIGN_OR_RETURN(std::string head, AdvertisedHead(git));
+  if (!head.empty()) return head;
+  const fs::path probe = folder / ".git" / "loom-remote-head";
+  std::error_code ec;
+  fs::remove_all(probe, ec);
+  ASSIGN_OR_RETURN(GitResult cloned, git.Run({"clone", "-q", "--bare", remote, probe.string()}));
+  if (cloned.exit_code == 0) {
+    ASSIGN_OR_RETURN(GitResult ref, Git(probe.string(), std::nullopt)
+                                        .Run({"symbolic-ref", "--short", "HEAD"}));
+    head = ref.exit_code == 0 ? std::string(absl::StripAsciiWhitespace(ref.output)) : "";
+  }
+  fs::remove_all(probe, ec);
+  return head.empty() ? std::string("main") : head;
 }
 
 }  // namespace
@@ -54,25 +91,37 @@ absl::StatusOr<std::unique_ptr<HubRepository>> HubRepository::Open(const Reposit
           origin->exit_code == 0 ? current : "(none)", "', not ", remote,
           "; use an output_dir that is a clone of the Hub repository, or a new folder"));
     }
+    ASSIGN_OR_RETURN(GitResult branch, git.Run({"symbolic-ref", "--short", "HEAD"}));
+    repo->branch_ = branch.exit_code == 0 ? std::string(absl::StripAsciiWhitespace(branch.output))
+                                          : "main";
   } else {
     RETURN_IF_ERROR(git.Check({"init", "-q", "-b", "main"}, "creating the repository").status());
     RETURN_IF_ERROR(
         git.Check({"remote", "add", "origin", remote}, "setting the remote").status());
-    // A remote with history: start from its main branch (its files stay).
-    absl::StatusOr<GitResult> fetched = git.Run({"fetch", "-q", "origin", "main"});
-    if (!fetched.ok()) return fetched.status();
-    if (fetched->exit_code == 0) {
-      RETURN_IF_ERROR(git.Check({"reset", "-q", "origin/main"}, "starting from the remote's "
-                                                                   "main branch")
-                          .status());
-      RETURN_IF_ERROR(git.Check({"branch", "-q", "--set-upstream-to=origin/main"},
-                                "tracking the remote's main branch")
-                          .status());
-    }
+    RETURN_IF_ERROR(repo->StartFromRemoteBranch());
   }
   RETURN_IF_ERROR(git.Check({"lfs", "install", "--local"}, "installing git-lfs").status());
   RETURN_IF_ERROR(repo->WriteGitFiles());
   return repo;
+}
+
+absl::Status HubRepository::StartFromRemoteBranch() {
+  ASSIGN_OR_RETURN(branch_, RemoteDefaultBranch(git_, options_.remote_url, options_.folder));
+  if (branch_ != "main") {
+    RETURN_IF_ERROR(
+        git_.Check({"symbolic-ref", "HEAD", "refs/heads/" + branch_}, "naming the branch").status());
+  }
+  // A remote with history: start from its branch (its files stay).
+  ASSIGN_OR_RETURN(GitResult fetched, git_.Run({"fetch", "-q", "origin", branch_}));
+  if (fetched.exit_code != 0) return absl::OkStatus();
+  const std::string upstream = "origin/" + branch_;
+  RETURN_IF_ERROR(git_.Check({"reset", "-q", upstream},
+                             absl::StrCat("starting from the remote's ", branch_, " branch"))
+                      .status());
+  return git_
+      .Check({"branch", "-q", "--set-upstream-to=" + upstream},
+             absl::StrCat("tracking the remote's ", branch_, " branch"))
+      .status();
 }
 
 absl::Status HubRepository::WriteGitFiles() {
@@ -122,10 +171,14 @@ absl::StatusOr<bool> HubRepository::Commit(const std::string& message, const Pat
 
 absl::Status HubRepository::Push() {
   absl::Status pushed = git_
-                            .Check({"push", "-q", "--set-upstream", "origin", "HEAD:main"},
+                            .Check({"push", "-q", "--set-upstream", "origin", "HEAD:" + branch_},
                                    absl::StrCat("pushing to ", options_.remote_url))
                             .status();
-  if (!pushed.ok()) pushed.SetPayload(kPushFailedPayload, absl::Cord(options_.remote_url));
+  if (!pushed.ok()) {
+    pushed.SetPayload(kPushFailedPayload, absl::Cord(options_.remote_url));
+    return pushed;
+  }
+  LOG(INFO) << "Pushed branch " << branch_ << " to " << RedactUrlCredentials(options_.remote_url);
   return pushed;
 }
 

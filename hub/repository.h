@@ -4,17 +4,21 @@
 // (git.h says why).
 //
 // Contract:
-//   - Open(options): output_dir (made if missing) becomes a repository on branch main with
-//     origin = remote_url (without credentials): an existing repository must already have that
-//     origin (HF: "an existing output_dir must be a local clone of the repo"), else
-//     FailedPrecondition naming both. When the remote already has a main branch, the local
-//     branch starts from it (files the remote has and output_dir lacks are kept). git-lfs is
+//   - Open(options): output_dir (made if missing) becomes a repository with origin = remote_url
+//     (without credentials): an existing repository must already have that origin (HF: "an
+//     existing output_dir must be a local clone of the repo"), else FailedPrecondition naming
+//     both. Its branch is the remote's default one — the branch a plain `git clone` checks
+//     out: the remote's HEAD, or for an empty repository its unborn HEAD (`git init --bare`
+//     gives master), "main" (the Hub's) when the remote says nothing; an existing repository
+//     keeps its branch. When the remote already has that branch, the local branch starts from
+//     it (files the remote has and output_dir lacks are kept). git-lfs is
 //     installed in the repository; .gitattributes tracks the Hub's large/binary patterns with
 //     LFS (written unless present); .gitignore holds `ignore` (added to what is there).
 //   - Commit(message[, paths]): every change under output_dir (except what .gitignore
 //     excludes; removals are not committed) — or under `paths` — in one commit with
 //     `message`; false when nothing changed.
-//   - Push(): the commits to origin's main, the token through git.h's in-memory helper;
+//   - Push(): the commits to that branch of origin (logged: "Pushed branch B to URL"), the
+//     token through git.h's in-memory helper;
 //     on failure git's error naming the remote (never the token) with git's masked output,
 //     marked so that IsPushFailure(status) tells it from a local error.
 //
@@ -84,14 +88,17 @@ class HubRepository {
   absl::StatusOr<bool> Commit(const std::string& message) { return Commit(message, Paths()); }
   absl::Status Push();
   const std::string& remote_url() const { return options_.remote_url; }
+  const std::string& branch() const { return branch_; }
 
  private:
   explicit HubRepository(const RepositoryOptions& o)
       : options_(o), git_(o.folder, o.token, o.timeout_s) {}
+  absl::Status StartFromRemoteBranch();
   absl::Status WriteGitFiles();
 
   RepositoryOptions options_;
   Git git_;
+  std::string branch_ = "main";
 };
 
 }  // namespace loom::hub

@@ -111,6 +111,43 @@ TEST(RepositoryTest, RemoteWithHistoryKeepsItsFiles) {
   EXPECT_EQ(log, "Training in progress, epoch 1\ninitial commit\n");
 }
 
+// A remote made with a plain `git init --bare` (unborn HEAD master) or with history on another
+// default branch: loom pushes to the branch a plain `git clone` checks out.
+TEST(RepositoryTest, PushesToTheRemotesDefaultBranch) {
+  Git root("/", std::nullopt);
+  const std::string bare = Tmp() + "/master.git";
+  ASSERT_OK(root.Check({"-c", "init.defaultBranch=master", "init", "-q", "--bare", bare}, "init")
+                .status());
+  const fs::path out = Tmp() + "/out_master";
+  Write(out / "config.json", "{}\n");
+  ASSERT_OK_AND_ASSIGN(auto repo, HubRepository::Open(RepositoryOptions().set_folder(out)
+                                                          .set_remote_url("file://" + bare)));
+  EXPECT_EQ(repo->branch(), "master");
+  ASSERT_OK(repo->Commit("End of training").status());
+  ASSERT_OK(repo->Push());
+  const std::string clone = Tmp() + "/clone_master";
+  ASSERT_OK(root.Check({"clone", "-q", "file://" + bare, clone}, "clone").status());
+  EXPECT_EQ(Read(fs::path(clone) / "config.json"), "{}\n");
+  EXPECT_FALSE(fs::exists(out / ".git" / "loom-remote-head"));
+
+  // History on "trunk": started from it, pushed back to it.
+  const std::string trunk = Tmp() + "/trunk.git";
+  ASSERT_OK(root.Check({"init", "-q", "--bare", "-b", "trunk", trunk}, "init").status());
+  Git seeded(clone, std::nullopt);
+  ASSERT_OK(seeded.Check({"push", "-q", "file://" + trunk, "HEAD:trunk"}, "seed").status());
+  const fs::path out2 = Tmp() + "/out_trunk";
+  Write(out2 / "model.txt", "w\n");
+  ASSERT_OK_AND_ASSIGN(auto repo2, HubRepository::Open(RepositoryOptions().set_folder(out2)
+                                                           .set_remote_url("file://" + trunk)));
+  EXPECT_EQ(repo2->branch(), "trunk");
+  ASSERT_OK(repo2->Commit("Training in progress, epoch 1").status());
+  ASSERT_OK(repo2->Push());
+  const std::string clone2 = Tmp() + "/clone_trunk";
+  ASSERT_OK(root.Check({"clone", "-q", "file://" + trunk, clone2}, "clone").status());
+  EXPECT_EQ(Read(fs::path(clone2) / "config.json"), "{}\n");  // the remote's file kept
+  EXPECT_EQ(Read(fs::path(clone2) / "model.txt"), "w\n");
+}
+
 TEST(RepositoryTest, PushFailureNamesTheRemoteNotTheToken) {
   const std::string token = "hf_NotInAnyMessage42";
   const fs::path out = Tmp() + "/out3";
