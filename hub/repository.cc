@@ -59,14 +59,19 @@ absl::StatusOr<std::string> RemoteDefaultBranch(const Git& git, const std::strin
   const fs::path probe = folder / ".git" / "loom-remote-head";
   std::error_code ec;
   fs::remove_all(probe, ec);
-  ASSIGN_OR_RETURN(GitResult cloned, git.Run({"clone", "-q", "--bare", remote, probe.string()}));
+  // A remote that does not advertise its unborn HEAD (older protocols) leaves the clone on the
+  // local default branch: a sentinel default tells that case apart.
+  constexpr char kUnknown[] = "loom-remote-head-unknown";
+  ASSIGN_OR_RETURN(GitResult cloned,
+                   git.Run({"-c", absl::StrCat("init.defaultBranch=", kUnknown), "clone", "-q",
+                            "--bare", remote, probe.string()}));
   if (cloned.exit_code == 0) {
     ASSIGN_OR_RETURN(GitResult ref, Git(probe.string(), std::nullopt)
                                         .Run({"symbolic-ref", "--short", "HEAD"}));
     head = ref.exit_code == 0 ? std::string(absl::StripAsciiWhitespace(ref.output)) : "";
   }
   fs::remove_all(probe, ec);
-  return head.empty() ? std::string("main") : head;
+  return head.empty() || head == kUnknown ? std::string("main") : head;
 }
 
 }  // namespace
