@@ -65,16 +65,18 @@ def main():
             fail(f"DeepSpeed's script did not say {want!r}; it said:\n{said}")
     expected, ordered = load_expected(expected_path)
     if ordered and list(got) != list(expected):
-        fail(f"names or their order differ:\n  DeepSpeed: {list(got)}\n  expected:  {list(expected)}")
+        fail(f"names or their order differ:\n  DeepSpeed: {list(got)}\n"
+             f"  expected:  {list(expected)}")
     if sorted(got) != sorted(expected):
         fail(f"names differ: only DeepSpeed's: {sorted(set(got) - set(expected))}; "
              f"only expected: {sorted(set(expected) - set(got))}")
     for name, want in expected.items():
         have = got[name]
         if not same_bits(have, want):
+            largest = ((have.double() - want.double()).abs().max().item()
+                       if have.shape == want.shape and have.numel() else "n/a")
             fail(f"{name}: DeepSpeed's {have.dtype} {tuple(have.shape)} differs from the expected "
-                 f"{want.dtype} {tuple(want.shape)} (largest difference "
-                 f"{(have.double() - want.double()).abs().max().item() if have.shape == want.shape else 'n/a'})")
+                 f"{want.dtype} {tuple(want.shape)} (largest difference {largest})")
     print(f"ok: DeepSpeed 0.13.5 zero_to_fp32.py on {checkpoint_dir}: {len(expected)} tensors "
           f"bitwise equal to {os.path.basename(expected_path)}")
 

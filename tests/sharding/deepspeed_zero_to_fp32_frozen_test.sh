@@ -12,6 +12,6 @@ T="$TEST_TMPDIR"
 for stage in 2 3; do
   "$writer" "$T/z$stage" "$stage"
   "$py" "$deepspeed_z2f" "$T/z$stage" "$T/z$stage/expected.bin" "$stage" 2 ||
-    { echo "FAIL: DeepSpeed's zero_to_fp32.py on a ZeRO-$stage checkpoint with a frozen parameter" >&2; exit 1; }
+    { echo "FAIL: DeepSpeed's zero_to_fp32.py, ZeRO-$stage with a frozen parameter" >&2; exit 1; }
 done
 echo "deepspeed_zero_to_fp32_frozen_test: PASS"

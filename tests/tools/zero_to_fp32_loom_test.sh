@@ -37,7 +37,7 @@ for stage in 1 2 3; do
     [[ -s $out/dir/model.safetensors.index.json ]] || fail "no shards for ZeRO-$stage at $world"
     "$PY" "$deepspeed_z2f" "$out/checkpoint-2" "$out/fp32.safetensors" "$stage" "$world" ||
       fail "DeepSpeed's zero_to_fp32.py on ZeRO-$stage at $world ranks"
-    echo "ok: ZeRO-$stage at $world ranks: zero_to_fp32 (loom's and DeepSpeed's) == the run's weights"
+    echo "ok: ZeRO-$stage at $world ranks: loom's and DeepSpeed's zero_to_fp32 == the run's weights"
   done
 done
 # bf16 (DeepSpeed's bf16 section): bf16_-prefixed optimizer files; the consolidated fp32 master
