@@ -1,5 +1,6 @@
 #include "checkpoint/torch_pickle.h"
 
+#include <ATen/core/enum_type.h>
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickle.h>
@@ -66,6 +67,20 @@ absl::StatusOr<c10::IValue> LoadPickle(const std::string& path) {
       "). loom reads torch.save files of plain state dicts; save weights as safetensors "
       "(safetensors.torch.save_file) or re-save the file holding only dicts, lists, tuples, "
       "numbers, strings and tensors"));
+}
+
+c10::IValue PythonTorchSize(const std::vector<int64_t>& dims) {
+  // LibTorch's pickler writes an enum as GLOBAL <its class>, its value, REDUCE: with the class
+  // named torch.Size and the value the argument tuple (dims,), Python rebuilds
+  // torch.Size((d0, d1, ...)), the bytes torch.save writes for a shape. EnumType admits only
+  // int, float or str values in its declaration; the holder's value is not checked against it
+  // and only the pickler reads it.
+  static const c10::EnumTypePtr& kTorchSize = *new c10::EnumTypePtr(
+      c10::EnumType::create(c10::QualifiedName("torch.Size"), c10::IntType::get(), {}, {}));
+  std::vector<c10::IValue> elements(dims.begin(), dims.end());
+  c10::IValue args = c10::ivalue::Tuple::create({c10::ivalue::Tuple::create(std::move(elements))});
+  return c10::IValue(
+      c10::make_intrusive<c10::ivalue::EnumHolder>(kTorchSize, "torch.Size", std::move(args)));
 }
 
 absl::Status SaveTorchStateDict(const std::string& path, const NamedTensors& tensors) {

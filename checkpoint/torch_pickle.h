@@ -13,6 +13,13 @@
 //     an InvalidArgument naming the file, both reasons, and the way out. Pickles are trusted
 //     input (as with Python's torch.load, which runs code from the file); use safetensors for
 //     weights from elsewhere.
+//   PythonTorchSize(dims): a value SavePickle writes as Python's torch.Size(dims), exactly as
+//     torch.save pickles a tensor's .shape (GLOBAL torch.Size applied to the tuple of dims), for
+//     files Python code reads as shapes (DeepSpeed's param_shapes: zero_to_fp32.py calls
+//     .numel() on them). Python's torch.load gives a torch.Size; LoadPickle gives back the
+//     plain tuple of ints. It is only for writing: in memory it is a LibTorch enum holder
+//     (LibTorch 1.13's pickler writes an enum as its class applied to its value, and has no
+//     other way to name a Python class), which nothing else in loom should inspect.
 //   SaveTorchStateDict(path, tensors) writes pytorch_model.bin: a dict name -> tensor in the
 //     given order (Python's torch.load gives a dict, which model.load_state_dict and HF's
 //     from_pretrained accept like the OrderedDict Python would have saved); tensors are
@@ -22,12 +29,15 @@
 // Example:
 //   RETURN_IF_ERROR(SaveTorchStateDict(dir + "/pytorch_model.bin", ModuleStateDict(model)));
 //   ASSIGN_OR_RETURN(c10::IValue state, LoadPickle(dir + "/scheduler.pt"));
+//   shapes.insert("w", PythonTorchSize({2, 3}));  // torch.Size([2, 3]) in Python
 #ifndef LOOM_CHECKPOINT_TORCH_PICKLE_H_
 #define LOOM_CHECKPOINT_TORCH_PICKLE_H_
 
 #include <ATen/core/ivalue.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -37,6 +47,8 @@ namespace loom::checkpoint {
 
 absl::Status SavePickle(const std::string& path, const c10::IValue& value);
 absl::StatusOr<c10::IValue> LoadPickle(const std::string& path);
+
+c10::IValue PythonTorchSize(const std::vector<int64_t>& dims);
 
 absl::Status SaveTorchStateDict(const std::string& path, const NamedTensors& tensors);
 absl::StatusOr<NamedTensors> LoadTorchStateDict(const std::string& path);

@@ -58,6 +58,31 @@ TEST(TorchPickleTest, GenericValuesRoundTrip) {
   EXPECT_EQ(t.toTupleRef().elements()[1].toStringRef(), "x");
 }
 
+TEST(TorchPickleTest, PythonTorchSizeIsWrittenAsTorchSizeAndReadBackAsATuple) {
+  const std::string path = TempPath("shapes.pt");
+  c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+  d.insert("w", PythonTorchSize({1000, 64}));
+  d.insert("b", PythonTorchSize({64}));
+  d.insert("scalar", PythonTorchSize({}));
+  ASSERT_OK(SavePickle(path, d));
+  // What torch.save writes for a shape: GLOBAL 'torch Size' (the archive stores the pickle
+  // uncompressed).
+  ASSERT_OK_AND_ASSIGN(std::string bytes, base::ReadFile(path));
+  EXPECT_THAT(bytes, HasSubstr("ctorch\nSize\n"));
+  ASSERT_OK_AND_ASSIGN(c10::IValue v, LoadPickle(path));
+  ASSERT_TRUE(v.isGenericDict());
+  const auto dims = [&](const char* key) {
+    std::vector<int64_t> out;
+    for (const c10::IValue& e : v.toGenericDict().at(key).toTupleRef().elements()) {
+      out.push_back(e.toInt());
+    }
+    return out;
+  };
+  EXPECT_EQ(dims("w"), (std::vector<int64_t>{1000, 64}));
+  EXPECT_EQ(dims("b"), (std::vector<int64_t>{64}));
+  EXPECT_TRUE(dims("scalar").empty());
+}
+
 TEST(TorchPickleTest, ErrorsNameTheFile) {
   const std::string junk = TempPath("junk.pt");
   ASSERT_OK(base::WriteFileAtomically(junk, "not a pickle"));

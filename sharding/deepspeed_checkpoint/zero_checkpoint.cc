@@ -23,11 +23,6 @@ c10::impl::GenericDict StrDict() {
 }
 c10::impl::GenericList AnyList() { return c10::impl::GenericList(c10::AnyType::get()); }
 
-IValue ShapeTuple(const std::vector<int64_t>& shape) {
-  std::vector<IValue> dims(shape.begin(), shape.end());
-  return c10::ivalue::Tuple::create(std::move(dims));
-}
-
 IValue IntList(const std::vector<int64_t>& values) {
   c10::impl::GenericList l = AnyList();
   for (int64_t v : values) l.push_back(v);
@@ -311,7 +306,7 @@ absl::Status WriteZeroModelStates(const std::string& path, const checkpoint::Nam
     for (const ZeroGroupLayout& g : groups) {
       c10::impl::GenericDict shapes = StrDict();
       for (size_t i = 0; i < g.names.size(); ++i)
-        shapes.insert(g.names[i], ShapeTuple(g.shapes[i]));
+        shapes.insert(g.names[i], checkpoint::PythonTorchSize(g.shapes[i]));
       param_shapes.push_back(shapes);
     }
     d.insert("param_shapes", param_shapes);
@@ -319,7 +314,7 @@ absl::Status WriteZeroModelStates(const std::string& path, const checkpoint::Nam
       c10::impl::GenericDict frozen_shapes = StrDict();
       c10::impl::GenericDict fragments = StrDict();
       for (const auto& [name, t] : frozen) {
-        frozen_shapes.insert(name, ShapeTuple(t.sizes().vec()));
+        frozen_shapes.insert(name, checkpoint::PythonTorchSize(t.sizes().vec()));
         at::Tensor whole = t.detach().cpu();
         if (info.stage == 3) {
           // DeepSpeed's ds_tensor: this rank's piece, zero-padded.

@@ -4,17 +4,19 @@
 // partition arithmetic and the checked value readers are zero_files.h's, shared with
 // zero_to_fp32.h's consolidation.
 //
-// Files (every .pt a torch.save zip archive Python's torch.load reads; only plain Python types
-// inside — dicts, lists, tuples, ints, floats, strings, None, tensors — so neither DeepSpeed
-// nor its classes are needed to read them):
+// Files (every .pt a torch.save zip archive Python's torch.load reads; only plain Python and
+// torch types inside — dicts, lists, tuples, ints, floats, strings, None, tensors, torch.Size
+// — so neither DeepSpeed nor its classes are needed to read them, and DeepSpeed 0.13.5's own
+// zero_to_fp32.py consolidates them):
 //   latest                                        "global_stepN" (no newline; rank 0)
 //   zero_to_fp32.py                               rank 0: a one-line pointer to the tool
 //   global_stepN/mp_rank_00_model_states.pt       rank 0: module (the full state dict),
-//       buffer_names, optimizer None, param_shapes (per group: name -> shape tuple, flat
-//       order), frozen_param_shapes / frozen_param_fragments (stage 2; None for stage 1),
-//       shared_params {}, lr_scheduler, data_sampler None, random_ltd None,
-//       sparse_tensor_module_names [], skipped_steps, global_steps, global_samples,
-//       dp_world_size, mp_world_size 1, ds_config (the resolved config), ds_version
+//       buffer_names, optimizer None, param_shapes (per group: name -> torch.Size, as
+//       DeepSpeed writes, flat order), frozen_param_shapes (name -> torch.Size) /
+//       frozen_param_fragments (stage 2; None for stage 1), shared_params {}, lr_scheduler,
+//       data_sampler None, random_ltd None, sparse_tensor_module_names [], skipped_steps,
+//       global_steps, global_samples, dp_world_size, mp_world_size 1, ds_config (the resolved
+//       config), ds_version
 //   global_stepN/[bf16_]zero_pp_rank_R_mp_rank_00_optim_states.pt   every rank R:
 //       {optimizer_state_dict: {dynamic_loss_scale False, overflow False, clip_grad,
 //        base_optimizer_state (torch's state_dict of the optimizer over the padded partitions),

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# //tools:zero_to_fp32 on loom's own ZeRO checkpoints: run_glue under //tools:launch
-# with ZeRO stages 1, 2 and 3 at 1, 2 and 4 ranks saves checkpoint-2; the tool's consolidation
-# of it (one safetensors file, and a directory of forced shards) equals the checkpoint's
-# model.safetensors exactly (ZeRO-3 with stage3_gather_16bit_weights_on_model_save, so that the
-# weights file exists to compare with).
+# //tools:zero_to_fp32 and DeepSpeed's own zero_to_fp32.py on loom's own ZeRO checkpoints:
+# run_glue under //tools:launch with ZeRO stages 1, 2 and 3 at 1, 2 and 4 ranks saves
+# checkpoint-2; the tool's consolidation of it (one safetensors file, and a directory of forced
+# shards) equals the checkpoint's model.safetensors exactly (ZeRO-3 with
+# stage3_gather_16bit_weights_on_model_save, so that the weights file exists to compare with),
+# and so does what DeepSpeed 0.13.5's unmodified zero_to_fp32.py
+# (//tests/sharding:deepspeed_zero_to_fp32.py, Debian's python3-torch) makes of the same folder,
+# bitwise; for bf16 ZeRO-2 DeepSpeed's script gives the tool's fp32 masters, bitwise and in order.
 #   usage: zero_to_fp32_loom_test.sh RUN_GLUE LAUNCH ZERO_TO_FP32 COMPARE_PY DEMO_MODEL_SH
+#          DEEPSPEED_ZERO_TO_FP32_PY
 set -euo pipefail
-bin=$1 launch=$2 tool=$3 compare=$4 demo_model=$5
+bin=$1 launch=$2 tool=$3 compare=$4 demo_model=$5 deepspeed_z2f=$6
 T="$TEST_TMPDIR"
-PY=/usr/bin/python3
+source tests/require_python_torch.sh
+PY=$py
 fail() { echo "FAIL: $*" >&2; exit 1; }
 "$demo_model" "$bin" "$T/m"
 for stage in 1 2 3; do
@@ -30,7 +35,9 @@ for stage in 1 2 3; do
       fail "ZeRO-$stage at $world ranks: the consolidation differs from the run's weights"
     "$tool" "$out/checkpoint-2" "$out/dir" --safe_serialization --max_shard_size 20KB > /dev/null
     [[ -s $out/dir/model.safetensors.index.json ]] || fail "no shards for ZeRO-$stage at $world"
-    echo "ok: ZeRO-$stage at $world ranks: zero_to_fp32 == the run's weights"
+    "$PY" "$deepspeed_z2f" "$out/checkpoint-2" "$out/fp32.safetensors" "$stage" "$world" ||
+      fail "DeepSpeed's zero_to_fp32.py on ZeRO-$stage at $world ranks"
+    echo "ok: ZeRO-$stage at $world ranks: loom's and DeepSpeed's zero_to_fp32 == the run's weights"
   done
 done
 # bf16 (DeepSpeed's bf16 section): bf16_-prefixed optimizer files; the consolidated fp32 master
@@ -61,4 +68,6 @@ for name, h in header.items():
     assert fp32[name].dtype == torch.float32 and torch.equal(fp32[name].to(torch.bfloat16), want), name
 print("ok: bf16 ZeRO-2: the fp32 masters rounded are the bf16 weights")
 PYEOF
+"$PY" "$deepspeed_z2f" "$out/checkpoint-2" "$out/fp32.bin" 2 2 ||
+  fail "DeepSpeed's zero_to_fp32.py on bf16 ZeRO-2"
 echo "zero_to_fp32_loom_test: PASS"

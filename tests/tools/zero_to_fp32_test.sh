@@ -4,9 +4,14 @@
 # reference_full_state_dict.pt bitwise and in the same order; the safetensors output holds the
 # same tensors; the OUTPUT_DIR form (one file, or safetensors / .bin shards with HF's index)
 # holds them too; bad command lines exit 2, unreadable checkpoints 1 with DeepSpeed's message.
+# DeepSpeed 0.13.5's own zero_to_fp32.py as the other tests run it (vendored, with the stand-in
+# `deepspeed` package; DEEPSPEED_ZERO_TO_FP32_PY) reproduces the references bitwise too: the
+# harness that checks loom's files stands in for DeepSpeed faithfully.
+#   usage: zero_to_fp32_test.sh ZERO_TO_FP32 TESTDATA_DIR DEEPSPEED_ZERO_TO_FP32_PY
 set -euo pipefail
 tool=$1
 data=$2  # tests/testdata/deepspeed
+deepspeed_z2f=$3
 source tests/require_python_torch.sh
 out=${TEST_TMPDIR:-/tmp}/zero_to_fp32_test
 rm -rf "$out" && mkdir -p "$out"
@@ -39,6 +44,9 @@ for k in names:
     assert torch.equal(t, want[k]), k
 print("ok", len(want))
 PY
+done
+for ckpt in zero2_ws2 zero3_ws2; do
+  "$py" "$deepspeed_z2f" "$data/$ckpt" "$data/$ckpt/reference_full_state_dict.pt"
 done
 
 # Current DeepSpeed's OUTPUT_DIR form: one pytorch_model.bin by default; safetensors and .bin
