@@ -7,8 +7,7 @@
 // demo data, AdamW lr 3e-5, a linear schedule, 3 epochs, a progress bar.
 //
 //   ./bazelw run //examples:accelerate_tutorial
-//   ./bazelw build //examples:accelerate_tutorial //tools:launch &&
-//     bazel-bin/tools/launch --nproc_per_node 2 bazel-bin/examples/accelerate_tutorial
+//   ./bazelw run //tools:launch -- --nproc_per_node 2 //examples:accelerate_tutorial
 #include <torch/cuda.h>
 #include <torch/optim/adamw.h>
 
@@ -75,12 +74,5 @@ absl::Status Main(const ExampleFlags& flags) {
 }  // namespace loom::examples
 
 int main(int argc, char** argv) {
-  loom::logging::InitProcessLogging(argv[0]);
-  absl::StatusOr<loom::examples::ExampleFlags> flags = loom::examples::ParseExampleFlags(argc, argv);
-  absl::Status status = flags.ok() ? loom::examples::Main(*flags) : flags.status();
-  if (!status.ok()) {
-    std::cerr << argv[0] << ": error: " << status.message() << "\n";
-    return 1;
-  }
-  return 0;
+  return loom::examples::ExampleMain(argc, argv, loom::examples::Main);
 }

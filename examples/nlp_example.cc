@@ -7,7 +7,7 @@
 // output_dir/nlp_example/metrics.jsonl and TensorBoard events).
 //
 //   ./bazelw run //examples:nlp_example -- --output_dir /tmp/nlp --gradient_accumulation_steps 2
-//   bazel-bin/tools/launch --nproc_per_node 2 bazel-bin/examples/nlp_example --output_dir ...
+//   ./bazelw run //tools:launch -- --nproc_per_node 2 //examples:nlp_example --output_dir ...
 #include <torch/optim/adamw.h>
 
 #include <filesystem>
@@ -70,7 +70,7 @@ absl::StatusOr<std::unique_ptr<accelerate::Accelerator>> CreateAccelerator(
   RETURN_IF_ERROR(accelerator->SetSeed(flags.seed));
   if (flags.with_tracking) {
     RETURN_IF_ERROR(accelerator->InitTrackers(
-        "nlp_example", {{"lr", 2e-5}, {"num_epochs", flags.num_epochs},
+        "nlp_example", {{"lr", LearningRate(flags)}, {"num_epochs", flags.num_epochs},
                         {"seed", static_cast<double>(flags.seed)},
                         {"batch_size", static_cast<double>(flags.batch_size)}}));
   }
@@ -93,8 +93,8 @@ absl::StatusOr<Prepared> PrepareTraining(const ExampleFlags& flags,
           data::DataLoaderOptions().set_batch_size(flags.batch_size), datasets.eval,
           std::make_unique<data::SequentialSampler>(datasets.eval->Size()), datasets.collator));
   ASSIGN_OR_RETURN(p.model, LoadExampleModel(flags, 2));
-  p.optimizer = std::make_shared<torch::optim::AdamW>(p.model->parameters(),
-                                                      torch::optim::AdamWOptions(2e-5));
+  p.optimizer = std::make_shared<torch::optim::AdamW>(
+      p.model->parameters(), torch::optim::AdamWOptions(LearningRate(flags)));
   // Sized by the loader before it is sharded (accelerate steps a prepared schedule once per
   // process at each optimizer step).
   ASSIGN_OR_RETURN(p.lr_scheduler,
@@ -133,12 +133,16 @@ absl::StatusOr<bool> TrainEpoch(const ExampleFlags& flags, accelerate::Accelerat
     *overall_step += resume.starting_epoch * steps_per_epoch + *resume.resume_step;
   }
   ASSIGN_OR_RETURN(std::unique_ptr<data::BatchIterator> batches, active_dataloader->Epoch(epoch));
+  double loss_sum = 0;
+  int64_t loss_count = 0;
   while (true) {
     ASSIGN_OR_RETURN(std::optional<data::Batch> batch, batches->Next());
     if (!batch) break;
     {
       accelerate::AccumulateScope accumulate = accelerator.Accumulate();
       modeling::ModelOutput outputs = p.model->Forward(*batch);
+      loss_sum += outputs.loss.item<double>();
+      ++loss_count;
       RETURN_IF_ERROR(accelerator.Backward(outputs.loss));
       if (accelerator.SyncGradients()) {
         RETURN_IF_ERROR(accelerator.ClipGradNorm(1.0).status());
@@ -162,6 +166,9 @@ absl::StatusOr<bool> TrainEpoch(const ExampleFlags& flags, accelerate::Accelerat
       return true;
     }
   }
+  // The main process's mean training loss over its micro-batches of the epoch.
+  accelerator.Print(absl::StrCat("epoch ", epoch, " train loss: ",
+                                 loss_count > 0 ? loss_sum / loss_count : 0.0));
   return false;
 }
 
@@ -230,12 +237,5 @@ absl::Status Main(const ExampleFlags& flags) {
 }  // namespace loom::examples
 
 int main(int argc, char** argv) {
-  loom::logging::InitProcessLogging(argv[0]);
-  absl::StatusOr<loom::examples::ExampleFlags> flags = loom::examples::ParseExampleFlags(argc, argv);
-  absl::Status status = flags.ok() ? loom::examples::Main(*flags) : flags.status();
-  if (!status.ok()) {
-    std::cerr << argv[0] << ": error: " << status.message() << "\n";
-    return 1;
-  }
-  return 0;
+  return loom::examples::ExampleMain(argc, argv, loom::examples::Main);
 }

@@ -1,11 +1,17 @@
 #include "examples/tutorial_setup.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <iostream>
+#include <set>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "accelerate/prepared.h"
+#include "args/parser.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "checkpoint/model_weights.h"
@@ -13,6 +19,7 @@
 #include "examples/glue/preprocess.h"
 #include "examples/glue/synthetic_task.h"
 #include "glog/logging.h"
+#include "logging/process_logging.h"
 #include "glue/data_files.h"
 #include "glue/tasks.h"
 #include "models/bert/pretrained.h"
@@ -38,6 +45,148 @@ absl::Status Number(const std::string& flag, const std::string& text, T* out) {
 
 }  // namespace
 
+namespace {
+
+// One flag of the examples: its name, the value it takes ("" for a switch), its help, and how it
+// is stored.
+struct FlagSpec {
+  const char* name;
+  const char* value;
+  const char* help;
+  std::function<absl::Status(const std::string& flag, const std::string& v, ExampleFlags&)> set;
+};
+
+template <typename T>
+std::function<absl::Status(const std::string&, const std::string&, ExampleFlags&)> NumberInto(
+    T ExampleFlags::*field) {
+  return [field](const std::string& flag, const std::string& v, ExampleFlags& f) {
+    return Number(flag, v, &(f.*field));
+  };
+}
+
+std::function<absl::Status(const std::string&, const std::string&, ExampleFlags&)> TextInto(
+    std::string ExampleFlags::*field) {
+  return [field](const std::string&, const std::string& v, ExampleFlags& f) {
+    f.*field = v;
+    return absl::OkStatus();
+  };
+}
+
+const std::vector<FlagSpec>& FlagSpecs() {
+  static const auto* specs = new std::vector<FlagSpec>{
+      {"--model_dir", "DIR", "a BERT folder to fine-tune (default: the built-in tiny BERT)",
+       TextInto(&ExampleFlags::model_dir)},
+      {"--data_dir", "DIR", "GLUE SST-2 .tsv files, generated there when missing",
+       TextInto(&ExampleFlags::data_dir)},
+      {"--output_dir", "DIR", "where the weights, predictions and checkpoints go",
+       TextInto(&ExampleFlags::output_dir)},
+      {"--batch_size", "N", "per-process batch size (8)", NumberInto(&ExampleFlags::batch_size)},
+      {"--num_epochs", "N", "epochs (3)", NumberInto(&ExampleFlags::num_epochs)},
+      {"--learning_rate", "LR",
+       "AdamW's learning rate (2e-5 with --model_dir, as HF's example; 1e-3 for the built-in "
+       "BERT trained from scratch)",
+       [](const std::string& flag, const std::string& v, ExampleFlags& f) -> absl::Status {
+         double lr = 0;
+         if (!absl::SimpleAtod(v, &lr) || !(lr > 0)) {
+           return absl::InvalidArgumentError(absl::StrCat(flag, ": '", v, "' is not a positive number"));
+         }
+         f.learning_rate = lr;
+         return absl::OkStatus();
+       }},
+      {"--max_train_samples", "N", "use the first N training examples",
+       NumberInto(&ExampleFlags::max_train_samples)},
+      {"--max_eval_samples", "N", "use the first N evaluation examples",
+       NumberInto(&ExampleFlags::max_eval_samples)},
+      {"--seed", "N", "random seed (42)", NumberInto(&ExampleFlags::seed)},
+      {"--gradient_accumulation_steps", "N", "micro-batches per optimizer step (1)",
+       NumberInto(&ExampleFlags::gradient_accumulation_steps)},
+      {"--mixed_precision", "no|bf16|fp16", "mixed precision (default: the launcher's)",
+       [](const std::string&, const std::string& v, ExampleFlags& f) {
+         f.mixed_precision = v;
+         return absl::OkStatus();
+       }},
+      {"--checkpointing_steps", "N", "SaveState every N steps (0: never)",
+       NumberInto(&ExampleFlags::checkpointing_steps)},
+      {"--resume_from_checkpoint", "DIR", "LoadState from a SaveState folder first",
+       TextInto(&ExampleFlags::resume_from_checkpoint)},
+      {"--stop_after_steps", "N", "stop after N steps (0: never)",
+       NumberInto(&ExampleFlags::stop_after_steps)},
+      {"--num_warmup_steps", "N", "linear warm-up steps (10)",
+       NumberInto(&ExampleFlags::num_warmup_steps)},
+      {"--with_tracking", "", "log loss and accuracy to the trackers",
+       [](const std::string&, const std::string&, ExampleFlags& f) {
+         f.with_tracking = true;
+         return absl::OkStatus();
+       }},
+      {"--help", "", "print this help and exit",
+       [](const std::string&, const std::string&, ExampleFlags& f) {
+         f.help = true;
+         return absl::OkStatus();
+       }},
+  };
+  return *specs;
+}
+
+// What //tools:launch adds to a program's arguments from an accelerate config
+// (args::ImpliedTrainingArgumentsFlags, for HF Trainer scripts): the examples' Accelerator reads
+// those settings from the launcher's environment instead, so they are skipped with a warning.
+bool IsLauncherFlag(const std::string& flag, bool* takes_value) {
+  static const std::set<std::string> kSwitches = {"--bf16", "--fp16", "--use_cpu"};
+  static const std::set<std::string> kValued = {"--fsdp", "--fsdp_config", "--deepspeed",
+                                                "--max_grad_norm"};
+  *takes_value = kValued.count(flag) > 0;
+  return kSwitches.count(flag) > 0 || *takes_value;
+}
+
+absl::Status UnknownFlag(const std::string& flag) {
+  std::string best;
+  size_t best_distance = 4;  // suggest only close names
+  for (const FlagSpec& spec : FlagSpecs()) {
+    const size_t d = args::EditDistance(flag, spec.name);
+    if (d < best_distance) best_distance = d, best = spec.name;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unrecognized argument ", flag,
+                   best.empty() ? "" : absl::StrCat("; did you mean ", best, "?"),
+                   " (--help lists the flags)"));
+}
+
+}  // namespace
+
+std::string ExampleUsage(const std::string& program) {
+  std::string out = absl::StrCat("usage: ", program, " [--flag VALUE ...]\n\nflags:\n");
+  for (const FlagSpec& spec : FlagSpecs()) {
+    const std::string left = absl::StrCat("  ", spec.name, *spec.value ? " " : "", spec.value);
+    absl::StrAppend(&out, left, std::string(left.size() < 34 ? 34 - left.size() : 1, ' '),
+                    spec.help, "\n");
+  }
+  absl::StrAppend(&out,
+                  "\n--bf16, --fp16, --use_cpu, --fsdp, --fsdp_config, --deepspeed and "
+                  "--max_grad_norm (what //tools:launch adds from an accelerate config) are "
+                  "skipped with a warning: the Accelerator reads the launcher's environment.\n");
+  return out;
+}
+
+int ExampleMain(int argc, char** argv,
+                const std::function<absl::Status(const ExampleFlags&)>& run) {
+  logging::InitProcessLogging(argv[0]);
+  const std::string program = fs::path(argv[0]).filename().string();
+  absl::StatusOr<ExampleFlags> flags = ParseExampleFlags(argc, argv);
+  if (flags.ok() && flags->help) {
+    std::cout << ExampleUsage(program);
+    return 0;
+  }
+  const absl::Status status = flags.ok() ? run(*flags) : flags.status();
+  if (status.ok()) return 0;
+  std::cerr << program << ": error: " << status.message() << "\n";
+  return absl::IsInvalidArgument(status) || absl::IsNotFound(status) ? 2 : 1;
+}
+
+double LearningRate(const ExampleFlags& flags) {
+  if (flags.learning_rate) return *flags.learning_rate;
+  return flags.model_dir.empty() ? 1e-3 : 2e-5;
+}
+
 absl::StatusOr<ExampleFlags> ParseExampleFlags(int argc, char** argv) {
   ExampleFlags f;
   for (int i = 1; i < argc; ++i) {
@@ -48,47 +197,22 @@ absl::StatusOr<ExampleFlags> ParseExampleFlags(int argc, char** argv) {
       value = flag.substr(eq + 1);
       flag = flag.substr(0, eq);
     }
-    auto take = [&]() -> absl::StatusOr<std::string> {
-      if (inline_value) return value;
+    const auto spec = std::find_if(FlagSpecs().begin(), FlagSpecs().end(),
+                                   [&](const FlagSpec& s) { return flag == s.name; });
+    if (spec == FlagSpecs().end()) {
+      bool takes_value = false;
+      if (!IsLauncherFlag(flag, &takes_value)) return UnknownFlag(flag);
+      if (takes_value && !inline_value && i + 1 < argc) ++i;  // the value is skipped, not shown
+      LOG(WARNING) << "ignoring " << flag
+                   << " (an accelerate config's setting: the Accelerator takes it from the "
+                      "launcher's environment)";
+      continue;
+    }
+    if (*spec->value && !inline_value) {
       if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(flag, " needs a value"));
-      return std::string(argv[++i]);
-    };
-    if (flag == "--with_tracking") {
-      f.with_tracking = true;
-      continue;
+      value = argv[++i];
     }
-    const bool known = flag == "--model_dir" || flag == "--data_dir" || flag == "--output_dir" ||
-                       flag == "--batch_size" || flag == "--num_epochs" ||
-                       flag == "--max_train_samples" || flag == "--max_eval_samples" ||
-                       flag == "--seed" || flag == "--gradient_accumulation_steps" ||
-                       flag == "--mixed_precision" || flag == "--checkpointing_steps" ||
-                       flag == "--resume_from_checkpoint" || flag == "--stop_after_steps" ||
-                       flag == "--num_warmup_steps";
-    if (!known) {
-      // What an accelerate config implies for HF scripts (--use_cpu, --fsdp X, ...): the
-      // Accelerator reads those settings from the launcher's environment instead. The value
-      // is skipped, not shown (it could be a token).
-      if (!inline_value && i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) ++i;
-      LOG(WARNING) << "ignoring " << flag << " (not a flag of this example)";
-      continue;
-    }
-    ASSIGN_OR_RETURN(std::string v, take());
-    if (flag == "--model_dir") f.model_dir = v;
-    if (flag == "--data_dir") f.data_dir = v;
-    if (flag == "--output_dir") f.output_dir = v;
-    if (flag == "--mixed_precision") f.mixed_precision = v;
-    if (flag == "--resume_from_checkpoint") f.resume_from_checkpoint = v;
-    if (flag == "--batch_size") RETURN_IF_ERROR(Number(flag, v, &f.batch_size));
-    if (flag == "--num_epochs") RETURN_IF_ERROR(Number(flag, v, &f.num_epochs));
-    if (flag == "--max_train_samples") RETURN_IF_ERROR(Number(flag, v, &f.max_train_samples));
-    if (flag == "--max_eval_samples") RETURN_IF_ERROR(Number(flag, v, &f.max_eval_samples));
-    if (flag == "--seed") RETURN_IF_ERROR(Number(flag, v, &f.seed));
-    if (flag == "--gradient_accumulation_steps") {
-      RETURN_IF_ERROR(Number(flag, v, &f.gradient_accumulation_steps));
-    }
-    if (flag == "--checkpointing_steps") RETURN_IF_ERROR(Number(flag, v, &f.checkpointing_steps));
-    if (flag == "--stop_after_steps") RETURN_IF_ERROR(Number(flag, v, &f.stop_after_steps));
-    if (flag == "--num_warmup_steps") RETURN_IF_ERROR(Number(flag, v, &f.num_warmup_steps));
+    RETURN_IF_ERROR(spec->set(flag, value, f));
   }
   if (f.batch_size < 1 || f.num_epochs < 1 || f.gradient_accumulation_steps < 1) {
     return absl::InvalidArgumentError(

@@ -7,14 +7,18 @@
 //   - ParseExampleFlags(argc, argv): --model_dir DIR (a BERT folder; none: the built-in tiny
 //     BERT from scratch), --data_dir DIR (GLUE SST-2 .tsv files; generated there when missing,
 //     default /tmp/loom_accelerate_example/data), --output_dir DIR (where SaveForComparison
-//     writes; none: nothing is saved), --batch_size N (8), --num_epochs N (3),
-//     --max_train_samples N, --max_eval_samples N, --seed N (42), and the nlp_example's
-//     --gradient_accumulation_steps N (1), --mixed_precision no|bf16|fp16 (unset: the
-//     launcher's), --checkpointing_steps N (0: none), --resume_from_checkpoint DIR,
-//     --stop_after_steps N (0: none; the tests' interruption), --num_warmup_steps N (10),
-//     --with_tracking. Other flags
-//     (what an accelerate config adds for HF scripts, e.g. --use_cpu) are warned about and
-//     ignored; a bad value is InvalidArgument naming the flag.
+//     writes; none: nothing is saved), --batch_size N (8), --num_epochs N (3), --learning_rate
+//     LR (LearningRate: 2e-5 with --model_dir, as HF's examples; 1e-3 for the built-in BERT,
+//     which trains from scratch), --max_train_samples N, --max_eval_samples N, --seed N (42),
+//     and the nlp_example's --gradient_accumulation_steps N (1), --mixed_precision
+//     no|bf16|fp16 (unset: the launcher's), --checkpointing_steps N (0: none),
+//     --resume_from_checkpoint DIR, --stop_after_steps N (0: none; the tests' interruption),
+//     --num_warmup_steps N (10), --with_tracking, --help (ExampleUsage lists them all). The
+//     flags //tools:launch adds from an accelerate config (--bf16, --fp16, --use_cpu, --fsdp X,
+//     --fsdp_config X, --deepspeed X, --max_grad_norm X) are warned about and skipped (the
+//     Accelerator reads the launcher's environment); any other flag is InvalidArgument
+//     ("unrecognized argument --num_epoch; did you mean --num_epochs?"), as is a bad value,
+//     naming the flag.
 //   - LoadExampleData(flags): train and validation splits as tokenized datasets
 //     ("input_ids", "token_type_ids", "attention_mask", "labels"; no padding — the collator
 //     pads each batch) and that collator.
@@ -25,6 +29,7 @@
 #ifndef LOOM_EXAMPLES_TUTORIAL_SETUP_H_
 #define LOOM_EXAMPLES_TUTORIAL_SETUP_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,9 +57,19 @@ struct ExampleFlags {
   int64_t stop_after_steps = 0;
   int64_t num_warmup_steps = 10;
   bool with_tracking = false;
+  std::optional<double> learning_rate;
+  bool help = false;
 };
 
 absl::StatusOr<ExampleFlags> ParseExampleFlags(int argc, char** argv);
+std::string ExampleUsage(const std::string& program);
+
+// main() of an example: logging set up, the flags parsed (--help: ExampleUsage, exit 0), then
+// `run`; an error is printed as "<program>: error: ..." and exits 2 for bad arguments
+// (InvalidArgument, NotFound), 1 otherwise.
+int ExampleMain(int argc, char** argv,
+                const std::function<absl::Status(const ExampleFlags&)>& run);
+double LearningRate(const ExampleFlags& flags);
 
 struct ExampleData {
   std::shared_ptr<const data::Dataset> train;
