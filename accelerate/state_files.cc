@@ -7,7 +7,7 @@
 //                              DeepSpeed-layout files instead
 //   scheduler.bin (_1, ...)    each prepared scheduler's state_dict()
 //   random_states_<i>.pkl      every process's generators (torch.save dict with accelerate's
-//                              keys, plus HF's and loom's: rng/rng_state_file.h)
+//                              keys, plus HF's and loom's: checkpoint/rng_state_file.h)
 //   scaler.pt                  the loss scaler's state (fp16)
 // Every process calls both (collectives).
 #include <filesystem>
@@ -20,10 +20,10 @@
 #include "checkpoint/model_weights.h"
 #include "checkpoint/module_state.h"
 #include "checkpoint/optimizer_state.h"
+#include "checkpoint/rng_state_file.h"
 #include "checkpoint/scheduler_state.h"
 #include "checkpoint/torch_pickle.h"
 #include "rng/rng_state.h"
-#include "rng/rng_state_file.h"
 #include "rng/seed.h"
 #include "runtime/full_parameters.h"
 #include "runtime/model_files.h"
@@ -105,8 +105,8 @@ absl::Status Accelerator::WriteTrainingStateFiles(const std::string& staging, bo
     RETURN_IF_ERROR(runtime::SaveGradScalerFile(staging, *s.precision->grad_scaler()));
   }
   ASSIGN_OR_RETURN(rng::RngState rng, rng::CaptureRngState(s.generators));
-  return rng::SaveRngState(rng, staging + "/" + RandomStatesFile(process_index()),
-                           rng::RngFileOptions{.accelerate_keys = true});
+  return checkpoint::SaveRngState(rng, staging + "/" + RandomStatesFile(process_index()),
+                                  checkpoint::RngFileOptions{.accelerate_keys = true});
 }
 
 absl::Status Accelerator::LoadState(const std::string& dir) {
@@ -130,7 +130,7 @@ absl::Status Accelerator::LoadState(const std::string& dir) {
   }
   if (loaded.ok()) {
     absl::StatusOr<rng::RngState> rng =
-        rng::LoadRngState(dir + "/" + RandomStatesFile(process_index()));
+        checkpoint::LoadRngState(dir + "/" + RandomStatesFile(process_index()));
     loaded = rng.ok() ? rng::RestoreRngState(*rng, &s.generators) : rng.status();
   }
   // accelerate: loading <project_dir>/checkpoints/checkpoint_<n> continues the count after n.

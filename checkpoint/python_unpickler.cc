@@ -1,4 +1,4 @@
-// One file on purpose (~670 lines): the pickle machine's opcodes, its allowlist of Python
+// One file on purpose (~830 lines): the pickle machine's opcodes, its allowlist of Python
 // globals and its bounds checks are one state machine whose invariants (stack kinds, memo,
 // storage sharing) must be read together; splitting the opcode switch would scatter them.
 #include "checkpoint/python_unpickler.h"
@@ -36,6 +36,14 @@ const std::string kDeepSpeedObjects[] = {
     "deepspeed.utils.tensor_fragment.fragment_address",
 };
 
+constexpr char kNdarray[] = "numpy.ndarray";
+constexpr char kDtype[] = "numpy.dtype";
+// numpy's array rebuilder: numpy 1.x's module path, and numpy 2's.
+const std::string kNumpyReconstruct[] = {
+    "numpy.core.multiarray._reconstruct",
+    "numpy._core.multiarray._reconstruct",
+};
+
 using c10::IValue;
 
 absl::Status PickleError(size_t at, absl::string_view what) {
@@ -68,8 +76,9 @@ struct Item {
 
 class Machine {
  public:
-  Machine(absl::string_view pickle, const StorageLoader& load_storage)
-      : in_(pickle), load_storage_(load_storage) {}
+  Machine(absl::string_view pickle, const StorageLoader& load_storage,
+          const UnpickleOptions& options)
+      : in_(pickle), load_storage_(load_storage), options_(options) {}
 
   absl::StatusOr<IValue> Run();
 
@@ -169,6 +178,9 @@ class Machine {
     return absl::OkStatus();
   }
   absl::Status Reduce();
+  absl::StatusOr<bool> ReduceNumpy(const std::string& f, const std::vector<IValue>& args);
+  absl::Status BuildNumpy(c10::impl::GenericDict target, const std::string& cls,
+                          const IValue& state);
   absl::Status PersistentLoad();
   absl::Status PushLong(int length_bytes);
   absl::Status PushBinFloat();
@@ -181,6 +193,7 @@ class Machine {
 
   absl::string_view in_;
   const StorageLoader& load_storage_;
+  const UnpickleOptions options_;
   size_t pos_ = 0;
   size_t op_at_ = 0;
   std::vector<Item> stack_;
@@ -248,6 +261,10 @@ absl::Status Machine::Reduce() {
   if (!args_value.isTuple()) return PickleError(op_at_, "REDUCE arguments are not a tuple");
   const std::vector<IValue> args = args_value.toTupleRef().elements().vec();
   const std::string& f = callable.global;
+  if (options_.numpy_arrays) {
+    ASSIGN_OR_RETURN(bool handled, ReduceNumpy(f, args));
+    if (handled) return absl::OkStatus();
+  }
   if (f == "collections.OrderedDict" && args.empty()) return Push(NewDict());
   if (f == "torch._utils._rebuild_tensor_v2") {
     ASSIGN_OR_RETURN(IValue t, RebuildTensor(args));
@@ -294,6 +311,124 @@ absl::Status Machine::Reduce() {
                                           " is not supported (loom reads plain torch state "
                                           "dicts: dicts, lists, tuples, numbers, strings, "
                                           "tensors)"));
+}
+
+// Pickle protocol 2's bytes: _codecs.encode(text, 'latin1'), the text UTF-8 encoded here.
+// Every code point must be below 256 (one byte each).
+absl::StatusOr<std::string> Latin1FromUtf8(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (b < 0x80) {
+      out.push_back(static_cast<char>(b));
+      continue;
+    }
+    if ((b & 0xE0) != 0xC0 || i + 1 == text.size() ||
+        (static_cast<unsigned char>(text[i + 1]) & 0xC0) != 0x80) {
+      return absl::InvalidArgumentError("_codecs.encode of text that is not latin-1");
+    }
+    const unsigned cp = ((b & 0x1Fu) << 6) | (static_cast<unsigned char>(text[++i]) & 0x3Fu);
+    if (cp < 0x80 || cp > 0xFF) {
+      return absl::InvalidArgumentError("_codecs.encode of text that is not latin-1");
+    }
+    out.push_back(static_cast<char>(cp));
+  }
+  return out;
+}
+
+// The item size of a numpy dtype descriptor such as "u4" or "f8": the digits after the kind.
+std::optional<int64_t> ItemSize(const std::string& descr) {
+  if (descr.size() < 2 || descr.size() > 3) return std::nullopt;
+  int64_t size = 0;
+  for (size_t i = 1; i < descr.size(); ++i) {
+    if (descr[i] < '0' || descr[i] > '9') return std::nullopt;
+    size = size * 10 + (descr[i] - '0');
+  }
+  if (size <= 0) return std::nullopt;
+  return size;
+}
+
+// The numpy globals of UnpickleOptions::numpy_arrays; false when `f` is none of them.
+absl::StatusOr<bool> Machine::ReduceNumpy(const std::string& f, const std::vector<IValue>& args) {
+  if (f == "_codecs.encode") {
+    if (args.size() != 2 || !args[0].isString() || !args[1].isString() ||
+        args[1].toStringRef() != "latin1") {
+      return PickleError(op_at_, "_codecs.encode other than (text, 'latin1')");
+    }
+    auto bytes = Latin1FromUtf8(args[0].toStringRef());
+    if (!bytes.ok()) return PickleError(op_at_, bytes.status().message());
+    RETURN_IF_ERROR(Push(IValue(std::move(*bytes))));
+    return true;
+  }
+  const bool reconstruct = std::find(std::begin(kNumpyReconstruct), std::end(kNumpyReconstruct),
+                                     f) != std::end(kNumpyReconstruct);
+  if (reconstruct || f == kDtype) {
+    // _reconstruct(numpy.ndarray, (0,), b'b') / dtype(descr, align=False, copy=True)
+    const bool ok = args.size() == 3 &&
+                    (reconstruct ? args[0].isString() &&
+                                       args[0].toStringRef() == std::string("<global>") + kNdarray
+                                 : args[0].isString() && args[1].isBool());
+    if (!ok) return PickleError(op_at_, absl::StrCat(f, " with unexpected arguments"));
+    IValue object = NewDict();
+    object.toGenericDict().insert(IValue(kClassKey), IValue(reconstruct ? kNdarray : kDtype));
+    if (!reconstruct) object.toGenericDict().insert(IValue("descr"), args[0]);
+    RETURN_IF_ERROR(Push(std::move(object)));
+    return true;
+  }
+  return false;
+}
+
+// BUILD of a numpy dtype ((version, byteorder, ...): the byte order kept) or of an ndarray
+// ((1, shape, dtype, fortran_order, data): checked against each other and kept).
+absl::Status Machine::BuildNumpy(c10::impl::GenericDict target, const std::string& cls,
+                                 const IValue& state) {
+  if (!state.isTuple())
+    return PickleError(op_at_, absl::StrCat("BUILD of a ", cls, " without a tuple"));
+  const auto& s = state.toTupleRef().elements();
+  if (cls == kDtype) {
+    if (s.size() < 2 || !s[1].isString()) {
+      return PickleError(op_at_, "a numpy.dtype state without a byte order");
+    }
+    target.insert_or_assign(IValue("byteorder"), s[1]);
+    return absl::OkStatus();
+  }
+  if (s.size() != 5 || !s[0].isInt() || s[0].toInt() != 1 || !s[2].isGenericDict() ||
+      !s[3].isBool() || !s[4].isString()) {
+    return PickleError(op_at_,
+                       "a numpy.ndarray state other than (1, shape, dtype, "
+                       "fortran_order, data)");
+  }
+  auto shape = IntTuple(s[1], "a numpy array's shape");
+  if (!shape.ok()) return PickleError(op_at_, shape.status().message());
+  const c10::impl::GenericDict dtype = s[2].toGenericDict();
+  auto descr = dtype.find(IValue("descr"));
+  auto order = dtype.find(IValue("byteorder"));
+  if (descr == dtype.end() || order == dtype.end() || !descr->value().isString() ||
+      !order->value().isString()) {
+    return PickleError(op_at_, "a numpy array whose dtype is not a built numpy.dtype");
+  }
+  const std::optional<int64_t> item = ItemSize(descr->value().toStringRef());
+  if (!item) {
+    return PickleError(op_at_, absl::StrCat("numpy dtype '", descr->value().toStringRef(),
+                                            "' is not a fixed-size number"));
+  }
+  int64_t bytes = *item;
+  for (int64_t d : *shape) {
+    if (__builtin_mul_overflow(bytes, d, &bytes)) {
+      return PickleError(op_at_, "a numpy array's shape overflows 64 bits");
+    }
+  }
+  if (static_cast<uint64_t>(bytes) != s[4].toStringRef().size()) {
+    return PickleError(op_at_, absl::StrCat("a numpy array of ", bytes, " bytes holds ",
+                                            s[4].toStringRef().size()));
+  }
+  target.insert_or_assign(IValue("dtype"),
+                          IValue(order->value().toStringRef() + descr->value().toStringRef()));
+  target.insert_or_assign(IValue("shape"), s[1]);
+  target.insert_or_assign(IValue("fortran_order"), s[3]);
+  target.insert_or_assign(IValue("data"), s[4]);
+  return absl::OkStatus();
 }
 
 absl::Status Machine::PersistentLoad() {
@@ -423,6 +558,15 @@ absl::Status Machine::NewObject() {
 // OrderedDict (state_dict's _metadata, dropped).
 absl::Status Machine::Build() {
   ASSIGN_OR_RETURN(IValue state, PopValue());
+  if (options_.numpy_arrays && !stack_.empty() && stack_.back().kind == Item::Kind::kValue &&
+      stack_.back().value.isGenericDict()) {
+    c10::impl::GenericDict object = stack_.back().value.toGenericDict();
+    auto cls = object.find(IValue(kClassKey));
+    if (cls != object.end() && cls->value().isString() &&
+        (cls->value().toStringRef() == kNdarray || cls->value().toStringRef() == kDtype)) {
+      return BuildNumpy(object, cls->value().toStringRef(), state);
+    }
+  }
   if (stack_.empty() || stack_.back().kind != Item::Kind::kValue ||
       !stack_.back().value.isGenericDict() || !state.isGenericDict()) {
     return PickleError(op_at_, "BUILD of an object other than a dict's attributes");
@@ -621,8 +765,14 @@ class BufferAdapter : public caffe2::serialize::ReadAdapterInterface {
 
 absl::StatusOr<c10::IValue> RunTorchPickle(absl::string_view pickle,
                                            const StorageLoader& load_storage) {
+  return RunTorchPickle(pickle, load_storage, UnpickleOptions());
+}
+
+absl::StatusOr<c10::IValue> RunTorchPickle(absl::string_view pickle,
+                                           const StorageLoader& load_storage,
+                                           const UnpickleOptions& options) {
   try {
-    Machine machine(pickle, load_storage);
+    Machine machine(pickle, load_storage, options);
     return machine.Run();
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, "unpickling");
@@ -630,6 +780,11 @@ absl::StatusOr<c10::IValue> RunTorchPickle(absl::string_view pickle,
 }
 
 absl::StatusOr<c10::IValue> UnpickleTorchSave(absl::string_view zip_bytes) {
+  return UnpickleTorchSave(zip_bytes, UnpickleOptions());
+}
+
+absl::StatusOr<c10::IValue> UnpickleTorchSave(absl::string_view zip_bytes,
+                                              const UnpickleOptions& options) {
   if (zip_bytes.substr(0, 4) != absl::string_view("PK\x03\x04", 4)) {
     return absl::InvalidArgumentError(
         "not a zip archive: the legacy torch.save format (_use_new_zipfile_serialization="
@@ -660,7 +815,8 @@ absl::StatusOr<c10::IValue> UnpickleTorchSave(absl::string_view zip_bytes) {
           at::Tensor storage = at::empty({numel}, at::TensorOptions().dtype(dtype));
           if (size > 0) std::memcpy(storage.data_ptr(), data.get(), size);
           return storage;
-        });
+        },
+        options);
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument,
                                     "reading the torch.save archive");

@@ -22,6 +22,19 @@
 //   ZeroStageEnum by name (getattr(ZeroStageEnum, 'gradients')) or value   the stage's int
 //   LossScaler, DynamicLossScaler, fragment_address (NEWOBJ + BUILD)       a dict of their
 //                                      attributes plus "__class__": the class's dotted name
+// and, only when UnpickleOptions::numpy_arrays is set (np.random.get_state() in the RNG files
+// transformers 4.38 `Trainer._save_rng_state` and accelerate 0.27 `save_accelerator_state`
+// write; checkpoint/rng_state_file.h):
+//   numpy.core.multiarray._reconstruct (or numpy 2's numpy._core.multiarray) of numpy.ndarray,
+//   then BUILD (1, shape, dtype, fortran_order, data)
+//                                      a dict {"__class__": "numpy.ndarray", "dtype": e.g.
+//                                      "<u4", "shape": tuple, "fortran_order": bool, "data":
+//                                      the raw bytes}; data's size must be shape's product
+//                                      times the dtype's item size
+//   numpy.dtype(descr, False, True), then BUILD (version, byteorder, ...)
+//                                      a dict {"__class__": "numpy.dtype", "descr": e.g. "u4",
+//                                      "byteorder": e.g. "<"}
+//   _codecs.encode(text, 'latin1')     the bytes (how pickle protocol 2 writes bytes)
 // Anything else (another global, a set, an object with state, the legacy non-zip format,
 // a storage whose record is missing or of the wrong size, malformed pickle bytes) is an
 // InvalidArgument naming what was found and where; the machine never reads out of bounds.
@@ -31,8 +44,10 @@
 //
 // Example (torch_pickle.h's LoadPickle falls back to this):
 //   ASSIGN_OR_RETURN(c10::IValue sd, UnpickleTorchSave(bytes));
+//   // an RNG file (checkpoint/rng_state_file.cc):
+//   ASSIGN_OR_RETURN(c10::IValue rng, UnpickleTorchSave(bytes, {.numpy_arrays = true}));
 //
-// python_unpickler.cc stays one file (about 670 lines): the pickle machine is one class, its
+// python_unpickler.cc stays one file (about 830 lines): the pickle machine is one class, its
 // opcode switch (Machine::Run) one flat dispatch and the longer opcodes its helpers; the
 // bounds checks live beside the opcodes they guard.
 #ifndef LOOM_CHECKPOINT_PYTHON_UNPICKLER_H_
@@ -50,7 +65,14 @@
 
 namespace loom::checkpoint {
 
+// Globals beyond torch state dicts' that one kind of file needs; each is off by default.
+struct UnpickleOptions {
+  bool numpy_arrays = false;  // numpy arrays and dtypes, _codecs.encode; see above
+};
+
 absl::StatusOr<c10::IValue> UnpickleTorchSave(absl::string_view zip_bytes);
+absl::StatusOr<c10::IValue> UnpickleTorchSave(absl::string_view zip_bytes,
+                                              const UnpickleOptions& options);
 
 // The pickle machine alone: `load_storage(key, dtype, numel)` supplies the storage named by a
 // persistent id ('storage', torch.<Dtype>Storage, key, location, numel) as a 1-D tensor.
@@ -58,6 +80,9 @@ using StorageLoader =
     std::function<absl::StatusOr<at::Tensor>(const std::string& key, c10::ScalarType, int64_t)>;
 absl::StatusOr<c10::IValue> RunTorchPickle(absl::string_view pickle,
                                            const StorageLoader& load_storage);
+absl::StatusOr<c10::IValue> RunTorchPickle(absl::string_view pickle,
+                                           const StorageLoader& load_storage,
+                                           const UnpickleOptions& options);
 
 }  // namespace loom::checkpoint
 

@@ -119,6 +119,92 @@ TEST(RunTorchPickleTest, OptimizerStyleValues) {
   EXPECT_THAT(group.at("params").toListRef()[1].toInt(), Eq(1));
 }
 
+// np.random.get_state()'s key as torch.save (pickle protocol 2) writes a numpy array:
+// _reconstruct(ndarray, (0,), _codecs.encode('b', 'latin1')), then BUILD with
+// (1, shape, dtype('u4', False, True) built with (3, '<', ...), False, encode(data, 'latin1')).
+std::string Latin1AsUtf8(const std::string& bytes) {  // what Python's str of those bytes is
+  std::string out;
+  for (unsigned char c : bytes) {
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    }
+  }
+  return out;
+}
+std::string Encode(const std::string& bytes) {
+  return Global("_codecs", "encode") + Str(Latin1AsUtf8(bytes)) + Str("latin1") + kTuple2 + kReduce;
+}
+std::string NumpyArray(const std::string& descr, int n, const std::string& data,
+                       const std::string& module = "numpy.core.multiarray") {
+  return Global(module, "_reconstruct") + Global("numpy", "ndarray") + Int1(0) + kTuple1 +
+         Encode("b") + "\x87" + kReduce + kMark + Int1(1) + Int1(n) + kTuple1 +
+         Global("numpy", "dtype") + Str(descr) + kNewFalse + kNewTrue + "\x87" + kReduce + kMark +
+         Int1(3) + Str("<") + kNone + kNone + kNone + "J\xff\xff\xff\xff" + "J\xff\xff\xff\xff" +
+         Int1(0) + kTuple + kBuild + kNewFalse + Encode(data) + kTuple + kBuild;
+}
+
+TEST(RunTorchPickleTest, NumpyArraysOnlyWhenAsked) {
+  const std::string data = std::string("\x01\x00\x00\x80\xff\xff\xff\xff\x00\x00\x00\x00", 12);
+  const std::string program = kProto2 + NumpyArray("u4", 3, data) + kStop;
+  ASSERT_OK_AND_ASSIGN(c10::IValue v,
+                       RunTorchPickle(program, Storages({}), {.numpy_arrays = true}));
+  const auto array = v.toGenericDict();
+  EXPECT_EQ(array.at("__class__").toStringRef(), "numpy.ndarray");
+  EXPECT_EQ(array.at("dtype").toStringRef(), "<u4");
+  EXPECT_THAT(array.at("shape").toTupleRef().elements()[0].toInt(), Eq(3));
+  EXPECT_FALSE(array.at("fortran_order").toBool());
+  EXPECT_EQ(array.at("data").toStringRef(), data);
+  // numpy 2's module path reads the same.
+  EXPECT_OK(RunTorchPickle(kProto2 + NumpyArray("u4", 3, data, "numpy._core.multiarray") + kStop,
+                           Storages({}), {.numpy_arrays = true}));
+
+  // Without the option numpy's globals are refused like any other.
+  EXPECT_THAT(RunTorchPickle(program, Storages({})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("the Python object _codecs.encode is not supported")));
+}
+
+TEST(RunTorchPickleTest, MalformedNumpyArraysAreErrors) {
+  auto expect = [](const std::string& body, const std::string& message) {
+    EXPECT_THAT(RunTorchPickle(kProto2 + body + kStop, Storages({}), {.numpy_arrays = true}),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(message)))
+        << message;
+  };
+  expect(NumpyArray("u4", 3, std::string(11, 'x')), "a numpy array of 12 bytes holds 11");
+  expect(NumpyArray("u4", 200, std::string(12, 'x')), "a numpy array of 800 bytes holds 12");
+  expect(NumpyArray("O", 1, "x"), "numpy dtype 'O' is not a fixed-size number");
+  expect(Global("_codecs", "encode") + Str("\xe2\x82\xac") + Str("latin1") + kTuple2 + kReduce,
+         "_codecs.encode of text that is not latin-1");
+  expect(Global("_codecs", "encode") + Str("\xc3") + Str("latin1") + kTuple2 + kReduce,
+         "_codecs.encode of text that is not latin-1");
+  expect(Global("_codecs", "encode") + Str("x") + Str("utf-8") + kTuple2 + kReduce,
+         "_codecs.encode other than (text, 'latin1')");
+  expect(Global("numpy.core.multiarray", "_reconstruct") + Global("numpy", "matrix") + Int1(0) +
+             kTuple1 + Encode("b") + "\x87" + kReduce,
+         "_reconstruct with unexpected arguments");
+  expect(Global("numpy", "ndarray") + kEmptyTuple + kReduce,
+         "the Python object numpy.ndarray is not supported");
+  // An ndarray built with a state that is not numpy's.
+  expect(Global("numpy.core.multiarray", "_reconstruct") + Global("numpy", "ndarray") + Int1(0) +
+             kTuple1 + Encode("b") + "\x87" + kReduce + kMark + Int1(2) + kTuple + kBuild,
+         "a numpy.ndarray state other than");
+
+  // Every truncation and single-byte change of a good program: an error or a value, no crash.
+  const std::string good =
+      kProto2 + NumpyArray("u4", 2, std::string("\x01\x02\x03\x04\xf0\xf1\xf2\xf3", 8)) + kStop;
+  for (size_t n = 0; n < good.size(); ++n) {
+    (void)RunTorchPickle(good.substr(0, n), Storages({}), {.numpy_arrays = true});
+    for (int delta : {1, 0x80}) {
+      std::string mutated = good;
+      mutated[n] = static_cast<char>(mutated[n] + delta);
+      (void)RunTorchPickle(mutated, Storages({}), {.numpy_arrays = true});
+    }
+  }
+}
+
 TEST(RunTorchPickleTest, ErrorsSayWhatAndWhere) {
   auto expect = [](const std::string& program, const std::string& message) {
     EXPECT_THAT(RunTorchPickle(program, Storages({{"0", at::arange(5, at::kFloat)}})),
@@ -315,6 +401,16 @@ TEST(UnpickleTorchSaveTest, ReadsWhatLibTorchsPicklerWrites) {
   EXPECT_EQ(out.at("shape").toTupleRef().elements()[1].toInt(), 5);
   EXPECT_EQ(out.at("inner").toGenericDict().at(int64_t{0}).toStringRef(), "x");
   EXPECT_TRUE(out.at("none").isNone());
+}
+
+TEST(UnpickleTorchSaveTest, NumpyArraysOnlyWhenAsked) {
+  const std::string data = std::string("\x07\x00\x00\x00\xc4\xc1\x34\xf4", 8);
+  const std::string program = kProto2 + NumpyArray("u4", 2, data) + kStop;
+  EXPECT_THAT(UnpickleTorchSave(Archive({{"data.pkl", program}})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("_codecs.encode")));
+  ASSERT_OK_AND_ASSIGN(c10::IValue v,
+                       UnpickleTorchSave(Archive({{"data.pkl", program}}), {.numpy_arrays = true}));
+  EXPECT_EQ(v.toGenericDict().at("data").toStringRef(), data);
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 // `Trainer._save_rng_state`), and its
 // `_load_rng_state` hands them to random.setstate / np.random.set_state. loom has no Python
 // generators; a loom process behaves like a Python process that seeded them and never drew from
-// them. rng/rng_state_file.h writes these states, so HF's Python Trainer can load the file.
+// them. checkpoint/rng_state_file.h writes these states, so HF's Python Trainer can load the file.
 //
 // Contract (both are MT19937, 624 32-bit words; Matsumoto & Nishimura's seeding procedures):
 //   - PythonRandomStateAfterSeed(seed) equals CPython's `random.seed(seed); random.getstate()[1]`
@@ -34,6 +34,20 @@ inline constexpr int kMt19937Words = 624;
 struct Mt19937State {
   std::array<uint32_t, kMt19937Words> key;
   int pos = kMt19937Words;  // index of the next word to temper; 624: twist before the next draw
+};
+
+// What random.getstate() returns: (3, (*mt.key, mt.pos), gauss_next), gauss_next None or the
+// float random.gauss() cached.
+struct PythonRandomState {
+  Mt19937State mt;
+  std::optional<double> gauss_next;
+};
+
+// What np.random.get_state() returns: ('MT19937', mt.key, mt.pos, has_gauss, cached_gaussian).
+struct NumpyRandomState {
+  Mt19937State mt;
+  int has_gauss = 0;
+  double cached_gaussian = 0.0;
 };
 
 // CPython's random.seed(seed) state; see the header comment.

@@ -1,6 +1,7 @@
 // RngState: a snapshot of every random generator a loom process draws from, so that a resumed
 // run continues with the numbers an uninterrupted run would have drawn (HF Trainer's
-// `_save_rng_state` / `_load_rng_state`, transformers 4.38). rng/rng_state_file.h puts it on disk.
+// `_save_rng_state` / `_load_rng_state`, transformers 4.38). checkpoint/rng_state_file.h puts it
+// on disk.
 //
 // Contract:
 //   - `cpu` is LibTorch's CPU default generator state, exactly what Python's
@@ -11,6 +12,10 @@
 //   - `host` maps a GeneratorSet name to that HostGenerator's SerializeState(), and
 //     `host_base_seed` is the set's base_seed(): the seed of generators created later, so a
 //     resumed set also gives later-created generators the numbers the original run would have.
+//   - `python` / `numpy` are Python's `random` and `np.random` states as a Python process
+//     recorded them (read from the rng files of HF's Trainer or accelerate:
+//     checkpoint/rng_state_file.h). loom has no Python generators: CaptureRngState leaves them
+//     unset and RestoreRngState ignores them; the file writer writes them back as they were.
 //   - CaptureRngState reads every generator under its mutex; the tensors are fresh copies.
 //   - RestoreRngState(state, host) validates everything first and then sets every generator:
 //       * each generator already in `*host` must have an entry in `state.host`, otherwise
@@ -45,6 +50,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "rng/host_generator.h"
+#include "rng/python_rng.h"
 
 namespace loom::rng {
 
@@ -53,6 +59,8 @@ struct RngState {
   std::vector<at::Tensor> cuda;             // per CUDA device, index = device
   std::map<std::string, std::string> host;  // HostGenerator::SerializeState() by name
   std::optional<uint64_t> host_base_seed;   // GeneratorSet::base_seed(); unset: not recorded
+  std::optional<PythonRandomState> python;  // random.getstate() Python recorded
+  std::optional<NumpyRandomState> numpy;    // np.random.get_state() Python recorded
 };
 
 // Number of CUDA devices whose generators Capture/Restore handle (0 on CPU-only builds).

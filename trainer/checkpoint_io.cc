@@ -7,10 +7,10 @@
 #include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "checkpoint/optimizer_state.h"
+#include "checkpoint/rng_state_file.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/scheduler_state.h"
 #include "glog/logging.h"
-#include "rng/rng_state_file.h"
 
 namespace loom::trainer {
 
@@ -23,9 +23,10 @@ ProcessFileNames ProcessFiles(int rank, int world_size) {
 
 absl::Status WriteCheckpointFiles(const std::string& dir, const CheckpointContents& c) {
   const ProcessFileNames files = ProcessFiles(c.rank, c.world_size);
-  if (c.rng != nullptr) RETURN_IF_ERROR(rng::SaveRngState(*c.rng, dir + "/" + files.rng));
+  if (c.rng != nullptr) RETURN_IF_ERROR(checkpoint::SaveRngState(*c.rng, dir + "/" + files.rng));
   if (c.epoch_start_rng != nullptr) {
-    RETURN_IF_ERROR(rng::SaveRngState(*c.epoch_start_rng, dir + "/" + files.epoch_start_rng));
+    RETURN_IF_ERROR(
+        checkpoint::SaveRngState(*c.epoch_start_rng, dir + "/" + files.epoch_start_rng));
   }
   if (!c.pending_grads.empty()) {
     RETURN_IF_ERROR(checkpoint::SaveSafetensors(dir + "/" + files.pending_grads, c.pending_grads));

@@ -11,8 +11,8 @@
 #include "checkpoint/folder/discovery.h"
 #include "checkpoint/folder/rotation.h"
 #include "checkpoint/folder/verify.h"
+#include "checkpoint/rng_state_file.h"
 #include "glog/logging.h"
-#include "rng/rng_state_file.h"
 #include "runtime/full_parameters.h"
 #include "runtime/model_files.h"
 #include "runtime/shared_staged_folder.h"
@@ -352,15 +352,16 @@ absl::Status Trainer::LoadProcessFiles(const std::string& dir, ResumedCheckpoint
     for (const std::string& name :
          {ProcessFiles(0, 2).epoch_start_rng, ProcessFiles(0, 1).epoch_start_rng}) {
       if (std::filesystem::exists(dir + "/" + name)) {
-        ASSIGN_OR_RETURN(out.epoch_start_rng, rng::LoadRngState(dir + "/" + name));
+        ASSIGN_OR_RETURN(out.epoch_start_rng, checkpoint::LoadRngState(dir + "/" + name));
         break;
       }
     }
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(out.rng, rng::LoadRngState(dir + "/" + files.rng));
+  ASSIGN_OR_RETURN(out.rng, checkpoint::LoadRngState(dir + "/" + files.rng));
   if (std::filesystem::exists(dir + "/" + files.epoch_start_rng)) {
-    ASSIGN_OR_RETURN(out.epoch_start_rng, rng::LoadRngState(dir + "/" + files.epoch_start_rng));
+    ASSIGN_OR_RETURN(out.epoch_start_rng,
+                     checkpoint::LoadRngState(dir + "/" + files.epoch_start_rng));
   }
   return absl::OkStatus();
 }

@@ -9,7 +9,13 @@ independent computation: "python" / "numpy" against random.seed(1234) / np.rando
 torch.set_rng_state and comparing the draws with DIR/cpp_draws.txt (what C++ drew after the
 capture). Replays HF Trainer's _load_rng_state calls on the file. Checks that torch.manual_seed(42)
 gives DIR/cpp_seed42_draws.txt. Then writes DIR/py_rng_state.pth (torch.get_rng_state() in loom's
-layout, via torch.save) and DIR/py_draws.txt for rng_interop_tool read.
+layout, via torch.save), DIR/py_hf_rng_state.pth (the same state as HF's
+Trainer._save_rng_state writes it: random.getstate(), np.random.get_state(), CPU machine) and
+DIR/py_draws.txt for rng_interop_tool read.
+Also checks DIR/random_states_0.pkl (loom's SaveRngState with accelerate's keys, as
+Accelerator::SaveState writes it): its keys are exactly accelerate 0.27's (for a machine without
+XPU or TPU) plus HF's and loom's, and accelerate 0.27's load_accelerator_state random-state
+lines replayed on it (see accelerate_load_random_states) load it and restore C++'s draws.
 Exits 0 when every check passes, 1 otherwise, printing each failure.
 """
 
@@ -128,6 +134,56 @@ def hf_load_rng_state(state):
     torch.random.set_rng_state(state["cpu"])
 
 
+# What accelerate 0.27's save_accelerator_state writes on a machine without XPU or TPU
+# (checkpointing.py: random_state, numpy_random_seed, torch_manual_seed, and
+# torch_cuda_manual_seed = torch.cuda.get_rng_state_all(); torch_xpu_manual_seed only on XPU,
+# xm_seed only on TPU).
+ACCELERATE_KEYS = {"random_state", "numpy_random_seed", "torch_manual_seed",
+                   "torch_cuda_manual_seed"}
+
+
+def accelerate_load_random_states(path):
+    """A replay of accelerate 0.27.2 src/accelerate/checkpointing.py load_accelerator_state's
+    "Random states" block (lines 242-256) on a machine where is_xpu_available() and
+    is_tpu_available() are False: any exception there is what accelerate logs as "Could not
+    load random states". Returns "" when the states load, else the reason."""
+    try:
+        states = torch.load(path)
+        random.setstate(states["random_state"])
+        np.random.set_state(states["numpy_random_seed"])
+        torch.set_rng_state(states["torch_manual_seed"])
+        torch.cuda.set_rng_state_all(states["torch_cuda_manual_seed"])
+        return ""
+    except Exception as e:  # noqa: BLE001  (accelerate catches everything here)
+        return "Could not load random states (%s: %s)" % (type(e).__name__, e)
+
+
+def check_accelerate_file(d, cpp_draws):
+    path = os.path.join(d, "random_states_0.pkl")
+    state = torch.load(path)
+    loom_keys = {"format", "version", "cpu", "loom_host", "loom_host_base_seed", "python",
+                 "numpy"} | ({"cuda"} if "cuda" in state else set())
+    check(set(state) == ACCELERATE_KEYS | loom_keys,
+          "random_states_0.pkl keys are %s, expected accelerate's %s plus %s" %
+          (sorted(state), sorted(ACCELERATE_KEYS), sorted(loom_keys)))
+    if not torch.cuda.is_available():
+        check(state.get("torch_cuda_manual_seed") == torch.cuda.get_rng_state_all(),
+              "torch_cuda_manual_seed is %r, not get_rng_state_all() of a CPU machine" %
+              (state.get("torch_cuda_manual_seed"),))
+    random.seed(0)
+    np.random.seed(0)
+    reason = accelerate_load_random_states(path)
+    if not check(not reason, "accelerate's load_state on random_states_0.pkl: " + reason):
+        return
+    py_random, np_random = random.random(), np.random.rand(3).tolist()
+    random.seed(SEED)
+    np.random.seed(SEED)
+    check(py_random == random.random() and np_random == np.random.rand(3).tolist(),
+          "accelerate's load: Python / numpy draws are not those of seed %d" % SEED)
+    diff = reference_draws.compare(cpp_draws, reference_draws.draw_all())
+    check(not diff, "accelerate's load: torch.set_rng_state(torch_manual_seed): " + diff)
+
+
 def read_draws(path):
     with open(path) as f:
         return reference_draws.parse_draws(f.read())
@@ -156,6 +212,8 @@ def main():
     check(reference_draws.compare(cpp_draws, reference_draws.draw_all()) != "",
           "draws without restore unexpectedly equal the C++ draws")
 
+    check_accelerate_file(d, cpp_draws)
+
     torch.manual_seed(42)
     diff = reference_draws.compare(read_draws(os.path.join(d, "cpp_seed42_draws.txt")),
                                    reference_draws.draw_all())
@@ -167,6 +225,13 @@ def main():
     torch.randn(1)
     torch.save({"format": FORMAT, "version": VERSION, "cpu": torch.get_rng_state(),
                 "loom_host": {}}, os.path.join(d, "py_rng_state.pth"))
+    random.seed(777)
+    random.random()
+    np.random.seed(777)
+    np.random.rand(3)
+    # transformers 4.38 Trainer._save_rng_state's dict on a CPU machine.
+    torch.save({"python": random.getstate(), "numpy": np.random.get_state(),
+                "cpu": torch.get_rng_state()}, os.path.join(d, "py_hf_rng_state.pth"))
     with open(os.path.join(d, "py_draws.txt"), "w") as f:
         f.write(reference_draws.format_draws(reference_draws.draw_all()))
 

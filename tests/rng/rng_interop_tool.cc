@@ -3,10 +3,13 @@
 //   rng_interop_tool write DIR  seeds, advances and captures every generator, saves
 //                               DIR/rng_state.pth, then writes the reference draws made after
 //                               the capture (DIR/cpp_draws.txt) and after SetSeed(42)
-//                               (DIR/cpp_seed42_draws.txt) for check_rng_state.py.
+//                               (DIR/cpp_seed42_draws.txt) for check_rng_state.py; the same
+//                               state also as Accelerator::SaveState writes it
+//                               (DIR/random_states_0.pkl, accelerate's keys).
 //   rng_interop_tool read DIR   loads DIR/py_rng_state.pth (written by check_rng_state.py with
-//                               Python's torch.get_rng_state()), restores it and checks the
-//                               draws against DIR/py_draws.txt.
+//                               Python's torch.get_rng_state()) and DIR/py_hf_rng_state.pth
+//                               (the same state in HF Trainer's own layout), restores each and
+//                               checks the draws against DIR/py_draws.txt.
 // Exit status 0 on success; otherwise a message on stderr.
 #include <torch/types.h>
 
@@ -17,10 +20,10 @@
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "checkpoint/rng_state_file.h"
 #include "logging/process_logging.h"
 #include "rng/host_generator.h"
 #include "rng/rng_state.h"
-#include "rng/rng_state_file.h"
 #include "rng/seed.h"
 #include "tests/rng/reference_draws.h"
 
@@ -34,28 +37,34 @@ absl::Status Write(const std::string& dir) {
   DrawAllReference();
   torch::randn({1});  // Leave a cached normal sample in the generator state.
   ASSIGN_OR_RETURN(const RngState state, CaptureRngState(host));
-  RETURN_IF_ERROR(SaveRngState(state, dir + "/" + RngStateFileName(0, 1)));
+  RETURN_IF_ERROR(checkpoint::SaveRngState(state, dir + "/" + checkpoint::RngStateFileName(0, 1)));
+  RETURN_IF_ERROR(checkpoint::SaveRngState(state, dir + "/random_states_0.pkl",
+                                           checkpoint::RngFileOptions{.accelerate_keys = true}));
   RETURN_IF_ERROR(
       base::WriteFileAtomically(dir + "/cpp_draws.txt", FormatDraws(DrawAllReference())));
   RETURN_IF_ERROR(SetSeed(42, &host));
   return base::WriteFileAtomically(dir + "/cpp_seed42_draws.txt", FormatDraws(DrawAllReference()));
 }
 
-absl::Status Read(const std::string& dir) {
+absl::Status ReadOne(const std::string& dir, const std::string& file) {
   GeneratorSet host;
   RETURN_IF_ERROR(SetSeed(5, &host));
-  ASSIGN_OR_RETURN(const RngState state, LoadRngState(dir + "/py_rng_state.pth"));
+  ASSIGN_OR_RETURN(const RngState state, checkpoint::LoadRngState(dir + "/" + file));
   RETURN_IF_ERROR(RestoreRngState(state, &host));
   const DrawList actual = DrawAllReference();
   ASSIGN_OR_RETURN(const std::string text, base::ReadFile(dir + "/py_draws.txt"));
   ASSIGN_OR_RETURN(const DrawList expected, ParseDraws(text));
   if (std::string diff = CompareDraws(expected, actual); !diff.empty()) {
     return absl::InternalError(
-        absl::StrCat("draws after restoring Python's torch.get_rng_state() differ from "
-                     "Python's: ",
-                     diff));
+        absl::StrCat("draws after restoring Python's torch.get_rng_state() from ", file,
+                     " differ from Python's: ", diff));
   }
   return absl::OkStatus();
+}
+
+absl::Status Read(const std::string& dir) {
+  RETURN_IF_ERROR(ReadOne(dir, "py_rng_state.pth"));
+  return ReadOne(dir, "py_hf_rng_state.pth");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "rng/rng_state_file.h"
+#include "checkpoint/rng_state_file.h"
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
@@ -20,8 +20,18 @@
 #include "rng/rng_state.h"
 #include "rng/seed.h"
 
-namespace loom::rng {
+namespace loom::checkpoint {
 namespace {
+
+using rng::CaptureRngState;
+using rng::GeneratorSet;
+using rng::HostGenerator;
+using rng::Mt19937State;
+using rng::NumpyStateAfterSeed;
+using rng::PythonRandomStateAfterSeed;
+using rng::RestoreRngState;
+using rng::RngState;
+using rng::SetSeed;
 
 using ::loom::base::testing::StatusIs;
 using ::testing::AllOf;
@@ -317,5 +327,119 @@ TEST(RngStateFileTest, WrongShapesAreInvalidArgumentNamingTheKey) {
   EXPECT_OK(LoadRngState(path));
 }
 
+// random.getstate() / np.random.get_state() as LibTorch can pickle them (numpy's key a list).
+c10::IValue PythonTuple(int64_t version, int64_t word0, int64_t pos, c10::IValue gauss) {
+  std::vector<c10::IValue> internal(624, c10::IValue(int64_t{0x9e3779b9}));
+  internal[0] = word0;
+  internal.emplace_back(pos);
+  return c10::ivalue::Tuple::create(
+      {c10::IValue(version), c10::ivalue::Tuple::create(std::move(internal)), gauss});
+}
+c10::IValue NumpyTuple(const std::string& name, size_t words, int64_t pos) {
+  return c10::ivalue::Tuple::create(
+      {c10::IValue(name), c10::IValue(c10::List<int64_t>(std::vector<int64_t>(words, 7))),
+       c10::IValue(pos), c10::IValue(int64_t{1}), c10::IValue(-0.25)});
+}
+
+// HF Trainer's layout (transformers 4.38 `_save_rng_state`) or accelerate's (0.27
+// `save_accelerator_state`), with no "format".
+c10::impl::GenericDict PythonLayoutDict(bool accelerate) {
+  c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+  d.insert(accelerate ? "random_state" : "python", PythonTuple(3, 0xfffffffe, 17, 0.5));
+  d.insert(accelerate ? "numpy_random_seed" : "numpy", NumpyTuple("MT19937", 624, 300));
+  d.insert(accelerate ? "torch_manual_seed" : "cpu",
+           at::detail::getDefaultCPUGenerator().get_state());
+  if (accelerate) d.insert("torch_cuda_manual_seed", c10::List<at::Tensor>());
+  return d;
+}
+
+TEST(RngStateFileTest, ReadsHfAndAccelerateLayouts) {
+  const std::string path = TempDir() + "/python.pth";
+  for (bool accelerate : {false, true}) {
+    WritePickle(path, PythonLayoutDict(accelerate));
+    ASSERT_OK_AND_ASSIGN(RngState loaded, LoadRngState(path));
+    ASSERT_TRUE(loaded.python.has_value());
+    EXPECT_EQ(loaded.python->mt.key[0], 0xfffffffeu);
+    EXPECT_EQ(loaded.python->mt.key[1], 0x9e3779b9u);
+    EXPECT_EQ(loaded.python->mt.pos, 17);
+    EXPECT_EQ(loaded.python->gauss_next, std::optional<double>(0.5));
+    ASSERT_TRUE(loaded.numpy.has_value());
+    EXPECT_EQ(loaded.numpy->mt.key[623], 7u);
+    EXPECT_EQ(loaded.numpy->mt.pos, 300);
+    EXPECT_EQ(loaded.numpy->has_gauss, 1);
+    EXPECT_EQ(loaded.numpy->cached_gaussian, -0.25);
+    EXPECT_TRUE(torch::equal(loaded.cpu, at::detail::getDefaultCPUGenerator().get_state()));
+    EXPECT_TRUE(loaded.cuda.empty());
+    EXPECT_TRUE(loaded.host.empty());
+    EXPECT_FALSE(loaded.host_base_seed.has_value());
+  }
+}
+
+TEST(RngStateFileTest, BadPythonStatesAreInvalidArgumentNamingTheKey) {
+  const std::string path = TempDir() + "/python.pth";
+  auto with = [](const std::string& key, c10::IValue v) {
+    c10::impl::GenericDict d = PythonLayoutDict(/*accelerate=*/false);
+    d.insert_or_assign(key, std::move(v));
+    return c10::IValue(d);
+  };
+  c10::impl::GenericDict no_cpu = PythonLayoutDict(/*accelerate=*/true);
+  (void)no_cpu.erase("torch_manual_seed");
+  const std::vector<BadShape> cases = {
+      {"word of 2^32", with("python", PythonTuple(3, int64_t{1} << 32, 624, c10::IValue())),
+       "key \"python\" must hold an int in [0, 4294967296), got 4294967296"},
+      {"negative word", with("python", PythonTuple(3, -1, 624, c10::IValue())),
+       "key \"python\" must hold an int in [0, 4294967296), got -1"},
+      {"Python 2 state", with("python", PythonTuple(2, 0, 624, c10::IValue())),
+       "version-3 random.getstate()"},
+      {"position 625", with("python", PythonTuple(3, 0, 625, c10::IValue())),
+       "must hold an int in [0, 625), got 625"},
+      {"string gauss", with("python", PythonTuple(3, 0, 624, std::string("x"))),
+       "has a gauss_next of type"},
+      {"not a tuple", with("python", int64_t{3}), "key \"python\" must be random.getstate()"},
+      {"other numpy generator", with("numpy", NumpyTuple("PCG64", 624, 0)), "'MT19937'"},
+      {"short numpy key", with("numpy", NumpyTuple("MT19937", 623, 0)), "a key of 624 uint32"},
+      {"numpy position", with("numpy", NumpyTuple("MT19937", 624, 625)),
+       "key \"numpy\" must hold an int in [0, 625)"},
+      {"float cpu", with("cpu", torch::zeros({8})), "key \"cpu\" must be a 1-D uint8"},
+      {"accelerate without torch_manual_seed", c10::IValue(no_cpu), "key \"format\" is missing"},
+  };
+  for (const BadShape& c : cases) {
+    WritePickle(path, c.value);
+    EXPECT_THAT(LoadRngState(path), StatusIs(absl::StatusCode::kInvalidArgument,
+                                             AllOf(HasSubstr(path), HasSubstr(c.expected))))
+        << c.name;
+  }
+}
+
+TEST(RngStateFileTest, AccelerateKeysAreAccelerate027s) {
+  GeneratorSet host;
+  ASSERT_OK(SetSeed(1234, &host));
+  ASSERT_OK_AND_ASSIGN(RngState state, CaptureRngState(host));
+  const std::string path = TempDir() + "/random_states_0.pkl";
+  ASSERT_OK(SaveRngState(state, path, RngFileOptions{.accelerate_keys = true}));
+  ASSERT_OK_AND_ASSIGN(const std::string bytes, base::ReadFile(path));
+  const c10::IValue root = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  // accelerate 0.27 save_accelerator_state without XPU or TPU, plus HF's and loom's keys.
+  std::vector<std::string> expected = {"cpu",
+                                       "format",
+                                       "loom_host",
+                                       "loom_host_base_seed",
+                                       "numpy",
+                                       "numpy_random_seed",
+                                       "python",
+                                       "random_state",
+                                       "torch_cuda_manual_seed",
+                                       "torch_manual_seed",
+                                       "version"};
+  if (!state.cuda.empty()) expected.insert(expected.begin() + 1, "cuda");
+  EXPECT_EQ(Keys(root), expected);
+  const c10::impl::GenericDict dict = root.toGenericDict();
+  // torch.cuda.get_rng_state_all(): one state per device, an empty list without CUDA.
+  EXPECT_EQ(dict.at("torch_cuda_manual_seed").toListRef().size(), state.cuda.size());
+  EXPECT_TRUE(torch::equal(dict.at("torch_manual_seed").toTensor(), state.cpu));
+  EXPECT_EQ(dict.at("random_state").toTupleRef().elements()[1].toTupleRef().elements()[0].toInt(),
+            2147483648);  // random.seed(1234)'s first word
+}
+
 }  // namespace
-}  // namespace loom::rng
+}  // namespace loom::checkpoint
