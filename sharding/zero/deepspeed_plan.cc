@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "args/parser.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "optim/deepspeed_optim.h"
@@ -117,6 +118,18 @@ const std::map<std::string, std::map<std::string, KeyRule>>& SectionRules() {
   return *rules;
 }
 
+// The rule name closest to a misspelt key (edit distance below 4), or "".
+std::string ClosestRule(const std::string& name, const std::map<std::string, KeyRule>& rules) {
+  std::string best;
+  size_t best_distance = 4;
+  for (const auto& [rule, unused] : rules) {
+    if (rule.find('.') != std::string::npos) continue;  // nested sections, not keys of `obj`
+    const size_t d = args::EditDistance(name, rule);
+    if (d < best_distance) best_distance = d, best = rule;
+  }
+  return best;
+}
+
 absl::Status CheckKeys(const json& obj, const std::string& path,
                        const std::map<std::string, KeyRule>& rules) {
   for (const auto& [name, value] : obj.items()) {
@@ -124,10 +137,14 @@ absl::Status CheckKeys(const json& obj, const std::string& path,
     const std::string key = path.empty() ? name : absl::StrCat(path, ".", name);
     auto it = rules.find(name);
     if (it == rules.end()) {
+      const std::string hint = ClosestRule(name, rules);
       return absl::UnimplementedError(absl::StrCat(
-          "--deepspeed: \"", key,
-          "\" is not a DeepSpeed key loom implements (a misspelling, or a feature loom does not "
-          "have); remove it"));
+          "--deepspeed: \"", key, "\" is not a DeepSpeed key loom implements",
+          hint.empty() ? ""
+                       : absl::StrCat("; did you mean \"",
+                                      path.empty() ? hint : absl::StrCat(path, ".", hint), "\"?"),
+          " (a misspelling — DeepSpeed would ignore it and use the default — or a feature loom "
+          "does not have); remove it"));
     }
     if (it->second.treat == Treat::kDefaultOnly && value != it->second.default_value &&
         !(value.is_number() && it->second.default_value.is_number() &&

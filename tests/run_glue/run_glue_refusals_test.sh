@@ -68,6 +68,8 @@ expect_refusal "ds train_batch_size=10 vs hf train_batch_size (calculated)=8" --
 expect_refusal "optimizer.type \"Lamb\"" --deepspeed '{"optimizer": {"type": "Lamb"}}'
 expect_refusal "--optim sgd" --optim sgd --deepspeed '{"optimizer": {"type": "AdamW"}}'
 expect_refusal "\"zero_optimisation\"" --deepspeed '{"zero_optimisation": {"stage": 2}}'
+expect_refusal '"zero_optimisation" is not a DeepSpeed key loom implements; did you mean "zero_optimization"?' --deepspeed '{"zero_optimisation": {"stage": 2}}'
+expect_refusal '"zero_optimization.stgae" is not a DeepSpeed key loom implements; did you mean "zero_optimization.stage"?' --deepspeed '{"zero_optimization": {"stgae": 2}}'
 expect_refusal "zero_optimization.round_robin_gradients" --deepspeed '{"zero_optimization": {"stage": 3, "round_robin_gradients": true}}'
 expect_refusal "steps_per_print" --deepspeed '{"steps_per_print": "auto"}'
 expect_refusal "zero_optimization.offload_param" --deepspeed '{"zero_optimization": {"stage": 2, "offload_param": {"device": "nvme", "nvme_path": "/tmp"}}}'
