@@ -200,13 +200,6 @@ absl::Status CheckSupported(const TrainingArguments& given, const TrainingArgume
                                 "Apex is Python-only; use --half_precision_backend auto (torch "
                                 "amp) or cpu_amp"));
   }
-  const json accelerator = json::parse(a.accelerator_config(), nullptr, false);
-  if (accelerator.is_object() && accelerator.value("use_seedable_sampler", true) == false) {
-    return Invalid(
-        "--accelerator_config use_seedable_sampler=false is not implemented in loom yet: loom "
-        "always shuffles with the seeded generator (seed + epoch), as the default true does. "
-        "Remove the key.");
-  }
   for (const std::string& r : a.report_to()) {
     if (r != "tensorboard" && r != "none") {
       return Invalid(absl::StrCat("--report_to ", r,

@@ -50,10 +50,24 @@ std::vector<int64_t> SequentialSampler::Indices(int64_t /*epoch*/) const {
   return order;
 }
 
-// accelerate 0.27 `SeedableRandomSampler`: the seedable sampler reseeds a fresh generator with
-// seed + epoch, so every epoch's permutation is a pure function of (n, seed, epoch).
+std::unique_ptr<RandomSampler> RandomSampler::SharedGenerator(int64_t n, at::Generator generator) {
+  auto sampler = std::make_unique<RandomSampler>(n, /*seed=*/0);
+  sampler->shared_generator_ = std::move(generator);
+  return sampler;
+}
+
 std::vector<int64_t> RandomSampler::Indices(int64_t epoch) const {
-  return RandPerm(n_, SeededGenerator(seed_ + static_cast<uint64_t>(epoch)));
+  if (!shared_generator_.has_value()) {
+    // accelerate 0.27 `SeedableRandomSampler`: a fresh generator seeded with seed + epoch, so
+    // every epoch's permutation is a pure function of (n, seed, epoch).
+    return RandPerm(n_, SeededGenerator(seed_ + static_cast<uint64_t>(epoch)));
+  }
+  // torch 1.13: `_BaseDataLoaderIter.__init__` draws the base seed, then the first batch runs
+  // `RandomSampler.__iter__`, which (without a generator) seeds a fresh one from one more draw.
+  const auto int64 = at::TensorOptions().dtype(at::kLong);
+  at::empty({}, int64).random_(*shared_generator_);
+  const int64_t seed = at::empty({}, int64).random_(*shared_generator_).item<int64_t>();
+  return RandPerm(n_, SeededGenerator(static_cast<uint64_t>(seed)));
 }
 
 std::vector<int64_t> GetLengthGroupedIndices(absl::Span<const int64_t> lengths, int64_t batch_size,

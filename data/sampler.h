@@ -13,6 +13,15 @@
 //       torch.randperm(n, generator=torch.Generator().manual_seed(seed + e))
 //     (accelerate's SeedableRandomSampler, which HF uses with the default
 //     accelerator_config.use_seedable_sampler=True; `seed` is data_seed, or seed when unset).
+//   - RandomSampler::SharedGenerator(n, generator): torch 1.13's RandomSampler without a
+//     generator, as a DataLoader iterates it: each Indices() call draws one int64 `random_()`
+//     from `generator` (the DataLoader iterator's base seed), then another as the seed s of a
+//     fresh generator, and returns randperm(n) from Generator().manual_seed(s). It ignores
+//     `epoch`: call it once per epoch, in order, from one thread. With
+//     at::detail::getDefaultCPUGenerator() this is the order of every rank of a multi-process
+//     HF Trainer (accelerate 0.27 leaves this sampler in place at num_processes > 1; see
+//     shard_sampler.h AccelerateShardedOrder), and it depends on everything else that drew from
+//     that generator since the seed was set.
 //   - GetLengthGroupedIndices(lengths, batch_size, mega_batch_mult, generator) is HF's
 //     trainer_pt_utils.get_length_grouped_indices: a randperm from `generator`, cut into
 //     megabatches of mega_batch_mult * batch_size (default: min(n / (4 * batch_size), 50), at
@@ -74,17 +83,24 @@ class SequentialSampler : public Sampler {
   int64_t n_;
 };
 
-// torch.randperm(n, generator=Generator().manual_seed(seed + epoch)) (n < 0 behaves as 0).
+// torch.randperm(n, generator=Generator().manual_seed(seed + epoch)) (n < 0 behaves as 0), or
+// with SharedGenerator torch's generator-less RandomSampler (see the header comment).
 class RandomSampler : public Sampler {
  public:
   RandomSampler(int64_t n, uint64_t seed) : n_(n < 0 ? 0 : n), seed_(seed) {}
+  // `generator` must be defined (e.g. at::detail::getDefaultCPUGenerator()).
+  static std::unique_ptr<RandomSampler> SharedGenerator(int64_t n, at::Generator generator);
+
   int64_t Size() const override { return n_; }
   std::vector<int64_t> Indices(int64_t epoch) const override;
+  // The seed of the seed + epoch mode (0 in shared-generator mode).
   uint64_t seed() const { return seed_; }
+  bool shared_generator() const { return shared_generator_.has_value(); }
 
  private:
   int64_t n_;
   uint64_t seed_;
+  std::optional<at::Generator> shared_generator_;  // set in shared-generator mode
 };
 
 // HF's get_length_grouped_indices (see the header comment). `batch_size` and `mega_batch_mult`

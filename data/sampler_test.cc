@@ -6,6 +6,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -100,6 +101,24 @@ TEST(LengthGroupedSamplerTest, SharedModeAdvancesTheGeneratorEachCall) {
   for (int e = 0; e < 3; ++e) {
     at::empty({}, at::kLong).random_(g);
     EXPECT_EQ(s->Indices(0), GetLengthGroupedIndices(lengths, 2, std::nullopt, g)) << e;
+  }
+}
+
+TEST(RandomSamplerTest, SharedGeneratorDrawsTheBaseSeedThenTheSamplerSeedEachCall) {
+  std::unique_ptr<RandomSampler> s = RandomSampler::SharedGenerator(10, Gen(7));
+  EXPECT_EQ(s->Size(), 10);
+  EXPECT_TRUE(s->shared_generator());
+  EXPECT_FALSE(RandomSampler(10, 7).shared_generator());
+  // The same stream by hand: per call one int64 random_() (the DataLoader's base seed), one
+  // more as the seed of a fresh generator, and randperm from that; `epoch` plays no part.
+  at::Generator g = Gen(7);
+  for (int e = 0; e < 3; ++e) {
+    at::empty({}, at::kLong).random_(g);
+    const int64_t seed = at::empty({}, at::kLong).random_(g).item<int64_t>();
+    const at::Tensor perm = at::randperm(10, Gen(static_cast<uint64_t>(seed)), at::kLong);
+    EXPECT_EQ(s->Indices(0),
+              std::vector<int64_t>(perm.data_ptr<int64_t>(), perm.data_ptr<int64_t>() + 10))
+        << e;
   }
 }
 

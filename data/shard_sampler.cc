@@ -110,6 +110,12 @@ std::vector<std::vector<int64_t>> ShardBatches(const std::vector<std::vector<int
   return options.split_batches ? SplitShard(global, options) : RoundRobinShard(global, options);
 }
 
+std::unique_ptr<Sampler> AccelerateShardedOrder(const Sampler& sampler, at::Generator generator) {
+  const auto* random = dynamic_cast<const RandomSampler*>(&sampler);
+  if (random == nullptr || random->shared_generator()) return nullptr;
+  return RandomSampler::SharedGenerator(random->Size(), std::move(generator));
+}
+
 absl::StatusOr<std::unique_ptr<BatchShardSampler>> BatchShardSampler::Create(
     std::unique_ptr<Sampler> inner, BatchShardOptions options) {
   if (inner == nullptr)

@@ -20,6 +20,18 @@
 //   - With N ranks and even_batches, step k of every rank together covers exactly the global
 //     batches a single process with batch size N x batch_size (or batch_size with
 //     split_batches) would take at step k, plus, in the last round only, the cycled padding.
+//   - What is sharded: accelerate 0.27 `prepare_data_loader` (with use_seedable_sampler, HF's
+//     default) builds a SeedableRandomSampler for a RandomSampler, but with several processes it
+//     assigns it to the BatchSamplerShard (`dataloader.batch_sampler.sampler = sampler`), where
+//     nothing reads it: the torch BatchSampler inside keeps the RandomSampler it was given, which
+//     in HF's Trainer has no generator, and accelerate synchronizes no generator for a map-style
+//     dataset (rng_types ["generator"] drops "generator"). So every rank draws each epoch's
+//     permutation from its own global torch generator, alike on all ranks because each set the
+//     same seed and did the same since. AccelerateShardedOrder(sampler, generator) gives that
+//     sampler: RandomSampler::SharedGenerator(n, generator) for a (seedable) RandomSampler,
+//     nullptr (shard the sampler as it is) for any other. One process keeps the seedable order
+//     (no shard, so the assignment reaches the BatchSampler): call it only at num_processes > 1.
+//     (accelerate 0.29 also sets the inner BatchSampler's sampler; 0.27 does not.)
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto shard, BatchShardSampler::Create(
@@ -28,6 +40,8 @@
 //   loader_options.set_batch_size(shard->BatchSizePerRank());
 #ifndef LOOM_DATA_SHARD_SAMPLER_H_
 #define LOOM_DATA_SHARD_SAMPLER_H_
+
+#include <ATen/core/Generator.h>
 
 #include <cstdint>
 #include <memory>
@@ -75,6 +89,12 @@ struct BatchShardOptions {
 // One rank's batches of `global_batches` (see the header comment); exposed for tests.
 std::vector<std::vector<int64_t>> ShardBatches(const std::vector<std::vector<int64_t>>& global,
                                                const BatchShardOptions& options);
+
+// The sampler accelerate 0.27 really shards in place of `sampler` (see the header comment):
+// RandomSampler::SharedGenerator(sampler.Size(), generator) when `sampler` is a seed + epoch
+// RandomSampler, else nullptr. `generator` is the process's global one in a real run
+// (at::detail::getDefaultCPUGenerator()).
+std::unique_ptr<Sampler> AccelerateShardedOrder(const Sampler& sampler, at::Generator generator);
 
 class BatchShardSampler : public Sampler {
  public:

@@ -1,9 +1,12 @@
 #include "data/shard_sampler.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <memory>
 #include <vector>
 
 #include "base/status_matchers.h"
+#include "data/sampler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -116,6 +119,18 @@ TEST(BatchShardSamplerTest, EpochsFollowTheInnerSampler) {
   const std::vector<int64_t> order = RandomSampler(10, 42).Indices(1);
   EXPECT_THAT((*sampler)->Indices(1),
               ElementsAre(order[2], order[3], order[6], order[7], order[0], order[1]));
+}
+
+TEST(AccelerateShardedOrderTest, OnlyASeededRandomSamplerIsReplaced) {
+  at::Generator g = at::make_generator<at::CPUGeneratorImpl>(42);
+  std::unique_ptr<Sampler> replaced = AccelerateShardedOrder(RandomSampler(12, 42), g);
+  ASSERT_NE(replaced, nullptr);
+  const auto* random = dynamic_cast<const RandomSampler*>(replaced.get());
+  ASSERT_NE(random, nullptr);
+  EXPECT_TRUE(random->shared_generator());
+  EXPECT_EQ(random->Size(), 12);
+  EXPECT_EQ(AccelerateShardedOrder(SequentialSampler(12), g), nullptr);
+  EXPECT_EQ(AccelerateShardedOrder(*RandomSampler::SharedGenerator(12, g), g), nullptr);
 }
 
 TEST(BatchShardSamplerTest, RejectsBadOptions) {

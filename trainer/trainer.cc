@@ -250,26 +250,7 @@ absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::GetTrainDataloader() 
     return absl::FailedPreconditionError(
         "Trainer: training requires a train_dataset (TrainerOptions.train_dataset)");
   }
-  // accelerate 0.27 SeedableRandomSampler: seed = data_seed when set, else seed.
-  const int64_t seed = args_.has_data_seed() ? args_.data_seed() : args_.seed();
-  std::unique_ptr<data::Sampler> sampler;
-  if (args_.group_by_length()) {
-    // HF LengthGroupedSampler: lengths from the length column when the dataset has one, else
-    // the main input's length; megabatches of train_batch_size * accumulation steps; the
-    // permutation draws from torch's default generator, as HF's does (its generator is None).
-    ASSIGN_OR_RETURN(std::vector<int64_t> lengths,
-                     data::LengthsForGrouping(*options_.train_dataset, args_.length_column_name(),
-                                              model_->MainInputName()),
-                     "--group_by_length");
-    ASSIGN_OR_RETURN(sampler,
-                     data::LengthGroupedSampler::CreateSharedGenerator(
-                         std::move(lengths), batch_size * args_.gradient_accumulation_steps(),
-                         at::detail::getDefaultCPUGenerator()),
-                     "--group_by_length");
-  } else {
-    sampler = std::make_unique<data::RandomSampler>(options_.train_dataset->Size(),
-                                                    static_cast<uint64_t>(seed));
-  }
+  ASSIGN_OR_RETURN(std::unique_ptr<data::Sampler> sampler, TrainSampler(batch_size));
   if (topology_.data_parallel_size == 1) {
     return MakeDataLoader(options_.train_dataset, std::move(sampler), batch_size);
   }
@@ -280,6 +261,41 @@ absl::StatusOr<std::unique_ptr<data::DataLoader>> Trainer::GetTrainDataloader() 
                    "--per_device_train_batch_size");
   const int64_t per_rank = sharded->BatchSizePerRank();
   return MakeDataLoader(options_.train_dataset, std::move(sharded), per_rank);
+}
+
+absl::StatusOr<std::unique_ptr<data::Sampler>> Trainer::TrainSampler(int64_t batch_size) {
+  if (args_.group_by_length()) {
+    // HF LengthGroupedSampler: lengths from the length column when the dataset has one, else
+    // the main input's length; megabatches of train_batch_size * accumulation steps; the
+    // permutation draws from torch's default generator, as HF's does (its generator is None).
+    ASSIGN_OR_RETURN(std::vector<int64_t> lengths,
+                     data::LengthsForGrouping(*options_.train_dataset, args_.length_column_name(),
+                                              model_->MainInputName()),
+                     "--group_by_length");
+    ASSIGN_OR_RETURN(std::unique_ptr<data::LengthGroupedSampler> grouped,
+                     data::LengthGroupedSampler::CreateSharedGenerator(
+                         std::move(lengths), batch_size * args_.gradient_accumulation_steps(),
+                         at::detail::getDefaultCPUGenerator()),
+                     "--group_by_length");
+    return std::unique_ptr<data::Sampler>(std::move(grouped));
+  }
+  // accelerate 0.27 SeedableRandomSampler: seed = data_seed when set, else seed.
+  const int64_t seed = args_.has_data_seed() ? args_.data_seed() : args_.seed();
+  auto seedable = std::make_unique<data::RandomSampler>(options_.train_dataset->Size(),
+                                                        static_cast<uint64_t>(seed));
+  if (topology_.data_parallel_size > 1) {
+    // At several processes accelerate 0.27 shards HF's generator-less RandomSampler instead:
+    // each rank draws the epoch's permutation from torch's global generator
+    // (data/shard_sampler.h AccelerateShardedOrder).
+    return data::AccelerateShardedOrder(*seedable, at::detail::getDefaultCPUGenerator());
+  }
+  const auto config = nlohmann::json::parse(args_.accelerator_config(), nullptr, false);
+  if (config.is_object() && !config.value("use_seedable_sampler", true)) {
+    // accelerator_config use_seedable_sampler=false: HF's RandomSampler stays as it is.
+    return std::unique_ptr<data::Sampler>(data::RandomSampler::SharedGenerator(
+        options_.train_dataset->Size(), at::detail::getDefaultCPUGenerator()));
+  }
+  return std::unique_ptr<data::Sampler>(std::move(seedable));
 }
 
 absl::StatusOr<data::BatchShardOptions> Trainer::ShardOptions(int64_t batch_size) const {

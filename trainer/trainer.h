@@ -383,6 +383,9 @@ class Trainer {
   absl::StatusOr<std::string> ResolveResumeFolder(const ResumeFrom& resume);
   // The dataloader_* arguments (drop_last, num_workers, prefetch_factor) for `batch_size`.
   data::DataLoaderOptions LoaderOptions(int64_t batch_size) const;
+  // HF's _get_train_sampler as accelerate 0.27 prepares it: the length-grouped sampler, or the
+  // seeded RandomSampler in one process and, at several, the generator-less one it shards.
+  absl::StatusOr<std::unique_ptr<data::Sampler>> TrainSampler(int64_t batch_size);
   // This rank's share of the global training batches (accelerator_config split_batches /
   // even_batches, dataloader_drop_last).
   absl::StatusOr<data::BatchShardOptions> ShardOptions(int64_t batch_size) const;

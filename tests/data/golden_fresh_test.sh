@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Regenerates a golden file with its generator script under Debian's /usr/bin/python3 (torch
+# 1.13) and fails when the committed copy differs, so a golden test cannot silently test stale
+# numbers. Fails (never skips) when Python or its torch is missing.
+#   usage: golden_fresh_test.sh MAKE_GOLDEN_PY COMMITTED_GOLDEN
+set -euo pipefail
+script=$1
+committed=$2
+source tests/require_python_torch.sh  # sets py; FAILs without torch/numpy
+
+fresh="${TEST_TMPDIR:-/tmp}/$(basename "$committed")"
+"$py" "$script" --out "$fresh"
+if ! diff -q "$committed" "$fresh" >/dev/null; then
+  echo "FAIL: $committed is stale; rerun /usr/bin/python3 $script" >&2
+  diff "$committed" "$fresh" | head -20 >&2
+  exit 1
+fi
+echo "$(basename "$script"): golden file is current"
