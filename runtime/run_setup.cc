@@ -6,6 +6,8 @@
 #include "args/deepspeed_config.h"
 #include "args/fsdp_config.h"
 #include "base/status_macros.h"
+#include "sharding/create_strategy.h"
+#include "sharding/zero/deepspeed_plan.h"
 
 namespace loom::runtime {
 namespace {
@@ -75,6 +77,16 @@ absl::StatusOr<RunSetup> ResolveRunSetup(const args::TrainingArguments& args, in
       setup.gradient_checkpointing = options;
     }
   }
+  return setup;
+}
+
+absl::StatusOr<RunSetup> PreflightRun(const args::TrainingArguments& args, int local_rank,
+                                      int world_size) {
+  ASSIGN_OR_RETURN(RunSetup setup, ResolveRunSetup(args, local_rank, world_size));
+  // A --deepspeed config loom cannot train with (the Trainer plans it again with the model's
+  // hidden size and the step count), and HF's --fsdp rules.
+  RETURN_IF_ERROR(sharding::PreCheckDeepSpeed(args, world_size));
+  RETURN_IF_ERROR(sharding::CheckFsdp(args));
   return setup;
 }
 

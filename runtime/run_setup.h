@@ -16,6 +16,10 @@
 //     BLAS, bf16 ones in oneDNN; the data-loader workers take cores), applied by the Trainer.
 //   - --auto_find_batch_size in a run of several processes is refused (not implemented yet):
 //     a rank that runs out of memory alone would retry while the others wait in a collective.
+//   - PreflightRun(args, local_rank, world_size): everything a run refuses before any work —
+//     ResolveRunSetup, the --deepspeed config's model-independent checks
+//     (sharding::PreCheckDeepSpeed) and --fsdp's rules (sharding::CheckFsdp) — so that a script
+//     and //tools:show_args refuse exactly the same command lines.
 //
 // Example:
 //   ASSIGN_OR_RETURN(RunSetup setup, ResolveRunSetup(args, local_rank, world_size));
@@ -45,6 +49,8 @@ struct RunSetup {
 
 absl::StatusOr<RunSetup> ResolveRunSetup(const args::TrainingArguments& args, int local_rank,
                                          int world_size);
+absl::StatusOr<RunSetup> PreflightRun(const args::TrainingArguments& args, int local_rank,
+                                      int world_size);
 
 }  // namespace loom::runtime
 

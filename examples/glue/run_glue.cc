@@ -31,8 +31,6 @@
 #include "models/bert/pretrained.h"
 #include "runtime/parallel_context.h"
 #include "runtime/run_setup.h"
-#include "sharding/create_strategy.h"
-#include "sharding/zero/deepspeed_plan.h"
 #include "trainer/trainer.h"
 
 namespace loom::examples::glue_script {
@@ -286,14 +284,10 @@ absl::Status SetUpRun(const ModelArguments& m, const DataTrainingArguments& d,
        .log_level_replica = t.log_level_replica(),
        .log_on_each_node = t.log_on_each_node()},
       logging::PlacementFromEnvironment()));
-  // The Trainer decides the same way; its errors, e.g. --fp16 on a CPU, stop the run here.
+  // The Trainer decides the same way; its errors (e.g. --fp16 on a CPU, a --deepspeed config
+  // loom cannot train with, HF's --fsdp rules) stop the run here, as they stop show_args.
   ASSIGN_OR_RETURN(const runtime::RunSetup setup,
-                   runtime::ResolveRunSetup(t, EnvInt("LOCAL_RANK", 0), EnvInt("WORLD_SIZE", 1)));
-  // A --deepspeed config loom cannot train with stops here too (the Trainer plans it again
-  // with the model's hidden size and the step count).
-  RETURN_IF_ERROR(sharding::PreCheckDeepSpeed(t, EnvInt("WORLD_SIZE", 1)));
-  // --fsdp: HF's rules (not with --deepspeed) and what loom lacks, likewise.
-  RETURN_IF_ERROR(sharding::CheckFsdp(t));
+                   runtime::PreflightRun(t, EnvInt("LOCAL_RANK", 0), EnvInt("WORLD_SIZE", 1)));
   // The thread counts hold from here on (tokenizing too); the Trainer logs them.
   RETURN_IF_ERROR(threads::ApplyThreadPlan(setup.threads));
   LOG(WARNING) << "Process rank: " << EnvInt("LOCAL_RANK", -1) << ", device: " << setup.device.str()

@@ -8,7 +8,8 @@ Rules (each failure names the target, the dependency and the rule):
              the table is a top-level folder with everything under it, unless a deeper folder
              has its own row (tests/testdata).
   never-uses a package of the table's "never uses" lines does not reach (through deps) the
-             named repository, except through the named targets.
+             named repository, except through the named targets (its aliases, second names
+             of targets elsewhere, are not uses).
   include    every #include "pkg/path.h" in a target's srcs/hdrs is a header of the target
              itself or of one of its direct deps (aliases count as their actual target).
   visibility each library package's default_visibility names the package_group of the layers
@@ -124,6 +125,8 @@ def check_never_uses(graph, layers):
     for target in sorted(graph.targets.values(), key=lambda t: t.label):
       if layers.layer_of_package(target.package) != package or target.label in exempt:
         continue
+      if target.kind == "alias":
+        continue  # a second name of a target elsewhere (e.g. //args:show_args), not a use
       path = _path_to_repo(graph, target.label, repo, exempt, set())
       if path and layers.layer_of_package(build_graph.label_package(path[1])) == package:
         continue  # reported on the target of the package where the path leaves it

@@ -121,6 +121,19 @@ cc_library(name = "leak", deps = ["@libtorch//:torch"])
     self.assertOneFailure(failures, "//core:leak reaches @libtorch",
                           "rule: `core` never uses `@libtorch` except through //core:torch_io")
 
+  def test_an_alias_is_not_a_use(self):
+    # An alias in `core` naming a program above it that uses LibTorch: a second name, not a use
+    # (as //args:show_args names //tools:show_args).
+    failures = self.check({"core/BUILD": """
+package(default_visibility = ["//:above_core"])
+cc_library(name = "core", srcs = ["core.cc"], hdrs = ["core.h"], deps = [":torch_io", "//base:util"])
+cc_library(name = "torch_io", srcs = ["torch_io.cc"], deps = ["@libtorch//:torch"])
+alias(name = "tool", actual = "//app:app")
+""", "app/BUILD": """
+cc_library(name = "app", deps = ["//core", "@libtorch//:torch"])
+"""})
+    self.assertEqual(failures, [])
+
   def test_public_library_package_fails(self):
     failures = self.check({"base/BUILD": """
 package(default_visibility = ["//visibility:public"])

@@ -106,3 +106,24 @@ fi
 grep -qF -- "--tpu_num_cores is ignored by loom: TPUs do not exist for loom" "$TEST_TMPDIR/na.txt" || fail "no tpu warning"
 ! grep -q "Logging before InitGoogleLogging" "$TEST_TMPDIR/na.txt" "$TEST_TMPDIR/err.txt" || fail "glog's early-logging warning printed"
 echo "run_glue_refusals_test: PASS ($checked fields refused)"
+
+# show_args refuses what a run refuses before any work (runtime::PreflightRun), not only HF's
+# __post_init__ checks.
+show_refusal() {
+  local want=$1; shift
+  set +e
+  "$show_args" --output_dir "$TEST_TMPDIR/s" "$@" > /dev/null 2> "$TEST_TMPDIR/err.txt"
+  local rc=$?
+  set -e
+  [[ $rc -eq 2 ]] || fail "show_args $*: exit $rc: $(cat "$TEST_TMPDIR/err.txt")"
+  grep -qF -- "$want" "$TEST_TMPDIR/err.txt" || fail "show_args $*: no '$want': $(cat "$TEST_TMPDIR/err.txt")"
+}
+show_refusal "--fp16: FP16 Mixed precision training" --fp16
+show_refusal "zero_optimization.stage" --deepspeed '{"zero_optimization": {"stage": 5}}'
+show_refusal "bf16.enabled: bf16 weights with ZeRO stage 3" --bf16 --deepspeed '{"bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 3}}'
+show_refusal "Using --fsdp xxx together with --deepspeed is not possible" --fsdp full_shard --deepspeed '{"zero_optimization": {"stage": 2}}'
+"$show_args" --output_dir "$TEST_TMPDIR/s" --learning_rate 2e-5 > "$TEST_TMPDIR/ok.json" ||
+  fail "show_args with a plain command line"
+grep -q '"learning_rate": 2e-05' "$TEST_TMPDIR/ok.json" || fail "show_args output: $(head -5 "$TEST_TMPDIR/ok.json")"
+echo "ok: show_args refuses what the run refuses"
+

@@ -1,13 +1,16 @@
 // show_args: parses any TrainingArguments command line and prints the resolved arguments as
 // JSON with the keys and value formats of HF's TrainingArguments.to_json_string().
 //
-//   bazel run //args:show_args -- --output_dir out --learning_rate 2e-5
+//   bazel run //tools:show_args -- --output_dir out --learning_rate 2e-5
 //       --fsdp "full_shard auto_wrap" --log_on_each_node 0    (one command line)
-//   bazel run //args:show_args -- --support_table
+//   bazel run //tools:show_args -- --support_table
 //       what loom does with each field: implemented, not applicable (ignored with a warning),
 //       unsupported or not yet (refused), as tab-separated lines (args/field_support.h)
 //
-// Warnings (deprecations) go to stderr; errors exit with status 2 like argparse.
+// It refuses exactly what a run refuses before any work (runtime::PreflightRun: the precision
+// for this machine, the --deepspeed config, --fsdp's rules; as one process unless WORLD_SIZE
+// says otherwise), after HF's __post_init__ checks. Warnings (deprecations) go to stderr; errors
+// exit with status 2 like argparse. //args:show_args is the same program.
 #include <cstdlib>
 #include <iostream>
 
@@ -18,6 +21,7 @@
 #include "args/serialize.h"
 #include "args/training_args.h"
 #include "logging/process_logging.h"
+#include "runtime/run_setup.h"
 
 int main(int argc, char** argv) {
   loom::logging::InitProcessLogging(argv[0]);
@@ -48,6 +52,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (const auto& w : *warnings) std::cerr << "warning: " << w << "\n";
+  const auto env_int = [](const char* name, int fallback) {
+    const char* v = std::getenv(name);
+    return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+  };
+  if (absl::Status run = loom::runtime::PreflightRun(args, env_int("LOCAL_RANK", 0),
+                                                     env_int("WORLD_SIZE", 1))
+                             .status();
+      !run.ok()) {
+    std::cerr << "show_args: error: " << run.message() << "\n";
+    return 2;
+  }
   std::cout << loom::args::ToJsonString(args) << "\n";
   return 0;
 }
