@@ -132,8 +132,10 @@ hybrid() {  # MODE GA
 hybrid hybrid_shard 2
 hybrid hybrid_shard 1
 hybrid hybrid_shard_zero2 2
+# Replicas log at info here (HF's default log_level_replica, warning, hides their info lines).
 check_run full_shard_cpu_ram 2 1 "FSDP full_shard" --fsdp "full_shard auto_wrap" \
-  --fsdp_config '{"transformer_layer_cls_to_wrap": ["BertLayer"], "cpu_ram_efficient_loading": true}'
+  --fsdp_config '{"transformer_layer_cls_to_wrap": ["BertLayer"], "cpu_ram_efficient_loading": true}' \
+  --log_level_replica info
 [[ $(grep -c "cpu_ram_efficient_loading: this process does not read" "$T/full_shard_cpu_ram2_1.log") == 1 ]] ||
   fail "cpu_ram_efficient_loading: not exactly one rank skipped the checkpoint"
 check_run full_shard_offload 2 1 "FSDP full_shard" --fsdp "full_shard offload auto_wrap"
