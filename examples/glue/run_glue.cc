@@ -262,7 +262,8 @@ absl::StatusOr<bool> ResolveArguments(const ModelArguments& m, DataTrainingArgum
     }
     std::cout << "run_glue: pass --model_name_or_path DIR --task_name TASK --data_dir DIR (or "
                  "--train_file/--validation_file) to fine-tune on real data; --help lists "
-                 "every flag.\n";
+                 "every flag.\n"
+              << std::flush;  // before glog's lines (stderr) when both go to one file
     d->set_task_name("sst2");
     d->set_data_dir(t->output_dir() + "/synthetic_data");
   }
@@ -315,7 +316,8 @@ absl::StatusOr<glue::GlueData> LoadRunData(bool embedded, const DataTrainingArgu
       RETURN_IF_ERROR(WriteSst2Tsv(d.data_dir(), synthetic));
       std::cout << "run_glue: wrote " << synthetic.train.size() << " training and "
                 << synthetic.validation.size() << " validation sentences (SST-2 layout) to "
-                << d.data_dir() << "/{train,dev,test}.tsv\n";
+                << d.data_dir() << "/{train,dev,test}.tsv\n"
+                << std::flush;
       return absl::OkStatus();
     }));
   }
