@@ -49,12 +49,11 @@ absl::Status NodeValues(const YAML::Node& node, const Setting& s, const std::str
 
 void Unknown(const std::string& where, const std::string& key, Section section,
              std::vector<std::string>* warnings) {
-  std::string best;
-  size_t best_d = 4;
+  std::vector<std::string> keys;
   for (const Setting& s : Settings()) {
-    if (s.section != section || CliOnly(s)) continue;
-    if (size_t d = EditDistance(key, s.key); d < best_d) best_d = d, best = s.key;
+    if (s.section == section && !CliOnly(s)) keys.push_back(s.key);
   }
+  const std::string best = ClosestName(key, keys);
   warnings->push_back(
       absl::StrCat("unknown accelerate config key \"", where, "\" is ignored",
                    best.empty() ? "" : absl::StrCat("; did you mean \"", best, "\"?")));
@@ -162,13 +161,11 @@ absl::Status ApplyFlags(const std::vector<std::string>& args, AccelerateLaunch* 
       return std::find(s.cli.begin(), s.cli.end(), name) != s.cli.end();
     });
     if (it == Settings().end()) {
-      std::string best;
-      size_t best_d = std::max<size_t>(3, name.size() / 2) + 1;  // suggest close spellings only
-      for (const Setting& s : Settings()) {
-        for (const std::string& c : s.cli) {
-          if (size_t d = EditDistance(name, c); d < best_d) best_d = d, best = c;
-        }
-      }
+      std::vector<std::string> flags;
+      for (const Setting& s : Settings()) flags.insert(flags.end(), s.cli.begin(), s.cli.end());
+      // Close spellings only: within half the name's length (at least 3).
+      const std::string best =
+          ClosestName(name, flags, std::max<size_t>(3, name.size() / 2) + 1);
       return absl::InvalidArgumentError(
           absl::StrCat(ctx, ": unknown flag ", flag,
                        best.empty() ? "" : absl::StrCat("; did you mean --", best, "?")));

@@ -187,16 +187,9 @@ Handler Device(OffloadDevice* out) {
 }
 
 std::string ClosestKey(const std::string& key, const std::vector<Key>& keys) {
-  std::string best;
-  size_t best_distance = 4;  // suggest only close spellings
-  for (const Key& k : keys) {
-    size_t d = EditDistance(key, k.name);
-    if (d < best_distance) {
-      best_distance = d;
-      best = k.name;
-    }
-  }
-  return best;
+  std::vector<std::string> names;
+  for (const Key& k : keys) names.push_back(k.name);
+  return ClosestName(key, names);
 }
 
 // Runs the handler of every key of `obj`; nulls count as absent; unknown keys are warnings.

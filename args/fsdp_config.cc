@@ -135,11 +135,7 @@ void WarnUnknownKeys(const json& cfg, bool inline_json, std::vector<std::string>
                                        key.substr(5), "\""));
       continue;
     }
-    std::string best;
-    size_t best_distance = 4;
-    for (const std::string& known : KnownKeys()) {
-      if (size_t d = EditDistance(key, known); d < best_distance) best_distance = d, best = known;
-    }
+    const std::string best = ClosestName(key, KnownKeys());
     warnings->push_back(absl::StrCat(
         "--fsdp_config: unknown key \"", key, "\" is ignored",
         best.empty() ? absl::StrCat(" (known keys: ", absl::StrJoin(KnownKeys(), ", "), ")")

@@ -129,16 +129,20 @@ std::vector<std::string> ArgParser::AllFlagNames() const {
   return names;
 }
 
+std::string ClosestName(const std::string& name, const std::vector<std::string>& candidates,
+                        size_t below) {
+  std::string best;
+  for (const std::string& c : candidates) {
+    if (const size_t d = EditDistance(name, c); d < below) below = d, best = c;
+  }
+  return best;
+}
+
 absl::Status ArgParser::UnknownFlag(const std::string& flag) const {
   std::string bare = flag;
   while (!bare.empty() && bare[0] == '-') bare.erase(0, 1);
   bare = absl::StrReplaceAll(bare, {{"-", "_"}});
-  std::string best;
-  size_t best_d = std::string::npos;
-  for (const auto& n : AllFlagNames()) {
-    size_t d = EditDistance(bare, n);
-    if (d < best_d) best_d = d, best = n;
-  }
+  const std::string best = ClosestName(bare, AllFlagNames(), std::string::npos);
   std::string msg = absl::StrCat("unrecognized argument ", flag);
   if (!best.empty()) absl::StrAppend(&msg, "; did you mean --", best, "?");
   absl::StrAppend(&msg, " (see ", options_.program, " --help)");

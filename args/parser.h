@@ -78,6 +78,11 @@ absl::Status ParsePythonBool(const std::string& text, bool* out);
 // Levenshtein distance (used for "did you mean" suggestions).
 size_t EditDistance(const std::string& a, const std::string& b);
 
+// The candidate closest to `name` by EditDistance, if closer than `below` (the first of equally
+// close ones); "" when none is. Every "did you mean" of loom's parsers picks its name here.
+std::string ClosestName(const std::string& name, const std::vector<std::string>& candidates,
+                        size_t below = 4);
+
 }  // namespace loom::args
 
 #endif  // LOOM_ARGS_PARSER_H_

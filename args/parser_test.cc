@@ -227,5 +227,15 @@ TEST(PythonValueTest, FloatsAndInts) {
   EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
 }
 
+TEST(ClosestNameTest, TheFirstClosestBelowTheBound) {
+  const std::vector<std::string> names = {"num_epochs", "num_epoch_steps", "seed"};
+  EXPECT_EQ(ClosestName("num_epoch", names), "num_epochs");
+  EXPECT_EQ(ClosestName("sed", names), "seed");
+  EXPECT_EQ(ClosestName("learning_rate", names), "");            // nothing within 3 edits
+  EXPECT_EQ(ClosestName("seeds", {"seed", "weeds"}), "seed");      // ties: the first
+  EXPECT_EQ(ClosestName("zzzz", {"seed"}, std::string::npos), "seed");  // no bound
+  EXPECT_EQ(ClosestName("x", {}), "");
+}
+
 }  // namespace
 }  // namespace loom::args

@@ -139,12 +139,9 @@ bool IsLauncherFlag(const std::string& flag, bool* takes_value) {
 }
 
 absl::Status UnknownFlag(const std::string& flag) {
-  std::string best;
-  size_t best_distance = 4;  // suggest only close names
-  for (const FlagSpec& spec : FlagSpecs()) {
-    const size_t d = args::EditDistance(flag, spec.name);
-    if (d < best_distance) best_distance = d, best = spec.name;
-  }
+  std::vector<std::string> names;
+  for (const FlagSpec& spec : FlagSpecs()) names.push_back(spec.name);
+  const std::string best = args::ClosestName(flag, names);
   return absl::InvalidArgumentError(
       absl::StrCat("unrecognized argument ", flag,
                    best.empty() ? "" : absl::StrCat("; did you mean ", best, "?"),

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -120,14 +121,11 @@ const std::map<std::string, std::map<std::string, KeyRule>>& SectionRules() {
 
 // The rule name closest to a misspelt key (edit distance below 4), or "".
 std::string ClosestRule(const std::string& name, const std::map<std::string, KeyRule>& rules) {
-  std::string best;
-  size_t best_distance = 4;
+  std::vector<std::string> keys;
   for (const auto& [rule, unused] : rules) {
-    if (rule.find('.') != std::string::npos) continue;  // nested sections, not keys of `obj`
-    const size_t d = args::EditDistance(name, rule);
-    if (d < best_distance) best_distance = d, best = rule;
+    if (rule.find('.') == std::string::npos) keys.push_back(rule);  // not nested sections
   }
-  return best;
+  return args::ClosestName(name, keys);
 }
 
 absl::Status CheckKeys(const json& obj, const std::string& path,
