@@ -17,8 +17,8 @@
 //   - Errors: InvalidArgument for bad arguments (named flag and the fix), others from the
 //     libraries (missing files, shapes, ...).
 //
-// run_glue.cc stays one file (about 600 lines): it is HF's run_glue.py, one script read top to
-// bottom as its named stages, like the Python original.
+// run_glue.cc is HF's run_glue.py, one script read top to bottom as its named stages, like the
+// Python original; the checks of its own argument groups are arguments.h's.
 #ifndef LOOM_EXAMPLES_GLUE_RUN_GLUE_H_
 #define LOOM_EXAMPLES_GLUE_RUN_GLUE_H_
 
