@@ -383,10 +383,10 @@ absl::StatusOr<std::string> ResolveProgramLabel(const std::string& program,
   const std::string path = absl::StrCat(runfiles_dir, "/loom/", package, "/", name);
   if (::access(path.c_str(), X_OK) != 0) {
     return absl::NotFoundError(absl::StrCat(
-        "PROGRAM ", program, ": the launcher does not carry it (it carries //examples/glue:run_glue, "
-        "//examples/synthetic:run_synthetic, //examples:nlp_example, "
-        "//examples:accelerate_tutorial and //examples:accelerate_tutorial_plain when started "
-        "with `./bazelw run //tools:launch -- ...`); build the program and pass its path instead"));
+        "PROGRAM ", program, ": the launcher does not carry it (", path,
+        " is missing; the programs it carries are the `data` of //tools:launch, present when it "
+        "is started with `./bazelw run //tools:launch -- ...`); build the program and pass its "
+        "path instead"));
   }
   return path;
 }

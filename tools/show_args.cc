@@ -20,6 +20,7 @@
 #include "args/parser.h"
 #include "args/serialize.h"
 #include "args/training_args.h"
+#include "logging/log_level.h"
 #include "logging/process_logging.h"
 #include "runtime/run_setup.h"
 
@@ -52,13 +53,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (const auto& w : *warnings) std::cerr << "warning: " << w << "\n";
-  const auto env_int = [](const char* name, int fallback) {
-    const char* v = std::getenv(name);
-    return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
-  };
-  if (absl::Status run = loom::runtime::PreflightRun(args, env_int("LOCAL_RANK", 0),
-                                                     env_int("WORLD_SIZE", 1))
-                             .status();
+  const loom::logging::ProcessPlacement here = loom::logging::PlacementFromEnvironment();
+  if (absl::Status run =
+          loom::runtime::PreflightRun(args, here.local_process_index, here.world_size).status();
       !run.ok()) {
     std::cerr << "show_args: error: " << run.message() << "\n";
     return 2;
