@@ -4,88 +4,31 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/string_view.h"
-#include "base/file_util.h"
 #include "base/status_matchers.h"
 #include "data/sampler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/data/golden_records.h"
 
 namespace loom::data {
 namespace {
 
-struct Record {
-  std::string kind;
-  std::map<std::string, std::string> fields;
-  std::vector<int64_t> numbers;
-};
-
-std::string RunfilePath(const std::string& rel) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  if (srcdir == nullptr || workspace == nullptr) return rel;
-  return std::string(srcdir) + "/" + workspace + "/" + rel;
-}
+using Record = testing::GoldenRecord;
+using testing::Int;
+using testing::Uint;
 
 std::vector<Record> LoadGolden() {
-  absl::StatusOr<std::string> text =
-      base::ReadFile(RunfilePath("tests/data/testdata/sampler_golden.txt"));
-  EXPECT_TRUE(text.ok()) << text.status();
-  std::vector<Record> records;
-  if (!text.ok()) return records;
-  for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
-    if (line[0] == '#') continue;
-    std::pair<absl::string_view, absl::string_view> head_numbers = absl::StrSplit(line, " : ");
-    Record r;
-    bool first = true;
-    for (absl::string_view word : absl::StrSplit(head_numbers.first, ' ', absl::SkipEmpty())) {
-      if (first) {
-        r.kind = std::string(word);
-        first = false;
-        continue;
-      }
-      std::pair<std::string, std::string> kv = absl::StrSplit(word, '=');
-      r.fields.insert(kv);
-    }
-    for (absl::string_view num : absl::StrSplit(head_numbers.second, ' ', absl::SkipEmpty())) {
-      int64_t v = 0;
-      EXPECT_TRUE(absl::SimpleAtoi(num, &v)) << line;
-      r.numbers.push_back(v);
-    }
-    records.push_back(std::move(r));
-  }
-  return records;
-}
-
-int64_t Int(const Record& r, const std::string& key) {
-  int64_t v = 0;
-  EXPECT_TRUE(absl::SimpleAtoi(r.fields.at(key), &v)) << key;
-  return v;
-}
-
-uint64_t Uint(const Record& r, const std::string& key) {
-  uint64_t v = 0;
-  EXPECT_TRUE(absl::SimpleAtoi(r.fields.at(key), &v)) << key;
-  return v;
+  return testing::LoadGoldenRecords("tests/data/testdata/sampler_golden.txt");
 }
 
 std::optional<int64_t> Mult(const Record& r) {
   if (r.fields.at("mult") == "auto") return std::nullopt;
   return Int(r, "mult");
-}
-
-std::string Describe(const Record& r) {
-  std::string s = r.kind;
-  for (const auto& [k, v] : r.fields) s += " " + k + "=" + v;
-  return s;
 }
 
 std::map<std::string, int> CountKinds(const std::vector<Record>& records) {
@@ -105,7 +48,7 @@ TEST(SamplerGoldenTest, RandomSamplerMatchesTorchRandperm) {
     if (r.kind != "random") continue;
     const RandomSampler sampler(Int(r, "n"), Uint(r, "seed"));
     EXPECT_EQ(sampler.Size(), Int(r, "n"));
-    EXPECT_EQ(sampler.Indices(Int(r, "epoch")), r.numbers) << Describe(r);
+    EXPECT_EQ(sampler.Indices(Int(r, "epoch")), r.numbers) << r.Describe();
   }
 }
 
@@ -121,7 +64,7 @@ TEST(SamplerGoldenTest, LengthGroupedSamplerMatchesHfPerEpochSeed) {
     ASSERT_OK_AND_ASSIGN(auto sampler,
                          LengthGroupedSampler::Create(lengths.at(r.fields.at("lengths")),
                                                       Int(r, "batch"), Uint(r, "seed"), Mult(r)));
-    EXPECT_EQ(sampler->Indices(Int(r, "epoch")), r.numbers) << Describe(r);
+    EXPECT_EQ(sampler->Indices(Int(r, "epoch")), r.numbers) << r.Describe();
     ++checked;
   }
   EXPECT_EQ(checked, 72);
@@ -150,7 +93,7 @@ TEST(SamplerGoldenTest, SharedGeneratorMatchesHfTrainerGlobalStream) {
     for (size_t e = 0; e < epochs.size(); ++e) {
       ASSERT_EQ(Int(*epochs[e], "epoch"), static_cast<int64_t>(e)) << key;
       EXPECT_EQ(sampler->Indices(static_cast<int64_t>(e)), epochs[e]->numbers)
-          << Describe(*epochs[e]);
+          << epochs[e]->Describe();
     }
   }
 }
