@@ -431,6 +431,12 @@ absl::Status ResolveDebugAndDataloader(TrainingArguments* a, std::vector<std::st
         "--dataloader_prefetch_factor can only be set when data is loaded in a "
         "different process, i.e. when --dataloader_num_workers > 1.");
   }
+  if (a->dataloader_num_workers() == 0 && a->dataloader_persistent_workers()) {
+    // torch 1.13's DataLoader raises this (HF only finds out when it builds the loader).
+    return Invalid(
+        "--dataloader_persistent_workers needs --dataloader_num_workers > 0 (torch's DataLoader: "
+        "persistent_workers option needs num_workers > 0)");
+  }
   for (auto [v, flag] :
        {std::pair{a->per_device_train_batch_size(), "per_device_train_batch_size"},
         std::pair{a->per_device_eval_batch_size(), "per_device_eval_batch_size"},

@@ -282,6 +282,9 @@ TEST(ValidationTest, SchedulerWarmupAndBatches) {
                  "--dataloader_prefetch_factor can only be set when data is loaded in a "
                  "different process");
   EXPECT_OK(Resolve({"--dataloader_prefetch_factor", "2", "--dataloader_num_workers", "2"}).status());
+  EXPECT_INVALID(({"--dataloader_persistent_workers"}),
+                 "--dataloader_persistent_workers needs --dataloader_num_workers > 0");
+  EXPECT_OK(Resolve({"--dataloader_persistent_workers", "--dataloader_num_workers", "1"}).status());
 }
 
 TEST(ValidationTest, FsdpRules) {

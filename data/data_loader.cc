@@ -1,5 +1,8 @@
 #include "data/data_loader.h"
 
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <exception>
@@ -406,6 +409,17 @@ std::optional<int64_t> DataLoader::NumExamples() const {
   return sampler_->Size();
 }
 
+int64_t DrawIteratorBaseSeed(at::Generator generator) {
+  return at::empty({}, at::TensorOptions().dtype(at::kLong)).random_(generator).item<int64_t>();
+}
+
+void DataLoader::DrawBaseSeed() {
+  const bool keeps_iterator = options_.persistent_workers && options_.num_workers > 0;
+  if (keeps_iterator && drew_base_seed_) return;
+  DrawIteratorBaseSeed(at::detail::getDefaultCPUGenerator());
+  drew_base_seed_ = true;
+}
+
 absl::StatusOr<std::unique_ptr<BatchIterator>> DataLoader::Epoch(int64_t epoch,
                                                                  int64_t skip_batches) {
   if (skip_batches < 0) {
@@ -414,6 +428,7 @@ absl::StatusOr<std::unique_ptr<BatchIterator>> DataLoader::Epoch(int64_t epoch,
   }
   std::unique_ptr<BatchSource> source;
   try {
+    DrawBaseSeed();
     if (sampler_ != nullptr) {
       std::vector<int64_t> indices = sampler_->Indices(epoch);
       const int64_t size = dataset_->Size();

@@ -10,6 +10,14 @@
 //   - Iterable: Epoch(e) calls dataset->SetEpoch(e) (HF's set_epoch, as transformers 4.38
 //     `Trainer._inner_training_loop` calls it), then Iterate(), and groups consecutive examples
 //     into batches the same way. NumBatches() is std::nullopt.
+//   - Random stream: every Epoch() call first draws one int64 `random_()` from torch's global CPU
+//     generator, as torch 1.13's `_BaseDataLoaderIter.__init__` draws the iterator's
+//     `_base_seed` (from the DataLoader's generator, which HF never sets) each time an epoch is
+//     iterated — before the sampler runs. The value seeds worker processes in torch and is
+//     unused here; the draw is what matters, since HF's dropout and generator-less samplers use
+//     the same generator. With persistent_workers and num_workers > 0 only the first Epoch()
+//     draws (torch keeps the iterator and `_reset`s it). Iterating the same loader in Python
+//     and here therefore leaves the global generator in the same state.
 //   - Epoch(e, skip_batches) yields the epoch's batches from number skip_batches on, as a resumed
 //     run needs (HF's skip_first_batches). Skipped batches of a map-style dataset are neither
 //     fetched nor collated; for an iterable dataset their examples are read and dropped.
@@ -46,6 +54,8 @@
 #ifndef LOOM_DATA_DATA_LOADER_H_
 #define LOOM_DATA_DATA_LOADER_H_
 
+#include <ATen/core/Generator.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -59,13 +69,17 @@
 
 namespace loom::data {
 
-// HF's per_device_*_batch_size, dataloader_drop_last, dataloader_num_workers and
-// dataloader_prefetch_factor (None in HF means PyTorch's default 2).
+// HF's per_device_*_batch_size, dataloader_drop_last, dataloader_num_workers,
+// dataloader_prefetch_factor (None in HF means PyTorch's default 2) and
+// dataloader_persistent_workers.
 struct DataLoaderOptions {
   int64_t batch_size = 8;
   bool drop_last = false;
   int num_workers = 0;
   int prefetch_factor = 2;  // only used when num_workers > 0
+  // Only changes the random stream: with num_workers > 0, just the first Epoch() draws a base
+  // seed (see the contract above). loom's worker threads start per epoch either way.
+  bool persistent_workers = false;
 
   DataLoaderOptions& set_batch_size(int64_t v) {
     batch_size = v;
@@ -83,7 +97,15 @@ struct DataLoaderOptions {
     prefetch_factor = v;
     return *this;
   }
+  DataLoaderOptions& set_persistent_workers(bool v) {
+    persistent_workers = v;
+    return *this;
+  }
 };
+
+// torch 1.13 `_BaseDataLoaderIter.__init__`'s base-seed draw, `torch.empty((),
+// dtype=torch.int64).random_(generator=...)`: one int64 from `generator`, returned.
+int64_t DrawIteratorBaseSeed(at::Generator generator);
 
 class BatchIterator {
  public:
@@ -133,6 +155,8 @@ class DataLoader {
 
  private:
   DataLoader() = default;
+  // One int64 draw from the global CPU generator, as torch makes per iterator (see above).
+  void DrawBaseSeed();
 
   DataLoaderOptions options_;
   std::shared_ptr<const Dataset> dataset_;
@@ -140,6 +164,7 @@ class DataLoader {
   std::shared_ptr<IterableDataset> iterable_;
   std::shared_ptr<const Collator> collator_;
   BatchObserver observer_;
+  bool drew_base_seed_ = false;  // persistent workers: the one base-seed draw was made
 };
 
 }  // namespace loom::data

@@ -1,6 +1,7 @@
 #include "data/data_loader.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <c10/util/Exception.h>
 
 #include <atomic>
@@ -144,6 +145,48 @@ TEST(DataLoaderTest, BatchesAreConsecutiveChunksOfTheSamplersOrder) {
   std::vector<int64_t> flat;
   for (const auto& b : EpochXs(*loader, 1)) flat.insert(flat.end(), b.begin(), b.end());
   EXPECT_EQ(flat, order);
+}
+
+// Python torch 1.13 (Debian's python3-torch), for the expectations below:
+//   torch.manual_seed(5)
+//   dl = DataLoader(list(range(10)), batch_size=3, shuffle=True)
+//   [b.tolist() for b in dl] twice -> [[8,3,0],[5,9,1],[6,2,4],[7]], [[5,8,9],[7,2,0],[4,1,3],[6]]
+//   then torch.empty((), dtype=torch.int64).random_() -> 9009596224835060452
+// Each pass draws the iterator's base seed, then the generator-less RandomSampler's seed.
+TEST(DataLoaderTest, EpochsDrawFromTheGlobalGeneratorAsTorchsDataLoaderDoes) {
+  auto ds = std::make_shared<CountingDataset>(10);
+  at::manual_seed(5);
+  auto loader = MakeLoader(
+      ds, RandomSampler::SharedGenerator(10, at::detail::getDefaultCPUGenerator()),
+      DataLoaderOptions().set_batch_size(3));
+  EXPECT_THAT(EpochXs(*loader, 0), ElementsAre(ElementsAre(8, 3, 0), ElementsAre(5, 9, 1),
+                                               ElementsAre(6, 2, 4), ElementsAre(7)));
+  EXPECT_THAT(EpochXs(*loader, 1), ElementsAre(ElementsAre(5, 8, 9), ElementsAre(7, 2, 0),
+                                               ElementsAre(4, 1, 3), ElementsAre(6)));
+  EXPECT_EQ(DrawIteratorBaseSeed(at::detail::getDefaultCPUGenerator()), 9009596224835060452);
+}
+
+// The number of int64 draws Epoch() makes from the global generator over `epochs` epochs.
+int64_t BaseSeedDraws(DataLoaderOptions options, int epochs) {
+  auto ds = std::make_shared<CountingDataset>(6);
+  auto loader = MakeLoader(ds, std::make_unique<SequentialSampler>(6), options);
+  at::manual_seed(11);
+  for (int e = 0; e < epochs; ++e) EpochXs(*loader, e);
+  const int64_t next = DrawIteratorBaseSeed(at::detail::getDefaultCPUGenerator());
+  at::manual_seed(11);
+  for (int64_t draws = 0; draws <= epochs + 1; ++draws) {
+    if (DrawIteratorBaseSeed(at::detail::getDefaultCPUGenerator()) == next) return draws;
+  }
+  return -1;
+}
+
+TEST(DataLoaderTest, PersistentWorkersDrawTheBaseSeedOnce) {
+  EXPECT_EQ(BaseSeedDraws(DataLoaderOptions().set_batch_size(4), 3), 3);
+  EXPECT_EQ(BaseSeedDraws(DataLoaderOptions().set_batch_size(4).set_num_workers(2), 3), 3);
+  EXPECT_EQ(BaseSeedDraws(
+                DataLoaderOptions().set_batch_size(4).set_num_workers(2).set_persistent_workers(true),
+                3),
+            1);
 }
 
 TEST(DataLoaderTest, WorkersAndPrefetchGiveIdenticalBatches) {

@@ -62,10 +62,9 @@ std::vector<int64_t> RandomSampler::Indices(int64_t epoch) const {
     // every epoch's permutation is a pure function of (n, seed, epoch).
     return RandPerm(n_, SeededGenerator(seed_ + static_cast<uint64_t>(epoch)));
   }
-  // torch 1.13: `_BaseDataLoaderIter.__init__` draws the base seed, then the first batch runs
-  // `RandomSampler.__iter__`, which (without a generator) seeds a fresh one from one more draw.
+  // torch 1.13 `RandomSampler.__iter__` without a generator seeds a fresh one from one draw
+  // (the DataLoader's base-seed draw, data_loader.h, came just before, as in torch).
   const auto int64 = at::TensorOptions().dtype(at::kLong);
-  at::empty({}, int64).random_(*shared_generator_);
   const int64_t seed = at::empty({}, int64).random_(*shared_generator_).item<int64_t>();
   return RandPerm(n_, SeededGenerator(static_cast<uint64_t>(seed)));
 }
@@ -123,9 +122,7 @@ std::vector<int64_t> LengthGroupedSampler::Indices(int64_t epoch) const {
     return GetLengthGroupedIndices(lengths_, batch_size_, mega_batch_mult_,
                                    SeededGenerator(seed_ + static_cast<uint64_t>(epoch)));
   }
-  // torch 1.13 _BaseDataLoaderIter.__init__: `_base_seed = torch.empty((), dtype=torch.int64)
-  // .random_(generator=loader.generator)` runs before the sampler is first iterated.
-  at::empty({}, at::TensorOptions().dtype(at::kLong)).random_(*shared_generator_);
+  // The DataLoader's base-seed draw (data_loader.h) came just before, when the epoch began.
   return GetLengthGroupedIndices(lengths_, batch_size_, mega_batch_mult_, *shared_generator_);
 }
 

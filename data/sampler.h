@@ -14,9 +14,10 @@
 //     (accelerate's SeedableRandomSampler, which HF uses with the default
 //     accelerator_config.use_seedable_sampler=True; `seed` is data_seed, or seed when unset).
 //   - RandomSampler::SharedGenerator(n, generator): torch 1.13's RandomSampler without a
-//     generator, as a DataLoader iterates it: each Indices() call draws one int64 `random_()`
-//     from `generator` (the DataLoader iterator's base seed), then another as the seed s of a
-//     fresh generator, and returns randperm(n) from Generator().manual_seed(s). It ignores
+//     generator: each Indices() call draws one int64 `random_()` from `generator` as the seed s
+//     of a fresh generator and returns randperm(n) from Generator().manual_seed(s). (A torch
+//     DataLoader draws its iterator's base seed from the same global generator just before;
+//     loom's DataLoader does that too, data_loader.h.) It ignores
 //     `epoch`: call it once per epoch, in order, from one thread. With
 //     at::detail::getDefaultCPUGenerator() this is the order of every rank of a multi-process
 //     HF Trainer (accelerate 0.27 leaves this sampler in place at num_processes > 1; see
@@ -36,10 +37,11 @@
 //         sampler: reproducible per epoch, so resuming needs no sampler state (loom's default).
 //       CreateSharedGenerator(lengths, batch_size, generator): HF 4.38-4.41 bit for bit. There
 //         the sampler has no generator, so randperm draws from torch's global CPU generator
-//         (pass at::detail::getDefaultCPUGenerator() here), and torch 1.13's DataLoader draws
-//         one int64 `random_()` from the same generator for its base seed whenever an epoch's
-//         iterator is created, before the sampler runs. Each Indices() call makes both draws in
-//         that order and ignores `epoch`: call it once per epoch, in order, from one thread. The
+//         (pass at::detail::getDefaultCPUGenerator() here); torch 1.13's DataLoader draws one
+//         int64 `random_()` from the same generator for its base seed whenever an epoch's
+//         iterator is created, before the sampler runs (loom's DataLoader too, data_loader.h).
+//         Each Indices() call draws the permutation and ignores `epoch`: call it once per
+//         epoch, in order, from one thread. The
 //         order then depends on everything else that used the generator (model init, dropout,
 //         evaluation loaders), as in HF.
 //   - Deviation: on an empty dataset HF's get_length_grouped_indices fails (argmax of an empty

@@ -218,6 +218,7 @@ data::DataLoaderOptions Trainer::LoaderOptions(int64_t batch_size) const {
   options.batch_size = batch_size;
   options.drop_last = args_.dataloader_drop_last();
   options.num_workers = static_cast<int>(args_.dataloader_num_workers());
+  options.persistent_workers = args_.dataloader_persistent_workers();
   if (args_.has_dataloader_prefetch_factor()) {
     options.prefetch_factor = static_cast<int>(args_.dataloader_prefetch_factor());
   }

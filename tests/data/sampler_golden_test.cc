@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status_matchers.h"
+#include "data/data_loader.h"
 #include "data/sampler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -92,6 +93,7 @@ TEST(SamplerGoldenTest, SharedGeneratorMatchesHfTrainerGlobalStream) {
                                            Int(first, "batch"), global, Mult(first)));
     for (size_t e = 0; e < epochs.size(); ++e) {
       ASSERT_EQ(Int(*epochs[e], "epoch"), static_cast<int64_t>(e)) << key;
+      DrawIteratorBaseSeed(global);  // the DataLoader's, as each epoch begins
       EXPECT_EQ(sampler->Indices(static_cast<int64_t>(e)), epochs[e]->numbers)
           << epochs[e]->Describe();
     }

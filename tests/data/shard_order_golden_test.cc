@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/status_matchers.h"
+#include "data/data_loader.h"
 #include "data/sampler.h"
 #include "data/shard_sampler.h"
 #include "gmock/gmock.h"
@@ -59,13 +60,16 @@ TEST(ShardOrderGoldenTest, EveryRankReadsWhatAccelerateGivesIt) {
   const std::vector<Record> records = LoadGolden();
   // Epochs of one rank's run follow each other in the file; epoch 0 starts a new process.
   std::unique_ptr<Sampler> sampler;
+  at::Generator global;
   int checked = 0;
   for (const Record& r : records) {
     ASSERT_EQ(r.kind, "shard") << r.Describe();
     if (Int(r, "epoch") == 0) {
-      sampler = RankSampler(r, at::make_generator<at::CPUGeneratorImpl>(testing::Uint(r, "seed")));
+      global = at::make_generator<at::CPUGeneratorImpl>(testing::Uint(r, "seed"));
+      sampler = RankSampler(r, global);
     }
     ASSERT_NE(sampler, nullptr) << r.Describe();
+    DrawIteratorBaseSeed(global);  // the DataLoader's, as each epoch begins
     EXPECT_EQ(sampler->Indices(Int(r, "epoch")), r.numbers) << r.Describe();
     EXPECT_EQ(sampler->Size(), static_cast<int64_t>(r.numbers.size())) << r.Describe();
     ++checked;
@@ -83,6 +87,7 @@ TEST(ShardOrderGoldenTest, TwoRanksOf512ExamplesSeed42) {
         std::unique_ptr<BatchShardSampler> shard,
         BatchShardSampler::Create(AccelerateShardedOrder(RandomSampler(512, 42), global),
                                   BatchShardOptions().set_batch_size(batch).set_num_processes(2)));
+    DrawIteratorBaseSeed(global);  // the DataLoader's, as each epoch begins
     const std::vector<int64_t> order = shard->Indices(0);
     EXPECT_THAT(std::vector<int64_t>(order.begin(), order.begin() + 4),
                 ElementsAre(288, 271, 443, 20))

@@ -145,7 +145,8 @@ TEST_P(TrainerParityTest, MatchesPythonReference) {
   parser.AddGroup("TrainingArguments", &targs);
   ASSERT_OK(parser.ParseJson(arg_values, name));
 
-  auto model = std::make_shared<TinyClassifier>();
+  const double dropout = scenario->value("model", json::object()).value("dropout", 0.0);
+  auto model = std::make_shared<TinyClassifier>(dropout);
   ASSERT_OK(model->LoadWeights(g_inputs->weights));
   TrainerOptions options;
   options.model = model;

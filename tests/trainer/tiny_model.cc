@@ -15,17 +15,19 @@
 
 namespace loom::trainer::testing {
 
-TinyClassifier::TinyClassifier() {
+TinyClassifier::TinyClassifier(double dropout) {
   embedding_ = register_module("embedding", torch::nn::Embedding(kVocab, kDim));
   fc1_ = register_module("fc1", torch::nn::Linear(kDim, kHidden));
   norm_ = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({kHidden})));
   fc2_ = register_module("fc2", torch::nn::Linear(kHidden, kClasses));
+  dropout1_ = register_module("dropout1", torch::nn::Dropout(dropout));
+  dropout2_ = register_module("dropout2", torch::nn::Dropout(dropout));
 }
 
 ModelOutput TinyClassifier::Forward(const data::Batch& inputs) {
-  at::Tensor h = embedding_->forward(inputs.at("input_ids")).mean(1);
+  at::Tensor h = dropout1_->forward(embedding_->forward(inputs.at("input_ids")).mean(1));
   h = at::tanh(fc1_->forward(h));
-  h = norm_->forward(h);
+  h = dropout2_->forward(norm_->forward(h));
   ModelOutput out;
   at::Tensor logits = fc2_->forward(h);
   auto labels = inputs.find("labels");

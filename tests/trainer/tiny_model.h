@@ -1,15 +1,17 @@
 // A tiny classifier for the Trainer's cross-checks (tests/trainer): the same module, with the
 // same parameter names, is written in Python in trainer_reference.py.
 //
-//   input_ids [B, L] int64 -> embedding (kVocab x kDim) -> mean over L -> fc1 -> tanh
-//   -> norm (LayerNorm) -> fc2 -> logits [B, kClasses];
+//   input_ids [B, L] int64 -> embedding (kVocab x kDim) -> mean over L -> dropout1 -> fc1
+//   -> tanh -> norm (LayerNorm) -> dropout2 -> fc2 -> logits [B, kClasses];
 //   loss = cross_entropy(logits, labels) (mean over the batch) when "labels" is given.
 //
 // It has what HF's optimizer grouping and AdamW care about: an Embedding whose last rows
 // no example uses (their gradient is zero, so only weight decay moves them), Linear layers
 // with biases (no decay: "bias" in the name) and a LayerNorm (no decay: a LayerNorm module).
 // Parameters, in registration order: embedding.weight, fc1.weight, fc1.bias, norm.weight,
-// norm.bias, fc2.weight, fc2.bias.
+// norm.bias, fc2.weight, fc2.bias. The two dropouts (probability `dropout`, 0 by default: then
+// they draw nothing) draw from torch's global CPU generator in training mode, in that order, as
+// an HF model's dropout layers do.
 //
 // Example:
 //   auto model = std::make_shared<TinyClassifier>();
@@ -18,6 +20,7 @@
 #ifndef LOOM_TESTS_TRAINER_TINY_MODEL_H_
 #define LOOM_TESTS_TRAINER_TINY_MODEL_H_
 
+#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
@@ -43,7 +46,7 @@ class TinyClassifier : public Model {
 
   // Parameters get LibTorch's default initialisation from the global generator (seed it
   // first for reproducible weights).
-  TinyClassifier();
+  explicit TinyClassifier(double dropout = 0.0);
 
   ModelOutput Forward(const data::Batch& inputs) override;
 
@@ -58,6 +61,8 @@ class TinyClassifier : public Model {
   torch::nn::Linear fc1_{nullptr};
   torch::nn::LayerNorm norm_{nullptr};
   torch::nn::Linear fc2_{nullptr};
+  torch::nn::Dropout dropout1_{nullptr};
+  torch::nn::Dropout dropout2_{nullptr};
 };
 
 // A training set of `size` examples: "input_ids" [size, seq_len] int64 in [0, kUsedVocab) and

@@ -8,6 +8,11 @@ AdamW, LambdaLR, ReduceLROnPlateau and clip_grad_norm_:
 
   - data order: epoch e visits torch.randperm(N, generator=Generator().manual_seed(seed + e))
     (seed = data_seed or seed; accelerate's SeedableRandomSampler), in consecutive batches;
+  - the global random stream, which dropout draws from: Trainer.__init__'s set_seed(seed)
+    (after the model exists), then torch's own DataLoader for the training epochs and each
+    evaluation, whose every iterator draws its base seed from the global generator (torch 1.13
+    `_BaseDataLoaderIter.__init__`), and the model's dropout layers in module order at each
+    micro-batch (a scenario's "model": {"dropout": p});
   - HF's step counting: max_steps / num_train_epochs from len(dataloader) // GA; a micro-batch
     counter across epochs; an optimizer step at every GA-th micro-batch, or at the last
     micro-batch of an epoch with no more than GA micro-batches;
@@ -36,6 +41,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.data import DataLoader
 
 # HF TrainingArguments defaults (transformers 4.38) of every field the reference reads.
 HF_DEFAULTS = {
@@ -57,6 +63,8 @@ HF_DEFAULTS = {
     "logging_strategy": "steps",
     "logging_steps": 500,
     "dataloader_drop_last": False,
+    "dataloader_num_workers": 0,
+    "dataloader_persistent_workers": False,
     "seed": 42,
     "data_seed": None,
     "label_smoothing_factor": 0.0,
@@ -78,17 +86,19 @@ NEUTRAL_FIELDS = {
 class TinyClassifier(nn.Module):
     """tests/trainer/tiny_model.h in Python: same parameter names and operations."""
 
-    def __init__(self, vocab, dim, hidden, classes):
+    def __init__(self, vocab, dim, hidden, classes, dropout=0.0):
         super().__init__()
         self.embedding = nn.Embedding(vocab, dim)
         self.fc1 = nn.Linear(dim, hidden)
         self.norm = nn.LayerNorm(hidden)
         self.fc2 = nn.Linear(hidden, classes)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
 
     def forward(self, input_ids, labels=None):
-        h = self.embedding(input_ids).mean(1)
+        h = self.dropout1(self.embedding(input_ids).mean(1))
         h = torch.tanh(self.fc1(h))
-        h = self.norm(h)
+        h = self.dropout2(self.norm(h))
         logits = self.fc2(h)
         loss = F.cross_entropy(logits, labels) if labels is not None else None
         return loss, logits
@@ -290,24 +300,51 @@ def compute_loss(model, batch, args):
     return loss
 
 
+class SeedableRandomSampler(torch.utils.data.Sampler):
+    """accelerate 0.27's SeedableRandomSampler as HF's loop drives it (set_epoch each epoch):
+    randperm(n) from its own Generator().manual_seed(seed + epoch); the global generator is
+    not touched."""
+
+    def __init__(self, n, seed):
+        self.n, self.seed, self.epoch = n, seed, 0
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+    def __iter__(self):
+        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        yield from torch.randperm(self.n, generator=generator).tolist()
+
+    def __len__(self):
+        return self.n
+
+
+def worker_options(args):
+    """HF get_train_dataloader / get_eval_dataloader's DataLoader keywords for workers."""
+    return {"num_workers": args["dataloader_num_workers"],
+            "persistent_workers": args["dataloader_persistent_workers"]}
+
+
 def evaluate(model, data, args):
-    """HF evaluation_loop's eval_loss: sequential batches, each batch's mean loss repeated
-    batch-size times, concatenated, numpy float32 mean."""
+    """HF evaluation_loop's eval_loss: sequential batches of a fresh DataLoader (whose
+    iterator draws its base seed, as HF's get_eval_dataloader's does), each batch's mean loss
+    repeated batch-size times, concatenated, numpy float32 mean."""
     model.eval()
     bs = args["per_device_eval_batch_size"]
     n = data["labels"].shape[0]
     losses = []
     with torch.no_grad():
-        for start in range(0, n, bs):
-            batch = {k: v[start:start + bs] for k, v in data.items()}
+        for idx in DataLoader(range(n), batch_size=bs, **worker_options(args)):
+            batch = {k: v[idx] for k, v in data.items()}
             loss = compute_loss(model, batch, args).mean().detach()
             losses.append(loss.repeat(batch["labels"].shape[0]).numpy())
     return np.concatenate(losses).mean().item()
 
 
-def train(args, weights, train_data, eval_data):
-    model = TinyClassifier(16, 6, 8, 3)
+def train(args, weights, train_data, eval_data, dropout):
+    model = TinyClassifier(16, 6, 8, 3, dropout)
     model.load_state_dict(weights, strict=True)
+    torch.manual_seed(args["seed"])  # Trainer.__init__: set_seed(args.seed)
     n = train_data["labels"].shape[0]
     bs = args["per_device_train_batch_size"]
     ga = args["gradient_accumulation_steps"]
@@ -372,13 +409,13 @@ def train(args, weights, train_data, eval_data):
 
     lrs_used = []
     total_batched_samples = 0
+    sampler = SeedableRandomSampler(n, seed)
+    train_loader = DataLoader(range(n), batch_size=bs, sampler=sampler, drop_last=drop_last,
+                              **worker_options(args))
     for epoch in range(num_train_epochs):
-        perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch)).tolist()
-        batches = [perm[i:i + bs] for i in range(0, n, bs)]
-        if drop_last and len(batches[-1]) < bs:
-            batches.pop()
-        steps_in_epoch = len(batches)
-        for step, idx in enumerate(batches):
+        sampler.set_epoch(epoch)
+        steps_in_epoch = len(train_loader)
+        for step, idx in enumerate(train_loader):
             total_batched_samples += 1
             if step % ga == 0:  # on_step_begin
                 control["log"] = control["evaluate"] = False
@@ -471,7 +508,8 @@ def main():
     all_params = {}
     for scenario in spec["scenarios"]:
         args = resolve_args(spec["base"], scenario["args"])
-        rec, params = train(args, weights, train_data, eval_data)
+        dropout = scenario.get("model", {}).get("dropout", 0.0)
+        rec, params = train(args, weights, train_data, eval_data, dropout)
         check_scenario_design(scenario["name"], args, rec)
         out[scenario["name"]] = rec
         for param, value in params.items():
