@@ -9,9 +9,11 @@
 // (counter 2 after step 4) and a stop right after checkpoint-4's save, then Trainer::SaveState
 // (DIR/V/trainer_state.json, HF's trainer.save_state()). Exits non-zero with a message on any
 // error.
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -22,26 +24,30 @@
 namespace loom::tests {
 namespace {
 
+// The run's settings beyond the harness's: `version` and the scripted evaluation metric of
+// the trainer `*self` points at.
+std::function<void(trainer::TrainerOptions&)> Settings(const std::string& version,
+                                                       std::shared_ptr<trainer::Trainer*> self) {
+  return [version, self](trainer::TrainerOptions& o) {
+    o.args.set_eval_steps(1);
+    o.args.set_load_best_model_at_end(true);
+    o.args.set_metric_for_best_model("accuracy");
+    o.args.set_save_for_transformers_version(version);
+    o.compute_metrics = [self](const trainer::EvalPrediction&) -> absl::StatusOr<trainer::Metrics> {
+      const int64_t step = (*self)->state().global_step;
+      trainer::Metrics m = trainer::Metrics::object();
+      m["accuracy"] = step == 1 ? 0.5 : step == 2 ? 0.6 : 0.55;
+      return m;
+    };
+  };
+}
+
 absl::Status WriteRun(const std::string& output_dir, const std::string& version) {
   auto self = std::make_shared<trainer::Trainer*>(nullptr);
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<trainer::Trainer> t,
-      MakeResumeTrainer(output_dir,
-                        {std::make_shared<trainer::EarlyStoppingCallback>(3),
-                         std::make_shared<StopAfterSave>(4)},
-                        "steps", 1, [&](trainer::TrainerOptions& o) {
-                          o.args.set_eval_steps(1);
-                          o.args.set_load_best_model_at_end(true);
-                          o.args.set_metric_for_best_model("accuracy");
-                          o.args.set_save_for_transformers_version(version);
-                          o.compute_metrics = [self](const trainer::EvalPrediction&)
-                              -> absl::StatusOr<trainer::Metrics> {
-                            const int64_t step = (*self)->state().global_step;
-                            trainer::Metrics m = trainer::Metrics::object();
-                            m["accuracy"] = step == 1 ? 0.5 : step == 2 ? 0.6 : 0.55;
-                            return m;
-                          };
-                        }));
+  std::vector<std::shared_ptr<trainer::TrainerCallback>> callbacks = {
+      std::make_shared<trainer::EarlyStoppingCallback>(3), std::make_shared<StopAfterSave>(4)};
+  ASSIGN_OR_RETURN(std::unique_ptr<trainer::Trainer> t,
+                   MakeResumeTrainer(output_dir, callbacks, "steps", 1, Settings(version, self)));
   *self = t.get();
   ASSIGN_OR_RETURN(trainer::TrainOutput out, t->Train());
   if (out.global_step != 4) {
