@@ -14,17 +14,25 @@ that
   * under 4.41, the saved callback states restore through HF's own classes
     (ExportableState.from_state: EarlyStoppingCallback, TrainerControl) and give back the
     same state();
-  * transformers.trainer_utils.get_last_checkpoint finds loom's checkpoint-4.
+  * transformers.trainer_utils.get_last_checkpoint finds loom's checkpoint-4, and the real
+    Trainer._load_rng_state restores Python's, numpy's and torch's CPU generators from its
+    rng_state.pth.
 Raises (non-zero exit) on the first mismatch.
 """
 import json
 import os
+import random
 import sys
 import tempfile
+import types
 
+import numpy as np
+import torch
 import transformers
+from transformers import Trainer
 from transformers.trainer_callback import EarlyStoppingCallback, TrainerControl, TrainerState
 from transformers.trainer_utils import get_last_checkpoint
+from transformers.training_args import ParallelMode
 
 
 def check(cond, what):
@@ -74,6 +82,24 @@ def check_restore_441(states):
     check(control.state() == states["TrainerControl"], "TrainerControl.state()")
 
 
+def check_rng_state_loads(checkpoint):
+    """Trainer._load_rng_state (a single process) on loom's rng_state.pth, through a stand-in
+    for the Trainer: the generators then hold the file's states."""
+    saved = torch.load(os.path.join(checkpoint, "rng_state.pth"))
+    random.seed(0)
+    np.random.seed(0)
+    torch.manual_seed(0)
+    args = types.SimpleNamespace(world_size=1, process_index=0,
+                                 parallel_mode=ParallelMode.NOT_PARALLEL)
+    Trainer._load_rng_state(types.SimpleNamespace(args=args), checkpoint)
+    check(random.getstate() == saved["python"], "random state not restored")
+    numpy_state = np.random.get_state()
+    check(numpy_state[0] == saved["numpy"][0] and
+          np.array_equal(numpy_state[1], saved["numpy"][1]) and
+          tuple(numpy_state[2:]) == tuple(saved["numpy"][2:]), "numpy state not restored")
+    check(torch.equal(torch.get_rng_state(), saved["cpu"]), "torch CPU state not restored")
+
+
 def main(root, version):
     check(transformers.__version__.startswith(version + "."),
           "running transformers %s, expected %s" % (transformers.__version__, version))
@@ -81,6 +107,7 @@ def main(root, version):
         run_dir = os.path.join(root, layout)
         check(get_last_checkpoint(run_dir) == os.path.join(run_dir, "checkpoint-4"),
               "get_last_checkpoint(%s) = %r" % (run_dir, get_last_checkpoint(run_dir)))
+        check_rng_state_loads(os.path.join(run_dir, "checkpoint-4"))
         for path, final in [(os.path.join(run_dir, "checkpoint-4", "trainer_state.json"), False),
                             (os.path.join(run_dir, "trainer_state.json"), True)]:
             with open(path, encoding="utf-8") as f:
