@@ -1,7 +1,7 @@
 // The golden texts are Python's json.dumps(asdict(state), indent=2, sort_keys=True) + "\n" for
 // a dict with transformers 4.41's TrainerState fields (kGolden441), produced by /usr/bin/python3,
 // and the same without stateful_callbacks, the one field transformers 4.38's TrainerState lacks
-// (kGolden438). //tests/checkpoint:trainer_state_transformers_test has the real TrainerStates
+// (kGolden438). //tests/resume:trainer_state_transformers_test has the real TrainerStates
 // of 4.38.2 and 4.41.2 read files the Trainer wrote.
 #include "trainer/trainer_state.h"
 
