@@ -40,9 +40,10 @@ std::string NoCallbackStatesWarning(const std::string& dir) {
   return absl::StrCat(
       "--restore_callback_states_from_checkpoint: ", dir, "/", kTrainerStateFile,
       " has no stateful_callbacks: it was written for transformers 4.38, whose TrainerState "
-      "has no such field (loom's default, --save_for_transformers_version 4.38), so there are "
-      "no callback states to restore; the callbacks start from their initial state. Save with "
-      "--save_for_transformers_version 4.41 to keep them.");
+      "has no such field (by HF 4.38's Trainer, or by loom with its default "
+      "--save_for_transformers_version 4.38), so there are no callback states to restore; the "
+      "callbacks start from their initial state. Save with --save_for_transformers_version 4.41 "
+      "to keep them.");
 }
 
 }  // namespace
