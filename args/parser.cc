@@ -250,6 +250,7 @@ std::string ArgParser::Help() const {
         default:
           break;
       }
+      if (spec.loom_only()) absl::StrAppend(&out, " [loom only: not an HF TrainingArguments field]");
       absl::StrAppend(&out, "\n");
       if (f->cpp_type() == FieldDescriptor::CPPTYPE_BOOL && f->has_default_value() &&
           f->default_value_bool()) {

@@ -32,6 +32,26 @@ const std::vector<FieldRow>& Table() {
   return *rows;
 }
 
+// loom's own fields ((spec).loom_only), declared after HF's and numbered from 1001; same
+// columns as Table().
+const std::vector<FieldRow>& LoomOnlyTable() {
+  static const auto* rows = new std::vector<FieldRow>{
+      {"save_for_transformers_version", R"("4.38")", {"--save_for_transformers_version", "4.41"},
+       R"("4.41")"},
+  };
+  return *rows;
+}
+
+// Every field in declaration order: HF's, then loom's own.
+const std::vector<FieldRow>& AllRows() {
+  static const auto* rows = [] {
+    auto* all = new std::vector<FieldRow>(Table());
+    all->insert(all->end(), LoomOnlyTable().begin(), LoomOnlyTable().end());
+    return all;
+  }();
+  return *rows;
+}
+
 absl::Status ParseInto(TrainingArguments* a, const std::vector<std::string>& args,
                        bool seq2seq = true) {
   ArgParser p({.program = "test", .seq2seq = seq2seq});
@@ -42,17 +62,24 @@ absl::Status ParseInto(TrainingArguments* a, const std::vector<std::string>& arg
 TEST(FieldTableTest, CoversEveryFieldInSignatureOrder) {
   const auto* d = TrainingArguments::descriptor();
   ASSERT_EQ(Table().size(), 130u);
-  ASSERT_EQ(d->field_count(), 130);
+  ASSERT_EQ(d->field_count(), 130 + static_cast<int>(LoomOnlyTable().size()));
   for (int i = 0; i < d->field_count(); ++i) {
-    EXPECT_EQ(d->field(i)->name(), Table()[i].name) << i;
-    EXPECT_EQ(d->field(i)->number(), i + 1) << "field numbers are the positions in HF's signatures";
+    EXPECT_EQ(d->field(i)->name(), AllRows()[i].name) << i;
+    if (i < 130) {
+      EXPECT_EQ(d->field(i)->number(), i + 1)
+          << "field numbers are the positions in HF's signatures";
+      EXPECT_FALSE(SpecOf(d->field(i)).loom_only()) << d->field(i)->name();
+    } else {
+      EXPECT_EQ(d->field(i)->number(), 1001 + (i - 130)) << "loom's own fields: from 1001";
+      EXPECT_TRUE(SpecOf(d->field(i)).loom_only()) << d->field(i)->name();
+    }
     EXPECT_FALSE(SpecOf(d->field(i)).doc().empty()) << d->field(i)->name();
   }
 }
 
 TEST(FieldTableTest, EveryDefaultMatchesTheSpec) {
   TrainingArguments a;
-  for (const auto& row : Table()) {
+  for (const auto& row : AllRows()) {
     const auto* f = TrainingArguments::descriptor()->FindFieldByName(row.name);
     EXPECT_EQ(GetAsJson(a, f), json::parse(row.default_json)) << row.name;
   }
@@ -60,12 +87,12 @@ TEST(FieldTableTest, EveryDefaultMatchesTheSpec) {
 
 TEST(FieldTableTest, EveryFieldParsesANonDefaultValueAndNothingElseChanges) {
   const auto* d = TrainingArguments::descriptor();
-  for (const auto& row : Table()) {
+  for (const auto& row : AllRows()) {
     TrainingArguments a;
     ASSERT_OK(ParseInto(&a, row.args)) << row.name;
     for (int i = 0; i < d->field_count(); ++i) {
       const auto* f = d->field(i);
-      const auto& expect = f->name() == row.name ? row.parsed_json : Table()[i].default_json;
+      const auto& expect = f->name() == row.name ? row.parsed_json : AllRows()[i].default_json;
       EXPECT_EQ(GetAsJson(a, f), json::parse(expect)) << row.name << " -> " << f->name();
     }
   }
@@ -212,6 +239,8 @@ TEST(ParserTest, HelpListsEveryFieldWithDocAndDefault) {
   EXPECT_THAT(help, HasSubstr("--no_log_on_each_node"));
   EXPECT_THAT(help, HasSubstr("--output_dir STR\n"));
   EXPECT_THAT(help, HasSubstr("(required)"));
+  EXPECT_THAT(help, HasSubstr("--save_for_transformers_version {4.38,4.41}\n"));
+  EXPECT_THAT(help, HasSubstr("(default: '4.38') [loom only: not an HF TrainingArguments field]"));
 }
 
 TEST(PythonValueTest, FloatsAndInts) {

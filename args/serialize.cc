@@ -32,7 +32,8 @@ json Redacted(json v) {
 }
 
 bool Included(const FieldDescriptor* f, const SerializeOptions& o) {
-  return o.seq2seq || !SpecOf(f).seq2seq();
+  const FieldSpec& spec = SpecOf(f);
+  return (o.seq2seq || !spec.seq2seq()) && (o.loom_fields || !spec.loom_only());
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 //   ToJsonString  = HF's to_json_string(): json.dumps(to_dict(), indent=2), ASCII-escaped.
 //   FromDict      = the inverse, used for the JSON form, training_args.bin and `args.json`
 //                   command lines. Token placeholders read back as unset.
-// Round trip: FromDict(ToDict(a)) == a for any resolved `a` whose tokens are unset.
+// Round trip: FromDict(ToDict(a)) == a for any resolved `a` whose tokens are unset and whose
+// loom-only fields ((spec).loom_only, e.g. save_for_transformers_version) are at their
+// defaults; with SerializeOptions::loom_fields on both sides, for any `a` whose tokens are unset.
 //
 // Example:
 //   std::cout << ToJsonString(args) << "\n";
@@ -23,7 +25,8 @@
 namespace loom::args {
 
 struct SerializeOptions {
-  bool seq2seq = false;  // include Seq2SeqTrainingArguments' fields
+  bool seq2seq = false;      // include Seq2SeqTrainingArguments' fields
+  bool loom_fields = false;  // include loom's own fields ((spec).loom_only), which HF has not
 };
 
 nlohmann::ordered_json ToDict(const google::protobuf::Message& message,

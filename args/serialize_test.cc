@@ -142,6 +142,22 @@ TEST(RoundTripTest, BadInputIsAnErrorNotACrash) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("a.json")));
 }
 
+TEST(LoomOnlyTest, LoomFieldsStayOutOfHfDictsUnlessAskedFor) {
+  TrainingArguments a =
+      MustResolve({"--output_dir", "o", "--save_for_transformers_version", "4.41"});
+  EXPECT_FALSE(ToDict(a).contains("save_for_transformers_version"));
+  EXPECT_FALSE(ToDict(a, {.seq2seq = true}).contains("save_for_transformers_version"));
+  const auto d = ToDict(a, {.loom_fields = true});
+  EXPECT_EQ(d.size(), 126u);
+  EXPECT_EQ(d["save_for_transformers_version"], "4.41");
+  TrainingArguments back;
+  ASSERT_OK(FromDict(d, "loom.json", &back, {.loom_fields = true}));
+  EXPECT_EQ(back.save_for_transformers_version(), "4.41");
+  EXPECT_THAT(FromDict(d, "hf.json", &back),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown key \"save_for_transformers_version\"")));
+}
+
 TEST(Seq2SeqTest, ExtraFieldsOnlyInSeq2SeqForm) {
   TrainingArguments a = MustResolve({"--output_dir", "o"});
   EXPECT_EQ(ToDict(a).size(), 125u);

@@ -57,7 +57,8 @@ std::string Deprecated(absl::string_view old_flag, absl::string_view new_flag) {
       "` instead");
 }
 
-// Every string/list field with choices holds one of them (HF converts them to enums).
+// Every string/list field with choices holds one of them (HF converts them to enums; loom's own
+// fields with choices, such as --save_for_transformers_version, are checked the same way).
 absl::Status CheckChoices(const TrainingArguments& args) {
   const Descriptor* d = args.GetDescriptor();
   const auto* r = args.GetReflection();

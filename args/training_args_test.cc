@@ -271,6 +271,20 @@ TEST(ValidationTest, EnumValues) {
                                  "one of ['no', 'steps', 'epoch']")));
 }
 
+TEST(ValidationTest, SaveForTransformersVersionIsOneOfTheWrittenLayouts) {
+  EXPECT_EQ(Resolve({}).value().save_for_transformers_version(), "4.38");
+  EXPECT_EQ(Resolve({"--save_for_transformers_version", "4.41"}).value()
+                .save_for_transformers_version(),
+            "4.41");
+  TrainingArguments a;
+  a.set_output_dir("o");
+  a.set_save_for_transformers_version("4.40");  // bypassing the parser's choice check
+  EXPECT_THAT(PostInit(&a, Fixed()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--save_for_transformers_version: '4.40' is not a valid value, "
+                                 "please select one of ['4.38', '4.41']")));
+}
+
 TEST(ValidationTest, SchedulerWarmupAndBatches) {
   EXPECT_INVALID(({"--lr_scheduler_type", "reduce_lr_on_plateau"}),
                  "--lr_scheduler_type reduce_lr_on_plateau requires an eval strategy");

@@ -47,7 +47,9 @@ absl::Status WriteCheckpointFiles(const std::string& dir, const CheckpointConten
     RETURN_IF_ERROR(
         base::WriteFileAtomically(dir + "/" + kResumePositionFile, c.position->ToJson()));
   }
-  return c.state->SaveToJson(dir + "/" + kTrainerStateFile);
+  ASSIGN_OR_RETURN(const TrainerStateLayout layout,
+                   TrainerStateLayoutFor(c.args->save_for_transformers_version()));
+  return c.state->SaveToJson(dir + "/" + kTrainerStateFile, layout);
 }
 
 absl::Status LoadOptimizerAndSchedulerFiles(const std::string& dir,

@@ -487,7 +487,9 @@ absl::Status Trainer::SaveMetrics(const std::string& split, const Metrics& metri
 absl::Status Trainer::SaveState() const {
   if (!is_world_process_zero()) return absl::OkStatus();
   RETURN_IF_ERROR(base::MakeDirs(args_.output_dir()));
-  return state_.SaveToJson(args_.output_dir() + "/trainer_state.json");
+  ASSIGN_OR_RETURN(const TrainerStateLayout layout,
+                   TrainerStateLayoutFor(args_.save_for_transformers_version()));
+  return state_.SaveToJson(args_.output_dir() + "/trainer_state.json", layout);
 }
 
 }  // namespace loom::trainer

@@ -35,6 +35,17 @@ absl::Status Rotate(const args::TrainingArguments& args, const TrainerState& sta
   return absl::OkStatus();
 }
 
+// --restore_callback_states_from_checkpoint on a trainer_state.json without stateful_callbacks.
+std::string NoCallbackStatesWarning(const std::string& dir) {
+  return absl::StrCat(
+      "--restore_callback_states_from_checkpoint: ", dir, "/", kTrainerStateFile,
+      " has no stateful_callbacks: it was written for transformers 4.38, whose TrainerState "
+      "has no such field (by HF 4.38's Trainer, or by loom with its default "
+      "--save_for_transformers_version 4.38), so there are no callback states to restore; the "
+      "callbacks start from their initial state. Save with --save_for_transformers_version 4.41 "
+      "to keep them.");
+}
+
 }  // namespace
 
 absl::Status Trainer::WithFullParameters(const std::function<absl::Status()>& fn,
@@ -162,7 +173,8 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
   const std::string final_dir = absl::StrCat(args_.output_dir(), "/", name);
   RETURN_IF_ERROR(UpdateBestMetric(metrics, final_dir));
   // HF 4.41 refreshes only TrainerControl here; loom saves every stateful callback's state as it
-  // is now, so a restored EarlyStoppingCallback continues with the right patience counter.
+  // is now, so a restored EarlyStoppingCallback continues with the right patience counter
+  // (written only with --save_for_transformers_version 4.41; 4.38's TrainerState has no field).
   if (parallel_.ShouldSave(args_)) state_.stateful_callbacks = CallbackStates();
   // The saving rank (rank 0, or each node's local rank 0 with save_on_each_node) stages the
   // folder and writes the shared files; every rank writes its own RNG (rng_state_<rank>.pth,
@@ -269,7 +281,11 @@ absl::StatusOr<Trainer::ResumedCheckpoint> Trainer::LoadForResume(
   // sets this run's plan (max_steps, epochs) over it, as HF does.
   state_ = std::move(loaded);
   if (args_.restore_callback_states_from_checkpoint()) {
-    RETURN_IF_ERROR(RestoreCallbackStates(state_.stateful_callbacks));
+    if (state_.stateful_callbacks.is_null()) {
+      LOG(WARNING) << NoCallbackStatesWarning(dir);
+    } else {
+      RETURN_IF_ERROR(RestoreCallbackStates(state_.stateful_callbacks));
+    }
   }
   RETURN_IF_ERROR(LoadOptimizerState(dir));
   RETURN_IF_ERROR(LoadProcessFiles(dir, out));

@@ -43,7 +43,15 @@ absl::Status Read(const ojson& j, const char* k, std::optional<T>* out) {
 
 }  // namespace
 
-std::string TrainerState::ToJson() const {
+absl::StatusOr<TrainerStateLayout> TrainerStateLayoutFor(absl::string_view transformers_version) {
+  if (transformers_version == "4.38") return TrainerStateLayout::kTransformers438;
+  if (transformers_version == "4.41") return TrainerStateLayout::kTransformers441;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--save_for_transformers_version: '", transformers_version,
+                   "' is not a valid value, please select one of ['4.38', '4.41']"));
+}
+
+std::string TrainerState::ToJson(TrainerStateLayout layout) const {
   ojson j = ojson::object();
   j["epoch"] = OrNull(epoch);
   j["global_step"] = global_step;
@@ -64,7 +72,9 @@ std::string TrainerState::ToJson() const {
   j["is_hyper_param_search"] = is_hyper_param_search;
   j["trial_name"] = OrNull(trial_name);
   j["trial_params"] = nullptr;
-  j["stateful_callbacks"] = stateful_callbacks;
+  if (layout == TrainerStateLayout::kTransformers441) {
+    j["stateful_callbacks"] = stateful_callbacks.is_null() ? ojson::object() : stateful_callbacks;
+  }
   return PyJsonDumps(j, 2, /*sort_keys=*/true) + "\n";
 }
 
@@ -103,14 +113,16 @@ absl::StatusOr<TrainerState> TrainerState::FromJson(const std::string& text) {
       s.log_history.push_back(entry);
     }
   }
-  if (auto it = j.find("stateful_callbacks"); it != j.end() && it->is_object()) {
+  if (auto it = j.find("stateful_callbacks"); it == j.end() || it->is_null()) {
+    s.stateful_callbacks = nullptr;  // a 4.38 file: no callback states
+  } else if (it->is_object()) {
     s.stateful_callbacks = *it;
   }
   return s;
 }
 
-absl::Status TrainerState::SaveToJson(const std::string& path) const {
-  RETURN_IF_ERROR_CTX(base::WriteFileAtomically(path, ToJson()), path);
+absl::Status TrainerState::SaveToJson(const std::string& path, TrainerStateLayout layout) const {
+  RETURN_IF_ERROR_CTX(base::WriteFileAtomically(path, ToJson(layout)), path);
   return absl::OkStatus();
 }
 

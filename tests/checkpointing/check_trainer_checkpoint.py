@@ -16,7 +16,9 @@ Python only, and compares it with what the C++ side recorded at that save in DIR
   rng_state.pth        torch.load: HF's keys ("python", "numpy", "cpu") usable by random /
                        numpy / torch.set_rng_state, "cpu" equal to the generator at the save;
   training_args.bin    torch.load: a dict of HF TrainingArguments fields with the run's values;
-  trainer_state.json   json: exactly HF 4.41's TrainerState fields, written as HF's
+  trainer_state.json   json: exactly HF 4.38's TrainerState fields (loom's default
+                       --save_for_transformers_version 4.38: 4.41's less stateful_callbacks;
+                       tests/checkpoint has real transformers read both layouts), written as HF's
                        json.dumps(asdict(state), indent=2, sort_keys=True) + "\n";
   loom_manifest.json   every other file listed with its size and CRC-32C (computed here);
   loom_resume.json, loom_epoch_rng_state.pth   parse.
@@ -31,13 +33,13 @@ import sys
 import numpy as np
 import torch
 
-# dataclasses.fields(transformers.TrainerState) in transformers 4.41.
+# dataclasses.fields(transformers.TrainerState) in transformers 4.38 (4.41 adds
+# "stateful_callbacks", which loom writes only with --save_for_transformers_version 4.41).
 HF_TRAINER_STATE_FIELDS = {
     "epoch", "global_step", "max_steps", "logging_steps", "eval_steps", "save_steps",
     "train_batch_size", "num_train_epochs", "num_input_tokens_seen", "total_flos",
     "log_history", "best_metric", "best_model_checkpoint", "is_local_process_zero",
     "is_world_process_zero", "is_hyper_param_search", "trial_name", "trial_params",
-    "stateful_callbacks",
 }
 CHECKPOINT_FILES = [
     "loom_epoch_rng_state.pth", "loom_manifest.json", "loom_resume.json", "model.safetensors",
@@ -194,7 +196,7 @@ def main(root):
         text = f.read()
     state = json.loads(text)
     check(set(state) == HF_TRAINER_STATE_FIELDS,
-          "trainer_state keys differ from HF 4.41: %r" % (set(state) ^ HF_TRAINER_STATE_FIELDS))
+          "trainer_state keys differ from HF 4.38: %r" % (set(state) ^ HF_TRAINER_STATE_FIELDS))
     check(text == json.dumps(state, indent=2, sort_keys=True) + "\n", "not HF's json.dumps text")
     for key, value in [("global_step", 8), ("epoch", 2.0), ("max_steps", 12),
                        ("logging_steps", 2), ("eval_steps", 4), ("save_steps", 4),
