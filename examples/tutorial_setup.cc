@@ -1,5 +1,7 @@
 #include "examples/tutorial_setup.h"
 
+#include <torch/csrc/autograd/grad_mode.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -267,11 +269,46 @@ absl::StatusOr<std::shared_ptr<modeling::Model>> LoadExampleModel(const ExampleF
   return std::shared_ptr<modeling::Model>(model);
 }
 
+bool IsMainProcess() {
+  const char* rank = std::getenv("RANK");
+  return rank == nullptr || std::string(rank) == "0";
+}
+
+absl::StatusOr<double> EvaluateAccuracy(modeling::Model& model, data::DataLoader& eval_dataloader,
+                                        accelerate::Accelerator* accelerator) {
+  model.eval();
+  torch::NoGradGuard no_grad;
+  const auto params = model.parameters();
+  const at::Device device = params.empty() ? at::Device(at::kCPU) : params.front().device();
+  ASSIGN_OR_RETURN(std::unique_ptr<data::BatchIterator> batches, eval_dataloader.Epoch(0),
+                   "evaluation");
+  int64_t correct = 0, total = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(std::optional<data::Batch> batch, batches->Next(), "evaluation");
+    if (!batch) break;
+    for (auto& [name, tensor] : *batch) tensor = tensor.to(device);
+    at::Tensor predictions = model.Forward(*batch).Get("logits").argmax(-1);
+    at::Tensor references = batch->at("labels");
+    if (accelerator != nullptr) {
+      ASSIGN_OR_RETURN(predictions, accelerator->GatherForMetrics(predictions));
+      ASSIGN_OR_RETURN(references, accelerator->GatherForMetrics(references));
+    }
+    correct += predictions.eq(references).sum().item<int64_t>();
+    total += references.numel();
+  }
+  return total > 0 ? static_cast<double>(correct) / total : 0.0;
+}
+
+void PrintEpochMetrics(int epoch, double train_loss, double accuracy) {
+  if (!IsMainProcess()) return;
+  std::cout << "epoch " << epoch << ": {'train_loss': " << train_loss
+            << ", 'eval_accuracy': " << accuracy << "}" << std::endl;
+}
+
 absl::Status SaveForComparison(const ExampleFlags& flags,
                                const std::shared_ptr<modeling::Model>& model) {
   if (flags.output_dir.empty()) return absl::OkStatus();
-  const char* rank = std::getenv("RANK");
-  const bool writer = rank == nullptr || std::string(rank) == "0";
+  const bool writer = IsMainProcess();
   auto save = [&](const modeling::Model& module) -> absl::Status {
     if (!writer) return absl::OkStatus();
     RETURN_IF_ERROR(base::MakeDirs(flags.output_dir));

@@ -23,6 +23,14 @@
 //     ("input_ids", "token_type_ids", "attention_mask", "labels"; no padding — the collator
 //     pads each batch) and that collator.
 //   - LoadExampleModel(flags, num_labels): the BERT, on the CPU.
+//   - EvaluateAccuracy(model, eval_dataloader, accelerator): the transformers tutorial's
+//     evaluation ("Fine-tune a pretrained model", native PyTorch: model.eval(), the argmax of
+//     each batch's logits, evaluate's "accuracy"); batches go to the device of the model's
+//     first parameter. With an Accelerator, each batch's predictions and labels are gathered
+//     with GatherForMetrics first (accelerate's distributed evaluation), so every process gets
+//     the accuracy over the whole evaluation set. Leaves the model in eval mode.
+//   - PrintEpochMetrics(epoch, train_loss, accuracy): one line "epoch E: {'train_loss': L,
+//     'eval_accuracy': A}" on stdout, from the process whose RANK is 0 (or the only one).
 //   - SaveForComparison(flags, model): output_dir/model.safetensors with the model's own
 //     parameter names (a model prepared by an Accelerator is unwrapped), written by the
 //     process whose RANK is 0 (or the only one).
@@ -35,7 +43,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "accelerate/accelerator.h"
 #include "data/collator.h"
+#include "data/data_loader.h"
 #include "data/dataset.h"
 #include "modeling/model.h"
 
@@ -80,6 +90,9 @@ struct ExampleData {
 absl::StatusOr<ExampleData> LoadExampleData(const ExampleFlags& flags);
 absl::StatusOr<std::shared_ptr<modeling::Model>> LoadExampleModel(const ExampleFlags& flags,
                                                                   int num_labels);
+absl::StatusOr<double> EvaluateAccuracy(modeling::Model& model, data::DataLoader& eval_dataloader,
+                                        accelerate::Accelerator* accelerator = nullptr);
+void PrintEpochMetrics(int epoch, double train_loss, double accuracy);
 absl::Status SaveForComparison(const ExampleFlags& flags,
                                const std::shared_ptr<modeling::Model>& model);
 

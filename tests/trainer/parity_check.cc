@@ -22,6 +22,7 @@
 //   usage: parity_check SCENARIOS_JSON DATA_DIR EXPECTED_JSON EXPECTED_PARAMS_PT [--gtest_*]
 // EXPECTED_PARAMS_PT is Python's torch.save of a plain dict (read with torch::pickle_load),
 // so the test also checks that direction of the file interop (C++ -> Python: DATA_DIR).
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -38,6 +39,7 @@
 #include "absl/strings/str_format.h"
 #include "args/parser.h"
 #include "base/file_util.h"
+#include "base/status_macros.h"
 #include "base/status_matchers.h"
 #include "data/dataset.h"
 #include "gmock/gmock.h"
@@ -45,6 +47,7 @@
 #include "logging/process_logging.h"
 #include "nlohmann/json.hpp"
 #include "tests/trainer/tiny_model.h"
+#include "trainer/resume_position.h"
 #include "trainer/trainer.h"
 
 namespace loom::trainer::testing {
@@ -64,6 +67,7 @@ struct Inputs {
   // "<scenario>/<parameter>" -> final value, written by Python's torch.save.
   data::TensorMap expected_params;
   std::string out_dir;
+  std::string data_dir;  // DATA_DIR (the reference's HF checkpoints are under hf_checkpoints/)
 };
 Inputs* g_inputs = nullptr;
 
@@ -123,38 +127,74 @@ bool IsRoundingOf(double rounded, double reference) {
 
 double Round2(double x) { return std::nearbyint(x * 100) / 100; }
 
+const json& Scenario(const std::string& name) {
+  for (const json& s : g_inputs->spec.at("scenarios")) {
+    if (s.at("name") == name) return s;
+  }
+  ADD_FAILURE() << "no scenario " << name;
+  static const json kNone = json::object();
+  return kNone;
+}
+
+// The scenario's model (its dropout) with the initial weights, and a RecordingTrainer over it
+// with the scenario's TrainingArguments writing to `output_dir`.
+struct ScenarioRun {
+  std::shared_ptr<TinyClassifier> model;
+  std::unique_ptr<RecordingTrainer> trainer;
+};
+absl::StatusOr<ScenarioRun> MakeRun(const json& scenario, const std::string& output_dir) {
+  const std::string name = scenario.at("name");
+  json arg_values = g_inputs->spec.at("base");
+  arg_values.update(scenario.at("args"));
+  arg_values["output_dir"] = output_dir;
+  args::TrainingArguments targs;
+  args::ArgParser parser({.program = "parity_check"});
+  parser.AddGroup("TrainingArguments", &targs);
+  RETURN_IF_ERROR(parser.ParseJson(arg_values, name));
+  ScenarioRun run;
+  run.model = std::make_shared<TinyClassifier>(
+      scenario.value("model", json::object()).value("dropout", 0.0));
+  RETURN_IF_ERROR(run.model->LoadWeights(g_inputs->weights));
+  TrainerOptions options;
+  options.model = run.model;
+  options.args = targs;
+  ASSIGN_OR_RETURN(options.train_dataset, data::TensorDataset::Create(g_inputs->train));
+  ASSIGN_OR_RETURN(options.eval_dataset, data::TensorDataset::Create(g_inputs->eval));
+  ASSIGN_OR_RETURN(run.trainer, Trainer::Create<RecordingTrainer>(std::move(options)));
+  return run;
+}
+
+// Every final parameter against the reference's, then torch's global CPU generator against
+// torch.get_rng_state() at the reference's end: equal bytes mean both made the same draws
+// (seeding, DataLoader base seeds, dropout masks) in the same number.
+void CheckFinalState(const std::string& name, const TinyClassifier& model, Diffs& diffs) {
+  for (const auto& [param, tensor] : model.Weights()) {
+    auto it = g_inputs->expected_params.find(name + "/" + param);
+    ASSERT_NE(it, g_inputs->expected_params.end()) << "no reference value of " << param;
+    ASSERT_EQ(it->second.sizes(), tensor.sizes()) << param;
+    const at::Tensor got = tensor.flatten().to(at::kDouble).contiguous();
+    const at::Tensor ref = it->second.flatten().to(at::kDouble).contiguous();
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      diffs.Check("params", absl::StrCat(param, "[", i, "]"), got.data_ptr<double>()[i],
+                  ref.data_ptr<double>()[i], kParamFloor);
+    }
+  }
+  auto rng = g_inputs->expected_params.find(name + "/cpu_rng_state");
+  ASSERT_NE(rng, g_inputs->expected_params.end()) << "no reference generator state";
+  EXPECT_TRUE(at::equal(at::detail::getDefaultCPUGenerator().get_state(), rng->second))
+      << name << ": the global CPU generator ends in another state than HF's";
+}
+
 class TrainerParityTest : public ::testing::TestWithParam<std::string> {};
 
 // One piece on purpose: a scenario's run and its step-by-step comparison with the Python
 // reference's log, in the order the reference writes it.
 TEST_P(TrainerParityTest, MatchesPythonReference) {
   const std::string name = GetParam();
-  const json* scenario = nullptr;
-  for (const json& s : g_inputs->spec.at("scenarios")) {
-    if (s.at("name") == name) scenario = &s;
-  }
-  ASSERT_NE(scenario, nullptr);
   ASSERT_TRUE(g_inputs->expected.contains(name)) << "trainer_reference.py wrote no " << name;
   const json& want = g_inputs->expected.at(name);
-
-  json arg_values = g_inputs->spec.at("base");
-  arg_values.update(scenario->at("args"));
-  arg_values["output_dir"] = g_inputs->out_dir + "/" + name;
-  args::TrainingArguments targs;
-  args::ArgParser parser({.program = "parity_check"});
-  parser.AddGroup("TrainingArguments", &targs);
-  ASSERT_OK(parser.ParseJson(arg_values, name));
-
-  const double dropout = scenario->value("model", json::object()).value("dropout", 0.0);
-  auto model = std::make_shared<TinyClassifier>(dropout);
-  ASSERT_OK(model->LoadWeights(g_inputs->weights));
-  TrainerOptions options;
-  options.model = model;
-  options.args = targs;
-  ASSERT_OK_AND_ASSIGN(options.train_dataset, data::TensorDataset::Create(g_inputs->train));
-  ASSERT_OK_AND_ASSIGN(options.eval_dataset, data::TensorDataset::Create(g_inputs->eval));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordingTrainer> trainer,
-                       Trainer::Create<RecordingTrainer>(std::move(options)));
+  ASSERT_OK_AND_ASSIGN(ScenarioRun run, MakeRun(Scenario(name), g_inputs->out_dir + "/" + name));
+  const std::unique_ptr<RecordingTrainer>& trainer = run.trainer;
   ASSERT_OK_AND_ASSIGN(TrainOutput out, trainer->Train());
   const TrainerState& state = trainer->state();
   Diffs diffs;
@@ -224,22 +264,71 @@ TEST_P(TrainerParityTest, MatchesPythonReference) {
   ASSERT_TRUE(out.metrics.contains("epoch")) << "HF's log() adds epoch to the train metrics";
   EXPECT_EQ(out.metrics.at("epoch").get<double>(), Round2(want.at("epoch").get<double>()));
 
-  // Final parameters.
-  for (const auto& [param, tensor] : model->Weights()) {
-    auto it = g_inputs->expected_params.find(name + "/" + param);
-    ASSERT_NE(it, g_inputs->expected_params.end()) << "no reference value of " << param;
-    ASSERT_EQ(it->second.sizes(), tensor.sizes()) << param;
-    const at::Tensor got = tensor.flatten().to(at::kDouble).contiguous();
-    const at::Tensor ref = it->second.flatten().to(at::kDouble).contiguous();
-    for (int64_t i = 0; i < got.numel(); ++i) {
-      diffs.Check("params", absl::StrCat(param, "[", i, "]"), got.data_ptr<double>()[i],
-                  ref.data_ptr<double>()[i], kParamFloor);
-    }
-  }
+  CheckFinalState(name, *run.model, diffs);
   std::cout << "[parity] " << name << ": max relative difference" << diffs.Summary() << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, TrainerParityTest, ::testing::ValuesIn(ScenarioNames()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
+std::vector<std::string> HfCheckpointScenarioNames() {
+  std::vector<std::string> names;
+  for (const json& s : g_inputs->spec.at("scenarios")) {
+    if (s.contains("hf_checkpoint_step")) names.push_back(s.at("name"));
+  }
+  return names;
+}
+
+class HfCheckpointResumeTest : public ::testing::TestWithParam<std::string> {};
+
+// Resumes from the folder the reference wrote as HF's Trainer does (pytorch_model.bin,
+// optimizer.pt, scheduler.pt, rng_state.pth with Python's random / numpy states, 4.38's
+// trainer_state.json; no loom file) and must go on with the reference's own uninterrupted
+// numbers: every micro-batch loss after the checkpoint, the later evaluations, the final
+// parameters and the generator state at the end.
+TEST_P(HfCheckpointResumeTest, ContinuesThePythonRun) {
+  const std::string name = GetParam();
+  const json& scenario = Scenario(name);
+  const json& want = g_inputs->expected.at(name);
+  const int64_t step = scenario.at("hf_checkpoint_step");
+  const std::string folder =
+      absl::StrCat(g_inputs->data_dir, "/hf_checkpoints/", name, "/checkpoint-", step);
+  ASSERT_OK_AND_ASSIGN(ScenarioRun run,
+                       MakeRun(scenario, g_inputs->out_dir + "/" + name + "_from_hf"));
+  ASSERT_OK_AND_ASSIGN(TrainOutput out, run.trainer->Train(ResumeFrom::Path(folder)));
+  ASSERT_EQ(run.trainer->state().global_step, want.at("global_step").get<int64_t>());
+  Diffs diffs;
+  // Micro-batches of the steps after the checkpoint (no window straddles an epoch here).
+  const json& micro = want.at("micro_losses");
+  const size_t done = micro.size() - run.trainer->micro_losses.size();
+  ASSERT_EQ(done, static_cast<size_t>(step * run.trainer->args().gradient_accumulation_steps()));
+  for (size_t i = 0; i < run.trainer->micro_losses.size(); ++i) {
+    diffs.Check("micro_loss", absl::StrCat("micro-batch ", done + i),
+                run.trainer->micro_losses[i].second, micro[done + i].get<double>());
+  }
+  std::vector<const Metrics*> evals;
+  for (const Metrics& entry : run.trainer->state().log_history) {
+    if (entry.contains("eval_loss") && entry.at("step").get<int64_t>() > step) {
+      evals.push_back(&entry);
+    }
+  }
+  std::vector<const json*> want_evals;
+  for (const json& e : want.at("evals")) {
+    if (e.at("step").get<int64_t>() > step) want_evals.push_back(&e);
+  }
+  ASSERT_EQ(evals.size(), want_evals.size());
+  for (size_t i = 0; i < evals.size(); ++i) {
+    diffs.Check("eval_loss", absl::StrCat("evaluation at step ", evals[i]->at("step")),
+                evals[i]->at("eval_loss").get<double>(), want_evals[i]->at("eval_loss").get<double>());
+  }
+  CheckFinalState(name, *run.model, diffs);
+  std::cout << "[hf resume] " << name << ": max relative difference" << diffs.Summary() << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, HfCheckpointResumeTest,
+                         ::testing::ValuesIn(HfCheckpointScenarioNames()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
@@ -271,6 +360,7 @@ absl::Status Load(const std::string& scenarios, const std::string& dir, const st
   if (!params.ok()) return params.status();
   inputs->expected_params = *std::move(params);
   inputs->out_dir = dir + "/runs";
+  inputs->data_dir = dir;
   return absl::OkStatus();
 }
 

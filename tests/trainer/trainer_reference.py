@@ -27,14 +27,24 @@ AdamW, LambdaLR, ReduceLROnPlateau and clip_grad_norm_:
   - LabelSmoother for label_smoothing_factor; evaluation loss as HF's evaluation_loop
     computes it (each batch's mean loss repeated batch-size times, float32 mean).
 
+A scenario with "hf_checkpoint_step": k also writes, at step k's save point (after its log and
+evaluation), the checkpoint folder HF's Trainer would (transformers 4.38 `_save_checkpoint` on
+one CPU process with save_safetensors=False): pytorch_model.bin, optimizer.pt, scheduler.pt,
+rng_state.pth (`_save_rng_state`: python / numpy / cpu) and trainer_state.json (4.38's
+TrainerState fields), into DATA_DIR/hf_checkpoints/<scenario>/checkpoint-k; the run goes on
+uninterrupted, which a resume must reproduce.
+
 usage: trainer_reference.py SCENARIOS_JSON DATA_DIR OUT_JSON OUT_PARAMS_PT
   DATA_DIR holds weights.pt, train.pt, eval.pt (plain dicts of tensors written by C++'s
   torch::pickle_save); OUT_JSON receives the expected values of every scenario, OUT_PARAMS_PT
-  (torch.save of a plain dict "<scenario>/<parameter>" -> tensor) the final parameters.
+  (torch.save of a plain dict "<scenario>/<parameter>" -> tensor) the final parameters, and
+  "<scenario>/cpu_rng_state": torch.get_rng_state() when training has ended.
 """
 import functools
 import json
 import math
+import os
+import random
 import sys
 
 import numpy as np
@@ -341,10 +351,36 @@ def evaluate(model, data, args):
     return np.concatenate(losses).mean().item()
 
 
-def train(args, weights, train_data, eval_data, dropout):
+def save_hf_checkpoint(folder, model, optimizer, scheduler, state):
+    """transformers 4.38 Trainer._save_checkpoint's files for one CPU process."""
+    os.makedirs(folder)
+    torch.save(model.state_dict(), os.path.join(folder, "pytorch_model.bin"))
+    torch.save(optimizer.state_dict(), os.path.join(folder, "optimizer.pt"))
+    torch.save(scheduler.state_dict(), os.path.join(folder, "scheduler.pt"))
+    rng = {"python": random.getstate(), "numpy": np.random.get_state(), "cpu": torch.random.get_rng_state()}
+    torch.save(rng, os.path.join(folder, "rng_state.pth"))
+    with open(os.path.join(folder, "trainer_state.json"), "w") as f:
+        f.write(json.dumps(state, indent=2, sort_keys=True) + "\n")
+
+
+def hf_trainer_state(args, global_step, max_steps, num_train_epochs, epoch, log_history):
+    """The fields of transformers 4.38's TrainerState (no stateful_callbacks)."""
+    return {"epoch": epoch, "global_step": global_step, "max_steps": max_steps,
+            "logging_steps": args["logging_steps"], "eval_steps": args["eval_steps"] or args["logging_steps"],
+            "save_steps": 500, "train_batch_size": args["per_device_train_batch_size"],
+            "num_train_epochs": num_train_epochs, "num_input_tokens_seen": 0, "total_flos": 0.0,
+            "log_history": log_history, "best_metric": None, "best_model_checkpoint": None,
+            "is_local_process_zero": True, "is_world_process_zero": True,
+            "is_hyper_param_search": False, "trial_name": None, "trial_params": None}
+
+
+def train(args, weights, train_data, eval_data, dropout, checkpoint_step=None, checkpoint_dir=None):
     model = TinyClassifier(16, 6, 8, 3, dropout)
     model.load_state_dict(weights, strict=True)
-    torch.manual_seed(args["seed"])  # Trainer.__init__: set_seed(args.seed)
+    # Trainer.__init__: set_seed(args.seed) seeds random, numpy and torch.
+    random.seed(args["seed"])
+    np.random.seed(args["seed"])
+    torch.manual_seed(args["seed"])
     n = train_data["labels"].shape[0]
     bs = args["per_device_train_batch_size"]
     ga = args["gradient_accumulation_steps"]
@@ -382,6 +418,9 @@ def train(args, weights, train_data, eval_data, dropout):
     step_loss = 0.0
     model.zero_grad()
 
+    history = []  # TrainerState.log_history
+    history_saved = []
+
     def maybe_log_save_evaluate():
         nonlocal tr_loss, total_loss_scalar, last_logged
         if control["log"] and global_step > last_logged:
@@ -394,18 +433,27 @@ def train(args, weights, train_data, eval_data, dropout):
             log["learning_rate"] = learning_rate()
             log["epoch"] = round(epoch_value, 2)
             rec["logs"].append(log)
+            history.append({"epoch": log["epoch"], "grad_norm": grad_norm, "learning_rate": log["learning_rate"],
+                            "loss": log["loss"], "step": global_step})
             total_loss_scalar += tr_loss_scalar
             last_logged = global_step
             control["log"] = False  # CallbackHandler.on_log
         if control["evaluate"]:
             eval_loss = evaluate(model, eval_data, args)
             rec["evals"].append({"step": global_step, "eval_loss": eval_loss})
+            history.append({"epoch": round(epoch_value, 2), "eval_loss": eval_loss, "step": global_step})
             control["evaluate"] = False  # CallbackHandler.on_evaluate
             if plateau:
                 metric = args["metric_for_best_model"]
                 if metric not in ("loss", "eval_loss"):
                     raise ValueError("the reference evaluates eval_loss only")
                 scheduler.step(eval_loss)
+        if checkpoint_step is not None and global_step == checkpoint_step and not history_saved:
+            # _save_checkpoint, in the step's own _maybe_log_save_evaluate call.
+            state = hf_trainer_state(args, global_step, max_steps, num_train_epochs, epoch_value, history)
+            save_hf_checkpoint(os.path.join(checkpoint_dir, f"checkpoint-{global_step}"), model, optimizer,
+                               scheduler, state)
+            history_saved.append(global_step)
 
     lrs_used = []
     total_batched_samples = 0
@@ -509,7 +557,10 @@ def main():
     for scenario in spec["scenarios"]:
         args = resolve_args(spec["base"], scenario["args"])
         dropout = scenario.get("model", {}).get("dropout", 0.0)
-        rec, params = train(args, weights, train_data, eval_data, dropout)
+        checkpoint_dir = os.path.join(data_dir, "hf_checkpoints", scenario["name"])
+        rec, params = train(args, weights, train_data, eval_data, dropout,
+                            scenario.get("hf_checkpoint_step"), checkpoint_dir)
+        all_params[f"{scenario['name']}/cpu_rng_state"] = torch.get_rng_state()
         check_scenario_design(scenario["name"], args, rec)
         out[scenario["name"]] = rec
         for param, value in params.items():
