@@ -320,7 +320,7 @@ TEST_P(HfCheckpointResumeTest, ContinuesThePythonRun) {
   }
   ASSERT_EQ(evals.size(), want_evals.size());
   for (size_t i = 0; i < evals.size(); ++i) {
-    diffs.Check("eval_loss", absl::StrCat("evaluation at step ", evals[i]->at("step")),
+    diffs.Check("eval_loss", absl::StrCat("evaluation at step ", evals[i]->at("step").get<int64_t>()),
                 evals[i]->at("eval_loss").get<double>(), want_evals[i]->at("eval_loss").get<double>());
   }
   CheckFinalState(name, *run.model, diffs);
