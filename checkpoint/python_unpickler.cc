@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
+#include "checkpoint/ivalue_cycles.h"
 
 namespace loom::checkpoint {
 namespace {
@@ -81,6 +82,13 @@ class Machine {
       : in_(pickle), load_storage_(load_storage), options_(options) {}
 
   absl::StatusOr<IValue> Run();
+  // Every value the stack and the memo still hold (for the cycle check).
+  std::vector<IValue> HeldValues() const {
+    std::vector<IValue> out;
+    for (const Item& item : stack_) out.push_back(item.value);
+    for (const auto& [index, item] : memo_) out.push_back(item.value);
+    return out;
+  }
 
  private:
   absl::StatusOr<absl::string_view> Take(uint64_t n) {
@@ -773,7 +781,16 @@ absl::StatusOr<c10::IValue> RunTorchPickle(absl::string_view pickle,
                                            const UnpickleOptions& options) {
   try {
     Machine machine(pickle, load_storage, options);
-    return machine.Run();
+    absl::StatusOr<IValue> result = machine.Run();
+    std::vector<IValue> held = machine.HeldValues();
+    if (result.ok()) held.push_back(*result);
+    if (BreakIValueCycles(held)) {
+      return absl::InvalidArgumentError(
+          "the pickle builds a container that holds itself (a cycle through the memo); loom "
+          "reads no cyclic values (torch state dicts, optimizer, scheduler and RNG files have "
+          "none)");
+    }
+    return result;
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, "unpickling");
   }

@@ -38,6 +38,9 @@
 // Anything else (another global, a set, an object with state, the legacy non-zip format,
 // a storage whose record is missing or of the wrong size, malformed pickle bytes) is an
 // InvalidArgument naming what was found and where; the machine never reads out of bounds.
+// A pickle whose values form a cycle (a dict or list set into itself through the memo, which
+// Python's garbage collector would free) is an InvalidArgument too; its containers are cleared
+// so nothing leaks (checkpoint/ivalue_cycles.h).
 // Dicts come back as c10 GenericDicts with Any keys and values, lists as Any lists.
 // Pickles remain trusted input: loom runs no code from them, but values nested millions deep
 // could exhaust the stack when destroyed.
