@@ -310,6 +310,12 @@ absl::StatusOr<ResumePosition> Trainer::LoadResumePosition(const std::string& di
   position.micro_batches_in_epoch = (loaded.global_step % num_update_steps_per_epoch) * ga;
   position.total_batched_samples = loaded.global_step * ga;
   position.globalstep_last_logged = loaded.global_step;
+  if (position.micro_batches_in_epoch == 0 && position.epoch > 0) {
+    // At an epoch boundary HF restores the RNG state before the next epoch's DataLoader draws
+    // its base seed (transformers 4.38 `_inner_training_loop`): the earlier epoch is finished.
+    position.epoch -= 1;
+    position.epoch_finished = true;
+  }
   return position;
 }
 

@@ -36,7 +36,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "args/parser.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
@@ -273,10 +276,13 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, TrainerParityTest, ::testing::ValuesIn(Scena
                            return info.param;
                          });
 
-std::vector<std::string> HfCheckpointScenarioNames() {
+// "<scenario>/<step>" for every HF checkpoint the reference wrote.
+std::vector<std::string> HfCheckpoints() {
   std::vector<std::string> names;
   for (const json& s : g_inputs->spec.at("scenarios")) {
-    if (s.contains("hf_checkpoint_step")) names.push_back(s.at("name"));
+    for (const json& step : s.value("hf_checkpoint_steps", json::array())) {
+      names.push_back(absl::StrCat(s.at("name").get<std::string>(), "/", step.get<int64_t>()));
+    }
   }
   return names;
 }
@@ -289,14 +295,17 @@ class HfCheckpointResumeTest : public ::testing::TestWithParam<std::string> {};
 // numbers: every micro-batch loss after the checkpoint, the later evaluations, the final
 // parameters and the generator state at the end.
 TEST_P(HfCheckpointResumeTest, ContinuesThePythonRun) {
-  const std::string name = GetParam();
+  const std::vector<std::string> parts = absl::StrSplit(GetParam(), '/');
+  ASSERT_EQ(parts.size(), 2u);
+  const std::string& name = parts[0];
+  int64_t step = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(parts[1], &step));
   const json& scenario = Scenario(name);
   const json& want = g_inputs->expected.at(name);
-  const int64_t step = scenario.at("hf_checkpoint_step");
   const std::string folder =
       absl::StrCat(g_inputs->data_dir, "/hf_checkpoints/", name, "/checkpoint-", step);
-  ASSERT_OK_AND_ASSIGN(ScenarioRun run,
-                       MakeRun(scenario, g_inputs->out_dir + "/" + name + "_from_hf"));
+  ASSERT_OK_AND_ASSIGN(ScenarioRun run, MakeRun(scenario, absl::StrCat(g_inputs->out_dir, "/",
+                                                                       name, "_from_hf_", step)));
   ASSERT_OK_AND_ASSIGN(TrainOutput out, run.trainer->Train(ResumeFrom::Path(folder)));
   ASSERT_EQ(run.trainer->state().global_step, want.at("global_step").get<int64_t>());
   Diffs diffs;
@@ -324,13 +333,13 @@ TEST_P(HfCheckpointResumeTest, ContinuesThePythonRun) {
                 evals[i]->at("eval_loss").get<double>(), want_evals[i]->at("eval_loss").get<double>());
   }
   CheckFinalState(name, *run.model, diffs);
-  std::cout << "[hf resume] " << name << ": max relative difference" << diffs.Summary() << "\n";
+  std::cout << "[hf resume] " << name << " from step " << step << ": max relative difference" << diffs.Summary() << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Scenarios, HfCheckpointResumeTest,
-                         ::testing::ValuesIn(HfCheckpointScenarioNames()),
+INSTANTIATE_TEST_SUITE_P(Checkpoints, HfCheckpointResumeTest,
+                         ::testing::ValuesIn(HfCheckpoints()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
-                           return info.param;
+                           return absl::StrReplaceAll(info.param, {{"/", "_step"}});
                          });
 
 absl::StatusOr<json> ReadJson(const std::string& path) {

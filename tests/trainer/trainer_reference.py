@@ -27,8 +27,8 @@ AdamW, LambdaLR, ReduceLROnPlateau and clip_grad_norm_:
   - LabelSmoother for label_smoothing_factor; evaluation loss as HF's evaluation_loop
     computes it (each batch's mean loss repeated batch-size times, float32 mean).
 
-A scenario with "hf_checkpoint_step": k also writes, at step k's save point (after its log and
-evaluation), the checkpoint folder HF's Trainer would (transformers 4.38 `_save_checkpoint` on
+A scenario with "hf_checkpoint_steps": [k, ...] also writes, at each step k's save point (after
+its log and evaluation), the checkpoint folder HF's Trainer would (transformers 4.38 `_save_checkpoint` on
 one CPU process with save_safetensors=False): pytorch_model.bin, optimizer.pt, scheduler.pt,
 rng_state.pth (`_save_rng_state`: python / numpy / cpu) and trainer_state.json (4.38's
 TrainerState fields), into DATA_DIR/hf_checkpoints/<scenario>/checkpoint-k; the run goes on
@@ -374,7 +374,7 @@ def hf_trainer_state(args, global_step, max_steps, num_train_epochs, epoch, log_
             "is_hyper_param_search": False, "trial_name": None, "trial_params": None}
 
 
-def train(args, weights, train_data, eval_data, dropout, checkpoint_step=None, checkpoint_dir=None):
+def train(args, weights, train_data, eval_data, dropout, checkpoint_steps=(), checkpoint_dir=None):
     model = TinyClassifier(16, 6, 8, 3, dropout)
     model.load_state_dict(weights, strict=True)
     # Trainer.__init__: set_seed(args.seed) seeds random, numpy and torch.
@@ -448,7 +448,7 @@ def train(args, weights, train_data, eval_data, dropout, checkpoint_step=None, c
                 if metric not in ("loss", "eval_loss"):
                     raise ValueError("the reference evaluates eval_loss only")
                 scheduler.step(eval_loss)
-        if checkpoint_step is not None and global_step == checkpoint_step and not history_saved:
+        if global_step in checkpoint_steps and global_step not in history_saved:
             # _save_checkpoint, in the step's own _maybe_log_save_evaluate call.
             state = hf_trainer_state(args, global_step, max_steps, num_train_epochs, epoch_value, history)
             save_hf_checkpoint(os.path.join(checkpoint_dir, f"checkpoint-{global_step}"), model, optimizer,
@@ -559,7 +559,7 @@ def main():
         dropout = scenario.get("model", {}).get("dropout", 0.0)
         checkpoint_dir = os.path.join(data_dir, "hf_checkpoints", scenario["name"])
         rec, params = train(args, weights, train_data, eval_data, dropout,
-                            scenario.get("hf_checkpoint_step"), checkpoint_dir)
+                            scenario.get("hf_checkpoint_steps", []), checkpoint_dir)
         all_params[f"{scenario['name']}/cpu_rng_state"] = torch.get_rng_state()
         check_scenario_design(scenario["name"], args, rec)
         out[scenario["name"]] = rec
