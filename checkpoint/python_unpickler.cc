@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -82,9 +83,11 @@ class Machine {
       : in_(pickle), load_storage_(load_storage), options_(options) {}
 
   absl::StatusOr<IValue> Run();
-  // Every value the stack and the memo still hold (for the cycle check).
+  // Every value the stack and the memo still hold, and every container the program changed
+  // after making it (only those can close a cycle, which may no longer be reachable from the
+  // stack or memo): the roots of the cycle check.
   std::vector<IValue> HeldValues() const {
-    std::vector<IValue> out;
+    std::vector<IValue> out = mutated_;
     for (const Item& item : stack_) out.push_back(item.value);
     for (const auto& [index, item] : memo_) out.push_back(item.value);
     return out;
@@ -162,6 +165,7 @@ class Machine {
         !stack_.back().value.isGenericDict()) {
       return PickleError(op_at_, "SETITEM(S) on something that is not a dict");
     }
+    NoteMutated(stack_.back().value);
     c10::impl::GenericDict dict = stack_.back().value.toGenericDict();
     for (size_t i = 0; i < items.size(); i += 2) {
       const IValue& key = items[i];
@@ -177,9 +181,14 @@ class Machine {
         !stack_.back().value.isList()) {
       return PickleError(op_at_, "APPEND(S) on something that is not a list");
     }
+    NoteMutated(stack_.back().value);
     c10::List<IValue> list = stack_.back().value.toList();
     for (IValue& v : items) list.push_back(std::move(v));
     return absl::OkStatus();
+  }
+  void NoteMutated(const IValue& container) {
+    if (!container.isPtrType()) return;
+    if (mutated_ids_.insert(container.internalToPointer()).second) mutated_.push_back(container);
   }
   absl::Status Global(std::string module, std::string name) {
     stack_.push_back(Item{Item::Kind::kGlobal, IValue(), absl::StrCat(module, ".", name)});
@@ -206,6 +215,8 @@ class Machine {
   size_t op_at_ = 0;
   std::vector<Item> stack_;
   std::unordered_map<uint64_t, Item> memo_;
+  std::vector<IValue> mutated_;                  // see HeldValues
+  std::unordered_set<const void*> mutated_ids_;  // their identities, each kept once
   std::map<std::string, at::Tensor> storages_;
 };
 
@@ -566,6 +577,7 @@ absl::Status Machine::NewObject() {
 // OrderedDict (state_dict's _metadata, dropped).
 absl::Status Machine::Build() {
   ASSIGN_OR_RETURN(IValue state, PopValue());
+  if (!stack_.empty()) NoteMutated(stack_.back().value);
   if (options_.numpy_arrays && !stack_.empty() && stack_.back().kind == Item::Kind::kValue &&
       stack_.back().value.isGenericDict()) {
     c10::impl::GenericDict object = stack_.back().value.toGenericDict();
