@@ -1,4 +1,4 @@
-// One file on purpose (~830 lines): the pickle machine's opcodes, its allowlist of Python
+// One file on purpose (~960 lines): the pickle machine's opcodes, its allowlist of Python
 // globals and its bounds checks are one state machine whose invariants (stack kinds, memo,
 // storage sharing) must be read together; splitting the opcode switch would scatter them.
 #include "checkpoint/python_unpickler.h"
@@ -37,6 +37,93 @@ const std::string kDeepSpeedObjects[] = {
     "deepspeed.runtime.fp16.loss_scaler.DynamicLossScaler",
     "deepspeed.utils.tensor_fragment.fragment_address",
 };
+
+// UnpickleOptions::hf_training_arguments: the classes in training_args.bin, as transformers
+// 4.38-4.41's Trainer pickles its TrainingArguments (NEWOBJ + BUILD) and loom writes them.
+const std::string kHfObjects[] = {
+    "transformers.training_args.TrainingArguments",
+    "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
+    "transformers.trainer_pt_utils.AcceleratorConfig",
+    "accelerate.state.PartialState",  // TrainingArguments.distributed_state
+};
+// Their Enum classes and members (name, value), from transformers 4.38.2 and 4.41.2 and
+// accelerate 0.27.2.
+struct EnumClass {
+  const char* cls;
+  std::vector<std::pair<const char*, const char*>> members;
+};
+const std::vector<EnumClass>& HfEnums() {
+  static const auto* enums = new std::vector<EnumClass>{
+      {"transformers.trainer_utils.IntervalStrategy",
+       {{"NO", "no"}, {"STEPS", "steps"}, {"EPOCH", "epoch"}}},
+      {"transformers.trainer_utils.SchedulerType",
+       {{"LINEAR", "linear"},
+        {"COSINE", "cosine"},
+        {"COSINE_WITH_RESTARTS", "cosine_with_restarts"},
+        {"POLYNOMIAL", "polynomial"},
+        {"CONSTANT", "constant"},
+        {"CONSTANT_WITH_WARMUP", "constant_with_warmup"},
+        {"INVERSE_SQRT", "inverse_sqrt"},
+        {"REDUCE_ON_PLATEAU", "reduce_lr_on_plateau"},
+        {"COSINE_WITH_MIN_LR", "cosine_with_min_lr"},
+        {"WARMUP_STABLE_DECAY", "warmup_stable_decay"}}},
+      {"transformers.trainer_utils.HubStrategy",
+       {{"END", "end"},
+        {"EVERY_SAVE", "every_save"},
+        {"CHECKPOINT", "checkpoint"},
+        {"ALL_CHECKPOINTS", "all_checkpoints"}}},
+      {"transformers.trainer_utils.FSDPOption",
+       {{"FULL_SHARD", "full_shard"},
+        {"SHARD_GRAD_OP", "shard_grad_op"},
+        {"NO_SHARD", "no_shard"},
+        {"HYBRID_SHARD", "hybrid_shard"},
+        {"HYBRID_SHARD_ZERO2", "hybrid_shard_zero2"},
+        {"OFFLOAD", "offload"},
+        {"AUTO_WRAP", "auto_wrap"}}},
+      {"transformers.debug_utils.DebugOption",
+       {{"UNDERFLOW_OVERFLOW", "underflow_overflow"}, {"TPU_METRICS_DEBUG", "tpu_metrics_debug"}}},
+      {"transformers.training_args.OptimizerNames",
+       {{"ADAMW_HF", "adamw_hf"},
+        {"ADAMW_TORCH", "adamw_torch"},
+        {"ADAMW_TORCH_FUSED", "adamw_torch_fused"},
+        {"ADAMW_TORCH_XLA", "adamw_torch_xla"},
+        {"ADAMW_TORCH_NPU_FUSED", "adamw_torch_npu_fused"},
+        {"ADAMW_APEX_FUSED", "adamw_apex_fused"},
+        {"ADAFACTOR", "adafactor"},
+        {"ADAMW_ANYPRECISION", "adamw_anyprecision"},
+        {"SGD", "sgd"},
+        {"ADAGRAD", "adagrad"},
+        {"ADAMW_BNB", "adamw_bnb_8bit"},
+        {"ADAMW_8BIT", "adamw_8bit"},
+        {"LION_8BIT", "lion_8bit"},
+        {"LION", "lion_32bit"},
+        {"PAGED_ADAMW", "paged_adamw_32bit"},
+        {"PAGED_ADAMW_8BIT", "paged_adamw_8bit"},
+        {"PAGED_LION", "paged_lion_32bit"},
+        {"PAGED_LION_8BIT", "paged_lion_8bit"},
+        {"RMSPROP", "rmsprop"},
+        {"RMSPROP_BNB", "rmsprop_bnb"},
+        {"RMSPROP_8BIT", "rmsprop_bnb_8bit"},
+        {"RMSPROP_32BIT", "rmsprop_bnb_32bit"},
+        {"GALORE_ADAMW", "galore_adamw"},
+        {"GALORE_ADAMW_8BIT", "galore_adamw_8bit"},
+        {"GALORE_ADAFACTOR", "galore_adafactor"},
+        {"GALORE_ADAMW_LAYERWISE", "galore_adamw_layerwise"},
+        {"GALORE_ADAMW_8BIT_LAYERWISE", "galore_adamw_8bit_layerwise"},
+        {"GALORE_ADAFACTOR_LAYERWISE", "galore_adafactor_layerwise"}}},
+      {"accelerate.utils.dataclasses.DistributedType",
+       {{"NO", "NO"},
+        {"MULTI_CPU", "MULTI_CPU"},
+        {"MULTI_GPU", "MULTI_GPU"},
+        {"MULTI_NPU", "MULTI_NPU"},
+        {"MULTI_XPU", "MULTI_XPU"},
+        {"DEEPSPEED", "DEEPSPEED"},
+        {"FSDP", "FSDP"},
+        {"TPU", "TPU"},
+        {"MEGATRON_LM", "MEGATRON_LM"}}},
+  };
+  return *enums;
+}
 
 constexpr char kNdarray[] = "numpy.ndarray";
 constexpr char kDtype[] = "numpy.dtype";
@@ -196,6 +283,7 @@ class Machine {
   }
   absl::Status Reduce();
   absl::StatusOr<bool> ReduceNumpy(const std::string& f, const std::vector<IValue>& args);
+  absl::StatusOr<bool> ReduceHfEnum(const std::string& f, const std::vector<IValue>& args);
   absl::Status BuildNumpy(c10::impl::GenericDict target, const std::string& cls,
                           const IValue& state);
   absl::Status PersistentLoad();
@@ -282,6 +370,10 @@ absl::Status Machine::Reduce() {
   const std::string& f = callable.global;
   if (options_.numpy_arrays) {
     ASSIGN_OR_RETURN(bool handled, ReduceNumpy(f, args));
+    if (handled) return absl::OkStatus();
+  }
+  if (options_.hf_training_arguments) {
+    ASSIGN_OR_RETURN(bool handled, ReduceHfEnum(f, args));
     if (handled) return absl::OkStatus();
   }
   if (f == "collections.OrderedDict" && args.empty()) return Push(NewDict());
@@ -396,6 +488,36 @@ absl::StatusOr<bool> Machine::ReduceNumpy(const std::string& f, const std::vecto
     return true;
   }
   return false;
+}
+
+// The Enum members of UnpickleOptions::hf_training_arguments, by value (Class('steps'), Python
+// <= 3.10) or by name (getattr(Class, 'STEPS'), Python >= 3.11): the member's value. False when
+// `f` is none of them.
+absl::StatusOr<bool> Machine::ReduceHfEnum(const std::string& f, const std::vector<IValue>& args) {
+  const bool by_name = f == "__builtin__.getattr" || f == "builtins.getattr";
+  std::string cls = f;
+  if (by_name) {
+    const std::string marker = "<global>";
+    if (args.size() != 2 || !args[0].isString() || args[0].toStringRef().rfind(marker, 0) != 0) {
+      return false;
+    }
+    cls = args[0].toStringRef().substr(marker.size());
+  }
+  const auto known = std::find_if(HfEnums().begin(), HfEnums().end(),
+                                  [&cls](const EnumClass& e) { return cls == e.cls; });
+  if (known == HfEnums().end()) return false;
+  const IValue& key = by_name ? args[1] : (args.size() == 1 ? args[0] : IValue());
+  if (!key.isString()) {
+    return PickleError(op_at_, absl::StrCat(cls, " with arguments other than one string"));
+  }
+  for (const auto& [name, value] : known->members) {
+    if (key.toStringRef() == (by_name ? name : value)) {
+      RETURN_IF_ERROR(Push(IValue(std::string(value))));
+      return true;
+    }
+  }
+  return PickleError(op_at_, absl::StrCat("unknown ", cls, " member ", by_name ? "" : "value ", "'",
+                                          key.toStringRef(), "'"));
 }
 
 // BUILD of a numpy dtype ((version, byteorder, ...): the byte order kept) or of an ndarray
@@ -559,13 +681,18 @@ absl::Status Machine::StackGlobal() {
   return Global(module.toStringRef(), name.toStringRef());
 }
 
-// NEWOBJ: cls.__new__(cls, *args), for DeepSpeed's plain data objects only.
+// NEWOBJ: cls.__new__(cls, *args), for DeepSpeed's plain data objects and, on request, those of
+// training_args.bin only.
 absl::Status Machine::NewObject() {
   ASSIGN_OR_RETURN(IValue args, PopValue());
   ASSIGN_OR_RETURN(Item cls, Pop());
+  const bool allowed =
+      std::find(std::begin(kDeepSpeedObjects), std::end(kDeepSpeedObjects), cls.global) !=
+          std::end(kDeepSpeedObjects) ||
+      (options_.hf_training_arguments &&
+       std::find(std::begin(kHfObjects), std::end(kHfObjects), cls.global) != std::end(kHfObjects));
   if (cls.kind != Item::Kind::kGlobal || !args.isTuple() || !args.toTupleRef().elements().empty() ||
-      std::find(std::begin(kDeepSpeedObjects), std::end(kDeepSpeedObjects), cls.global) ==
-          std::end(kDeepSpeedObjects)) {
+      !allowed) {
     return Unsupported(cls, "as a class to instantiate (NEWOBJ)");
   }
   IValue object = NewDict();
@@ -573,8 +700,8 @@ absl::Status Machine::NewObject() {
   return Push(std::move(object));
 }
 
-// BUILD: a DeepSpeed object's attributes (merged into its dict), or the attributes of an
-// OrderedDict (state_dict's _metadata, dropped).
+// BUILD: a DeepSpeed or training_args.bin object's attributes (merged into its dict), or the
+// attributes of an OrderedDict (state_dict's _metadata, dropped).
 absl::Status Machine::Build() {
   ASSIGN_OR_RETURN(IValue state, PopValue());
   if (!stack_.empty()) NoteMutated(stack_.back().value);

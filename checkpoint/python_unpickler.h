@@ -35,6 +35,19 @@
 //                                      a dict {"__class__": "numpy.dtype", "descr": e.g. "u4",
 //                                      "byteorder": e.g. "<"}
 //   _codecs.encode(text, 'latin1')     the bytes (how pickle protocol 2 writes bytes)
+// and, only when UnpickleOptions::hf_training_arguments is set (training_args.bin as
+// transformers 4.38-4.41's Trainer writes it, torch.save(TrainingArguments(...)), and as loom
+// writes it; checkpoint/training_args_file.h):
+//   transformers.training_args.TrainingArguments, transformers.training_args_seq2seq.
+//   Seq2SeqTrainingArguments, transformers.trainer_pt_utils.AcceleratorConfig,
+//   accelerate.state.PartialState (NEWOBJ + BUILD)
+//                                      a dict of their attributes plus "__class__", as above
+//   a member of transformers' IntervalStrategy, SchedulerType, HubStrategy, FSDPOption
+//   (trainer_utils), OptimizerNames (training_args), DebugOption (debug_utils) or accelerate's
+//   DistributedType, by value (Class('steps'), Python <= 3.10) or by name
+//   (getattr(Class, 'STEPS'), Python >= 3.11)
+//                                      its value, a string; a member not in transformers
+//                                      4.38.2 / 4.41.2 (accelerate 0.27.2) is an error
 // Anything else (another global, a set, an object with state, the legacy non-zip format,
 // a storage whose record is missing or of the wrong size, malformed pickle bytes) is an
 // InvalidArgument naming what was found and where; the machine never reads out of bounds.
@@ -49,8 +62,10 @@
 //   ASSIGN_OR_RETURN(c10::IValue sd, UnpickleTorchSave(bytes));
 //   // an RNG file (checkpoint/rng_state_file.cc):
 //   ASSIGN_OR_RETURN(c10::IValue rng, UnpickleTorchSave(bytes, {.numpy_arrays = true}));
+//   ASSIGN_OR_RETURN(c10::IValue args,
+//                    UnpickleTorchSave(bytes, {.hf_training_arguments = true}));
 //
-// python_unpickler.cc stays one file (about 830 lines): the pickle machine is one class, its
+// python_unpickler.cc stays one file (about 960 lines): the pickle machine is one class, its
 // opcode switch (Machine::Run) one flat dispatch and the longer opcodes its helpers; the
 // bounds checks live beside the opcodes they guard.
 #ifndef LOOM_CHECKPOINT_PYTHON_UNPICKLER_H_
@@ -70,7 +85,8 @@ namespace loom::checkpoint {
 
 // Globals beyond torch state dicts' that one kind of file needs; each is off by default.
 struct UnpickleOptions {
-  bool numpy_arrays = false;  // numpy arrays and dtypes, _codecs.encode; see above
+  bool numpy_arrays = false;           // numpy arrays and dtypes, _codecs.encode; see above
+  bool hf_training_arguments = false;  // training_args.bin's classes and enums; see above
 };
 
 absl::StatusOr<c10::IValue> UnpickleTorchSave(absl::string_view zip_bytes);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file_util.h"
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -349,6 +350,115 @@ TEST(RunTorchPickleTest, MutatedDeepSpeedProgramsGiveErrorsNotCrashes) {
   }
 }
 
+// training_args.bin as transformers 4.41's Trainer writes it under Python 3.11 (memo puts kept,
+// enums by name), with one enum by value as Python 3.10 and loom's writer write them.
+std::string HfTrainingArguments() {
+  const std::string newobj = "\x81";
+  auto by_name = [](const std::string& module, const std::string& cls, const std::string& name) {
+    return Global("__builtin__", "getattr") + Global(module, cls) + Str(name) + kTuple2 + kReduce;
+  };
+  return kProto2 + Global("transformers.training_args", "TrainingArguments") + Put(0) +
+         kEmptyTuple + newobj + Put(1) + kEmptyDict + Put(2) + kMark + Str("output_dir") +
+         Str("out") + Str("eval_strategy") +
+         by_name("transformers.trainer_utils", "IntervalStrategy", "STEPS") + Str("learning_rate") +
+         Float(2e-5) + Str("lr_scheduler_type") +
+         Global("transformers.trainer_utils", "SchedulerType") + Str("cosine") + kTuple1 + kReduce +
+         Str("fsdp") + kEmptyList + kMark +
+         by_name("transformers.trainer_utils", "FSDPOption", "FULL_SHARD") +
+         by_name("transformers.trainer_utils", "FSDPOption", "AUTO_WRAP") + kAppends +
+         Str("debug") + kEmptyList +
+         by_name("transformers.debug_utils", "DebugOption", "UNDERFLOW_OVERFLOW") + kAppend +
+         Str("optim") + by_name("transformers.training_args", "OptimizerNames", "ADAMW_BNB") +
+         Str("hub_strategy") + by_name("transformers.trainer_utils", "HubStrategy", "EVERY_SAVE") +
+         Str("accelerator_config") + Global("transformers.trainer_pt_utils", "AcceleratorConfig") +
+         kEmptyTuple + newobj + kEmptyDict + Str("even_batches") + kNewTrue + "s" + kBuild +
+         Str("distributed_state") + Global("accelerate.state", "PartialState") + kEmptyTuple +
+         newobj + kEmptyDict + kMark + Str("device") + Global("torch", "device") + Str("cpu") +
+         kTuple1 + kReduce + Str("distributed_type") +
+         by_name("accelerate.utils.dataclasses", "DistributedType", "NO") + kSetItems + kBuild +
+         Str("_n_gpu") + Int1(0) + kSetItems + kBuild + kStop;
+}
+
+TEST(RunTorchPickleTest, HfTrainingArgumentsOnlyWhenAsked) {
+  ASSERT_OK_AND_ASSIGN(c10::IValue v, RunTorchPickle(HfTrainingArguments(), Storages({}),
+                                                     {.hf_training_arguments = true}));
+  const auto d = v.toGenericDict();
+  EXPECT_EQ(d.at("__class__").toStringRef(), "transformers.training_args.TrainingArguments");
+  EXPECT_EQ(d.at("output_dir").toStringRef(), "out");
+  EXPECT_EQ(d.at("eval_strategy").toStringRef(), "steps");
+  EXPECT_EQ(d.at("learning_rate").toDouble(), 2e-5);
+  EXPECT_EQ(d.at("lr_scheduler_type").toStringRef(), "cosine");
+  const auto fsdp = d.at("fsdp").toListRef();
+  ASSERT_EQ(fsdp.size(), 2u);
+  EXPECT_EQ(fsdp[0].toStringRef(), "full_shard");
+  EXPECT_EQ(fsdp[1].toStringRef(), "auto_wrap");
+  EXPECT_EQ(d.at("debug").toListRef()[0].toStringRef(), "underflow_overflow");
+  EXPECT_EQ(d.at("optim").toStringRef(), "adamw_bnb_8bit");  // the value, not the name
+  EXPECT_EQ(d.at("hub_strategy").toStringRef(), "every_save");
+  const auto accelerator = d.at("accelerator_config").toGenericDict();
+  EXPECT_EQ(accelerator.at("__class__").toStringRef(),
+            "transformers.trainer_pt_utils.AcceleratorConfig");
+  EXPECT_TRUE(accelerator.at("even_batches").toBool());
+  const auto state = d.at("distributed_state").toGenericDict();
+  EXPECT_EQ(state.at("device").toStringRef(), "cpu");
+  EXPECT_EQ(state.at("distributed_type").toStringRef(), "NO");
+  EXPECT_EQ(d.at("_n_gpu").toInt(), 0);
+
+  // Without the option the class is refused like any other.
+  EXPECT_THAT(RunTorchPickle(HfTrainingArguments(), Storages({})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("transformers.training_args.TrainingArguments")));
+}
+
+TEST(RunTorchPickleTest, HfTrainingArgumentsAllowListOnly) {
+  const UnpickleOptions hf{.hf_training_arguments = true};
+  // Another transformers class, an unknown member by name or by value, a known class called
+  // with something other than one string: errors naming them.
+  EXPECT_THAT(RunTorchPickle(kProto2 + Global("transformers.trainer", "Trainer") + kEmptyTuple +
+                                 "\x81" + kStop,
+                             Storages({}), hf),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("transformers.trainer")));
+  EXPECT_THAT(RunTorchPickle(kProto2 + Global("__builtin__", "getattr") +
+                                 Global("transformers.trainer_utils", "IntervalStrategy") +
+                                 Str("HOURLY") + kTuple2 + kReduce + kStop,
+                             Storages({}), hf),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("member 'HOURLY'")));
+  EXPECT_THAT(RunTorchPickle(kProto2 + Global("transformers.trainer_utils", "SchedulerType") +
+                                 Str("LINEAR") + kTuple1 + kReduce + kStop,
+                             Storages({}), hf),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("member value 'LINEAR'")));
+  EXPECT_THAT(RunTorchPickle(kProto2 + Global("transformers.trainer_utils", "SchedulerType") +
+                                 Int1(1) + kTuple1 + kReduce + kStop,
+                             Storages({}), hf),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("one string")));
+  EXPECT_FALSE(RunTorchPickle(kProto2 + Global("__builtin__", "getattr") + Global("os", "path") +
+                                  Str("join") + kTuple2 + kReduce + kStop,
+                              Storages({}), hf)
+                   .ok());
+}
+
+TEST(RunTorchPickleTest, MutatedHfTrainingArgumentsGiveErrorsNotCrashes) {
+  const std::string base = HfTrainingArguments();
+  const UnpickleOptions hf{.hf_training_arguments = true};
+  ASSERT_OK(RunTorchPickle(base, Storages({}), hf).status());
+  std::mt19937 rng(20261128);
+  for (int i = 0; i < 20000; ++i) {
+    std::string p = base;
+    const size_t at = rng() % p.size();
+    switch (rng() % 3) {
+      case 0:
+        p[at] = static_cast<char>(rng());
+        break;
+      case 1:
+        p.erase(at, 1 + rng() % 8);
+        break;
+      default:
+        p.resize(at);
+    }
+    (void)RunTorchPickle(p, Storages({}), hf);  // an error or a value; never a crash
+  }
+}
+
 std::string Archive(const std::map<std::string, std::string>& records) {
   std::string out;
   caffe2::serialize::PyTorchStreamWriter writer([&out](const void* data, size_t n) {
@@ -420,6 +530,24 @@ TEST(UnpickleTorchSaveTest, NumpyArraysOnlyWhenAsked) {
   ASSERT_OK_AND_ASSIGN(c10::IValue v,
                        UnpickleTorchSave(Archive({{"data.pkl", program}}), {.numpy_arrays = true}));
   EXPECT_EQ(v.toGenericDict().at("data").toStringRef(), data);
+}
+
+// A training_args.bin that transformers 4.38.2's and 4.41.2's Trainer wrote (testdata/
+// make_hf_training_args_bin.py): every class and enum in it is on the allow-list.
+TEST(UnpickleTorchSaveTest, ReadsTrainingArgsBinOfHfTrainer) {
+  for (const std::string version : {"4.38.2", "4.41.2"}) {
+    ASSERT_OK_AND_ASSIGN(std::string bytes, base::ReadFile("checkpoint/testdata/hf_" + version +
+                                                           "/training_args.bin"));
+    EXPECT_THAT(UnpickleTorchSave(bytes).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("TrainingArguments")));
+    ASSERT_OK_AND_ASSIGN(c10::IValue v, UnpickleTorchSave(bytes, {.hf_training_arguments = true}));
+    const auto d = v.toGenericDict();
+    EXPECT_EQ(d.at("lr_scheduler_type").toStringRef(), "cosine") << version;
+    EXPECT_EQ(d.at("optim").toStringRef(), "adafactor") << version;
+    EXPECT_EQ(d.at("save_strategy").toStringRef(), "epoch") << version;
+    EXPECT_EQ(d.at("fsdp").toListRef()[1].toStringRef(), "auto_wrap") << version;
+    EXPECT_EQ(d.at("distributed_state").toGenericDict().at("device").toStringRef(), "cpu");
+  }
 }
 
 }  // namespace

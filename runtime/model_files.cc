@@ -2,12 +2,12 @@
 
 #include <filesystem>
 
-#include "args/training_args_file.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "checkpoint/model_weights.h"
 #include "checkpoint/module_state.h"
 #include "checkpoint/torch_pickle.h"
+#include "checkpoint/training_args_file.h"
 #include "glog/logging.h"
 
 namespace loom::runtime {
@@ -33,7 +33,7 @@ absl::Status WriteModelFiles(const std::string& dir, const modeling::Model& mode
     RETURN_IF_ERROR(base::WriteFileAtomically(dir + "/" + kConfigFile, config));
   }
   if (options.args == nullptr) return absl::OkStatus();
-  return args::SaveTrainingArgs(*options.args, dir + "/" + kTrainingArgsFile);
+  return checkpoint::SaveTrainingArgs(*options.args, dir + "/" + kTrainingArgsFile);
 }
 
 absl::Status LoadModelFiles(const std::string& dir, modeling::Model* model) {

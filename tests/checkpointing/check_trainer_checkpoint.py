@@ -15,7 +15,8 @@ Python only, and compares it with what the C++ side recorded at that save in DIR
   scheduler.pt         torch.load: LambdaLR's state_dict keys, last_epoch == global_step;
   rng_state.pth        torch.load: HF's keys ("python", "numpy", "cpu") usable by random /
                        numpy / torch.set_rng_state, "cpu" equal to the generator at the save;
-  training_args.bin    torch.load: a dict of HF TrainingArguments fields with the run's values;
+  training_args.bin    torch.load: a transformers TrainingArguments (from PYTHONPATH) whose
+                       fields hold the run's values;
   trainer_state.json   json: exactly HF 4.38's TrainerState fields (loom's default
                        --save_for_transformers_version 4.38: 4.41's less stateful_callbacks;
                        tests/checkpoint has real transformers read both layouts), written as HF's
@@ -32,6 +33,7 @@ import sys
 
 import numpy as np
 import torch
+from transformers.training_args import TrainingArguments
 
 # dataclasses.fields(transformers.TrainerState) in transformers 4.38 (4.41 adds
 # "stateful_callbacks", which loom writes only with --save_for_transformers_version 4.41).
@@ -179,8 +181,10 @@ def main(root):
     check(epoch_rng["cpu"].dtype == torch.uint8, "loom_epoch_rng_state.pth cpu")
 
     # training_args.bin
-    args = torch.load(os.path.join(ckpt, "training_args.bin"))
-    check(isinstance(args, dict), "training_args.bin is a %s" % type(args))
+    args_object = torch.load(os.path.join(ckpt, "training_args.bin"))
+    check(isinstance(args_object, TrainingArguments),
+          "training_args.bin is a %s" % type(args_object))
+    args = vars(args_object)  # enum members compare equal to their values (str enums)
     for key, value in [("output_dir", out_dir), ("learning_rate", 0.05), ("weight_decay", 0.01),
                        ("num_train_epochs", 3), ("per_device_train_batch_size", 4),
                        ("save_steps", 4), ("eval_steps", 4), ("logging_steps", 2),
