@@ -1,8 +1,8 @@
 """Loads loom's training_args.bin with torch.load and checks it is the object HF's Trainer pickles.
 
 Usage: check_training_args_bin.py TRAINING_ARGS_BIN TO_JSON_STRING
-`transformers` is imported from PYTHONPATH: a real transformers 4.38 / 4.41, or the stand-in in
-checkpoint/testdata/transformers_standin (class and Enum names only). TO_JSON_STRING is loom's
+`transformers` is imported from PYTHONPATH: real transformers 4.38.2 or 4.41.2 (the pinned
+packages ./bazelw installs). TO_JSON_STRING is loom's
 to_json_string() of the same arguments, which the object's fields must match.
 The command line (checkpoint/training_args_bin_python_test.sh) sets --learning_rate 2e-5,
 --fsdp "full_shard auto_wrap", --lr_scheduler_type cosine, --report_to none,
@@ -71,16 +71,15 @@ for key, want in expected.items():
     got = d[key]
     assert got == want and type(got) is type(want), (key, got, want)
 
-# With a real transformers, its own to_dict() of the loaded object gives loom's JSON back
+# transformers' own to_dict() of the loaded object gives loom's JSON back
 # (AcceleratorConfig aside: its dataclass adds its class defaults for keys loom has not got;
 # and only the fields the installed version has: 4.38 has no eval_strategy), and the device
 # objects loom leaves out are recomputed on first use (_setup_devices).
-if hasattr(TrainingArguments, "to_dict"):
-    real = args.to_dict()
-    for key, want in expected.items():
-        if key != "accelerator_config" and key in real:
-            assert real[key] == want, (key, real[key], want)
-    assert str(args.device) == "cpu" and args.n_gpu == 0, (args.device, args.n_gpu)
-    print("real transformers: to_dict() matches, device", args.device)
+real = args.to_dict()
+for key, want in expected.items():
+    if key != "accelerator_config" and key in real:
+        assert real[key] == want, (key, real[key], want)
+assert str(args.device) == "cpu" and args.n_gpu == 0, (args.device, args.n_gpu)
+print("real transformers: to_dict() matches, device", args.device)
 
 print("training_args.bin OK:", type(args).__module__, type(args).__name__, len(d), "attributes")

@@ -1,5 +1,0 @@
-"""Stand-in (see __init__.py): transformers.trainer_pt_utils.AcceleratorConfig, a class only."""
-
-
-class AcceleratorConfig:
-    pass
