@@ -3,9 +3,11 @@
 archives of what loom's unpickler reads (Debian's /usr/bin/python3, torch 1.13, numpy): HF
 Trainer's rng_state.pth and accelerate's random_states_0.pkl (random / numpy / torch states),
 an OrderedDict state dict, an optimizer state dict, torch.Size / device / set / bytes / big
-ints, numpy arrays and dtypes. Seeds for python_unpickler_fuzzer.
+ints, numpy arrays and dtypes; and the data.pkl of each further torch.save FILE given (the
+training_args.bin files real transformers wrote, checkpoint/testdata/hf_*/), named
+<its folder>.pkl. Seeds for python_unpickler_fuzzer.
 
-    /usr/bin/python3 checkpoint/fuzz/make_unpickler_corpus.py OUT_DIR
+    /usr/bin/python3 checkpoint/fuzz/make_unpickler_corpus.py OUT_DIR [FILE...]
 """
 import collections
 import io
@@ -18,14 +20,18 @@ import numpy as np
 import torch
 
 
-def data_pkl(obj):
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    archive = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+def archive_pkl(blob):
+    archive = zipfile.ZipFile(io.BytesIO(blob))
     return archive.read(next(n for n in archive.namelist() if n.endswith("data.pkl")))
 
 
-def main(out):
+def data_pkl(obj):
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return archive_pkl(buffer.getvalue())
+
+
+def main(out, files):
     random.seed(42)
     np.random.seed(42)
     torch.manual_seed(42)
@@ -51,9 +57,15 @@ def main(out):
     for name, obj in objects.items():
         with open(os.path.join(out, name + ".pkl"), "wb") as f:
             f.write(data_pkl(obj))
+    for path in files:
+        with open(path, "rb") as f:
+            blob = f.read()
+        name = os.path.basename(os.path.dirname(os.path.abspath(path)))
+        with open(os.path.join(out, name + ".pkl"), "wb") as f:
+            f.write(archive_pkl(blob))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         sys.exit(__doc__)
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:])
