@@ -18,6 +18,12 @@
 #   - loom resumes (--resume_from_checkpoint) from the HF Trainer's checkpoint-4 (its
 #     model.safetensors, optimizer.pt, scheduler.pt, rng_state.pth, trainer_state.json) and
 #     logs what the HF Trainer's uninterrupted run logged from step 5 on.
+# Then the same run from a copy of the model without its classifier weights: transformers
+# initialises that one module after run_glue.py's set_seed (from_pretrained's fast init), and
+# loom's run_glue must give it the same values (the whole run compared as above).
+# From a checkpoint without the classifier (a bare BERT's weights): transformers initialises
+# just the missing classifier, its weight taking the first draws after run_glue.py's
+# set_seed(42) (from_pretrained's fast init); loom's run_glue must give it the same values.
 # And a check that dropout matters here: the same first step with the dropout-free config logs
 # another loss. Fails (never skips) when Python, torch, numpy or the pinned packages are missing.
 #   usage: run_glue_hf_trainer_test.sh RUN_GLUE HF_TRAINER_GLUE_PY COMPARE_PY PYTHON_INTEROP_PATHS_SH
@@ -55,8 +61,8 @@ loom() {  # OUT [FLAGS...]
   timeout 120 "$bin" --output_dir "$out" "${LOOM[@]}" "$@" > "$out.log" 2>&1 ||
     { cat "$out.log"; fail "loom run_glue $out"; }
 }
-hf() {  # OUT RESUME_FROM|-
-  python_with_transformers 4.38 "$hf_script" "$T/m" "$data" "$1" 32 20 64 "$2" -- "$HF_ARGS" \
+hf() {  # OUT RESUME_FROM|- [MODEL]
+  python_with_transformers 4.38 "$hf_script" "${3:-$T/m}" "$data" "$1" 32 20 64 "$2" -- "$HF_ARGS" \
     > "$1.log" 2>&1 || { cat "$1.log"; fail "the HF Trainer ($1)"; }
 }
 compare() {  # LOOM_OUT HF_OUT FIRST_STEP WHAT
@@ -73,6 +79,20 @@ compare "$T/loom" "$T/hf_from_loom" 5 "the HF Trainer resumed from loom's checkp
 
 loom "$T/loom_from_hf" --resume_from_checkpoint "$T/hf/checkpoint-4"
 compare "$T/loom_from_hf" "$T/hf" 5 "loom resumed from the HF Trainer's checkpoint-4 == HF"
+
+cp -r "$T/m" "$T/bare"
+python_with_transformers 4.38 - "$T/bare/model.safetensors" <<'PYEOF'
+import sys
+from safetensors.torch import load_file, save_file
+w = load_file(sys.argv[1])
+save_file({k: v for k, v in w.items() if not k.startswith("classifier.")}, sys.argv[1],
+          metadata={"format": "pt"})
+PYEOF
+hf "$T/hf_bare" - "$T/bare"
+grep -q "newly initialized: \['classifier.bias', 'classifier.weight'\]" "$T/hf_bare.log" ||
+  fail "transformers did not initialise the classifier afresh: $(cat "$T/hf_bare.log")"
+loom "$T/loom_bare" --model_name_or_path "$T/bare"
+compare "$T/loom_bare" "$T/hf_bare" 1 "from a checkpoint without the classifier: loom == HF"
 
 # Dropout is on in these runs: without it the first step's loss is another number.
 cp -r "$T/m" "$T/m0"
