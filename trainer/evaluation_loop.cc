@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,7 @@
 #include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "data/shard_sampler.h"
+#include "trainer/numpy_mean.h"
 #include "trainer/trainer.h"
 
 namespace loom::trainer {
@@ -234,8 +236,8 @@ namespace {
 
 // What the evaluation loop adds up over the gathered steps.
 struct EvalTotals {
-  double loss_sum = 0;  // sum over batches of mean loss * batch size
-  int64_t loss_count = 0;
+  // Each example's batch loss (HF: `loss.repeat(batch_size)`, gathered in float32).
+  std::vector<float> losses;
   bool have_loss = false;
   Accumulator preds, labels, inputs;
   int64_t observed = 0;
@@ -272,8 +274,8 @@ void AddRecords(const std::vector<StepRecord>& records, const sharding::DataPara
     if (r.loss) {
       totals.have_loss = true;
       // HF repeats the batch's mean loss once per example, then averages them all.
-      totals.loss_sum += *r.loss * r.batch_size;
-      totals.loss_count += r.batch_size;
+      totals.losses.insert(totals.losses.end(), static_cast<size_t>(r.batch_size),
+                           static_cast<float>(*r.loss));
     }
     if (r.inputs.defined()) totals.inputs.Add({r.inputs});
     if (!r.logits.empty()) totals.preds.Add(r.logits);
@@ -298,9 +300,9 @@ absl::StatusOr<EvalLoopOutput> FinishEvaluation(EvalTotals& totals,
     if (!inputs.empty()) prediction.inputs = inputs.front();
     ASSIGN_OR_RETURN(metrics, compute_metrics(prediction), "compute_metrics");
   }
-  if (totals.have_loss && totals.loss_count > 0) {
-    metrics[metric_key_prefix + "_loss"] =
-        totals.loss_sum / static_cast<double>(totals.loss_count);
+  if (totals.have_loss && !totals.losses.empty()) {
+    // HF: `all_losses.mean().item()`, numpy's float32 mean.
+    metrics[metric_key_prefix + "_loss"] = static_cast<double>(NumpyFloat32Mean(totals.losses));
   }
   const std::string prefix = metric_key_prefix + "_";
   for (auto m = metrics.begin(); m != metrics.end(); ++m) {

@@ -103,6 +103,11 @@ absl::StatusOr<Loaded> LoadModelAndTokenizer(const ModelArguments& m,
                      models::bert::LoadBertWeights(*model, weights.tensors, weights.source,
                                                    m.ignore_mismatched_sizes()));
     if (std::string r = report.Report(); !r.empty()) LOG(WARNING) << r;
+    // HF's run_glue.py calls set_seed(seed) right before from_pretrained, whose fast init
+    // draws for the missing modules only (all of them, already, with ignore_mismatched_sizes).
+    if (!m.ignore_mismatched_sizes()) {
+      models::bert::InitNewlyInitializedWeights(*model, report, seed);
+    }
   } else {
     LOG(WARNING) << "No --model_name_or_path: training a " << config.num_hidden_layers
                  << "-layer BERT (hidden " << config.hidden_size << ", vocabulary "

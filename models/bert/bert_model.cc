@@ -243,4 +243,13 @@ void InitBertWeights(torch::nn::Module& module, const BertConfig& config, uint64
   for (const auto& m : module.modules(/*include_self=*/false)) InitModule(*m, config, gen);
 }
 
+void InitBertModules(torch::nn::Module& module, const BertConfig& config, uint64_t seed,
+                     const std::set<std::string>& names) {
+  torch::NoGradGuard no_grad;
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  for (const auto& item : module.named_modules(/*name_prefix=*/"", /*include_self=*/true)) {
+    if (names.count(item.key())) InitModule(*item.value(), config, gen);
+  }
+}
+
 }  // namespace loom::models::bert

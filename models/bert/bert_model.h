@@ -27,6 +27,10 @@
 //   InitBertWeights(module, config, seed): HF's _init_weights on every submodule: Linear and
 //     Embedding weights ~ N(0, initializer_range), biases 0, the padding_idx row 0, LayerNorm
 //     weight 1 / bias 0; draws come from a CPU generator seeded with `seed`, in module order.
+//   InitBertModules(module, config, seed, names): the same init on just the submodules named
+//     in `names` (as named_modules names them, e.g. "classifier"), the first draw of a fresh
+//     generator going to the first of them in module order — from_pretrained's fast init,
+//     which initialises only the modules the checkpoint did not fill.
 //
 // Example:
 //   auto bert = std::make_shared<BertModel>(config);
@@ -45,6 +49,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "modeling/activation_checkpoint.h"
@@ -169,6 +174,10 @@ at::Tensor ExtendedAttentionMask(const at::Tensor& attention_mask, c10::ScalarTy
 
 // HF's _init_weights applied to every submodule of `module` (see the contract above).
 void InitBertWeights(torch::nn::Module& module, const BertConfig& config, uint64_t seed);
+
+// HF's _init_weights on the submodules named in `names` only (see the contract above).
+void InitBertModules(torch::nn::Module& module, const BertConfig& config, uint64_t seed,
+                     const std::set<std::string>& names);
 
 }  // namespace loom::models::bert
 

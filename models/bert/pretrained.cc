@@ -14,6 +14,7 @@
 #include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "checkpoint/module_state.h"
+#include "models/bert/bert_model.h"
 
 namespace loom::models::bert {
 namespace {
@@ -135,6 +136,16 @@ absl::StatusOr<BertLoadReport> LoadBertWeights(BertForSequenceClassification& mo
   return report;
 }
 
+void InitNewlyInitializedWeights(BertForSequenceClassification& model, const BertLoadReport& report,
+                                 uint64_t seed) {
+  std::set<std::string> modules;  // "classifier.weight" -> "classifier"
+  for (const std::string& key : report.newly_initialized_keys) {
+    const size_t dot = key.rfind('.');
+    modules.insert(dot == std::string::npos ? "" : key.substr(0, dot));
+  }
+  if (!modules.empty()) InitBertModules(model, model.config(), seed, modules);
+}
+
 absl::StatusOr<LoadedBert> LoadBertForSequenceClassification(const std::string& folder,
                                                              const BertLoadOptions& options) {
   const std::string config_path = folder + "/config.json";
@@ -163,6 +174,9 @@ absl::StatusOr<LoadedBert> LoadBertForSequenceClassification(const std::string& 
                    checkpoint::LoadModelWeights(folder, options.prefer_safetensors));
   ASSIGN_OR_RETURN(loaded.report, LoadBertWeights(*loaded.model, weights.tensors, weights.source,
                                                   options.ignore_mismatched_sizes));
+  if (!options.ignore_mismatched_sizes) {
+    InitNewlyInitializedWeights(*loaded.model, loaded.report, options.seed);
+  }
   return loaded;
 }
 

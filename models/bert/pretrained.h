@@ -14,7 +14,7 @@
 //     - a checkpoint with no "bert." key is a bare BertModel: every key gets "bert." prefixed;
 //     - the non-persistent buffers old files carry (embeddings.position_ids,
 //       embeddings.token_type_ids) are dropped silently;
-//     - model keys the checkpoint lacks keep their fresh initialisation and are reported in
+//     - model keys the checkpoint lacks keep the model's initialisation and are reported in
 //       newly_initialized_keys (e.g. classifier.* when fine-tuning from a BertForPreTraining
 //       checkpoint); checkpoint keys the model lacks (cls.*) are reported in unused_keys;
 //     - a tensor whose shape differs from the model's is an InvalidArgument naming `source`,
@@ -25,6 +25,13 @@
 //       `source` (HF would load nothing and only warn; loom refuses a folder that cannot be a
 //       BERT checkpoint).
 //     Report() words what HF's warnings say ("" when everything was loaded).
+//   InitNewlyInitializedWeights(model, report, seed): from_pretrained's fast init
+//     (transformers 4.38 `_load_pretrained_model` without ignore_mismatched_sizes): the modules
+//     owning report.newly_initialized_keys are initialised afresh from a generator seeded with
+//     `seed`, the first draw going to the first of them — the values transformers gives them
+//     when set_seed(seed) ran just before from_pretrained, as in HF's run_glue.py (its other
+//     modules draw nothing). LoadBertForSequenceClassification does this unless
+//     ignore_mismatched_sizes (then HF initialises every module, as Create(config, seed) did).
 //   SaveBertForSequenceClassification(model, folder, options) writes config.json
 //     (model.ConfigJson()) and the weights (checkpoint::SaveModelWeights of ModuleStateDict:
 //     HF's keys, model.safetensors by default); returns the files written.
@@ -93,6 +100,9 @@ absl::StatusOr<BertLoadReport> LoadBertWeights(BertForSequenceClassification& mo
                                                const checkpoint::NamedTensors& tensors,
                                                const std::string& source,
                                                bool ignore_mismatched_sizes = false);
+
+void InitNewlyInitializedWeights(BertForSequenceClassification& model, const BertLoadReport& report,
+                                 uint64_t seed);
 
 absl::StatusOr<std::vector<std::string>> SaveBertForSequenceClassification(
     const BertForSequenceClassification& model, const std::string& folder,

@@ -1,5 +1,6 @@
 #include "models/bert/pretrained.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <filesystem>
@@ -136,6 +137,11 @@ TEST(PretrainedTest, PretrainingCheckpointGetsAFreshClassifier) {
   EXPECT_EQ(loaded.model->config().finetuning_task, "mnli");
   // The fresh classifier is HF's init from the seed: zero bias.
   EXPECT_TRUE(loaded.model->classifier->bias.eq(0).all().item<bool>());
+  // HF's fast init: the classifier's weight takes the first draws of the seeded generator
+  // (transformers 4.38 from_pretrained right after set_seed(options.seed), 42).
+  at::Generator gen = at::detail::createCPUGenerator(42);
+  at::Tensor want = at::empty({5, 32}).normal_(0.0, 0.02, gen);
+  EXPECT_TRUE(at::equal(loaded.model->classifier->weight, want));
 }
 
 TEST(PretrainedTest, BareBertModelKeysLoadUnderBert) {
