@@ -128,7 +128,7 @@ class StringAdapter : public caffe2::serialize::ReadAdapterInterface {
 };
 
 // The records torch.save writes for a file object (archive name "archive"), which torch 1.13's
-// torch.load reads (checkpoint:training_args_bin_python_test loads one in Python).
+// torch.load reads (//tests/checkpoint:training_args_bin_python_test loads one in Python).
 TEST(TorchSaveArchiveTest, HoldsDataPklAndVersion) {
   ASSERT_OK_AND_ASSIGN(std::string pickle, PickleProtocol2(PythonValue::Int(7)));
   ASSERT_OK_AND_ASSIGN(std::string archive, TorchSaveArchive(pickle));

@@ -6,7 +6,11 @@ set -euo pipefail
 script=$1
 read -r -a hf_files <<< "$2"
 shift 2
-source tests/require_python_torch.sh  # sets py; FAILs without torch/numpy
+py=/usr/bin/python3
+if ! "$py" -c "import torch, numpy" 2>/dev/null; then
+  echo "FAIL: $py with torch and numpy (Debian python3-torch) is required; run ./bazelw" >&2
+  exit 1
+fi
 fresh="$TEST_TMPDIR/corpus"
 "$py" "$script" "$fresh" "${hf_files[@]}"
 [[ $(ls "$fresh" | wc -l) == "$#" ]] || { echo "FAIL: the script writes $(ls "$fresh" | wc -l) seeds, $# are checked in" >&2; exit 1; }

@@ -4,7 +4,7 @@ Usage: check_training_args_bin.py TRAINING_ARGS_BIN TO_JSON_STRING
 `transformers` is imported from PYTHONPATH: real transformers 4.38.2 or 4.41.2 (the pinned
 packages ./bazelw installs). TO_JSON_STRING is loom's
 to_json_string() of the same arguments, which the object's fields must match.
-The command line (checkpoint/training_args_bin_python_test.sh) sets --learning_rate 2e-5,
+The command line (tests/checkpoint/training_args_bin_python_test.sh) sets --learning_rate 2e-5,
 --fsdp "full_shard auto_wrap", --lr_scheduler_type cosine, --report_to none,
 --lr_scheduler_kwargs '{"num_cycles": 2}', --debug underflow_overflow, --use_cpu and two tokens.
 """
