@@ -6,10 +6,10 @@
 
 #include "args/parser.h"
 #include "args/training_args.h"
+#include "args/training_args_testing.h"
 #include "base/file_util.h"
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 
 namespace loom::args {
@@ -17,7 +17,6 @@ namespace {
 
 using ::loom::base::testing::StatusIs;
 using ::testing::HasSubstr;
-using google::protobuf::util::MessageDifferencer;
 
 // Golden files were written by hand from transformers 4.41's TrainingArguments and its
 // to_json_string() rules
@@ -93,15 +92,6 @@ TEST(ToJsonStringTest, UrlCredentialsNeverAppear) {
   EXPECT_THAT(json, ::testing::Not(HasSubstr("s3cret")));
 }
 
-// Equal up to presence of fields at their default (HF has no notion of presence).
-::testing::AssertionResult Same(const TrainingArguments& a, const TrainingArguments& b) {
-  MessageDifferencer diff;
-  diff.set_message_field_comparison(MessageDifferencer::EQUIVALENT);
-  std::string report;
-  diff.ReportDifferencesToString(&report);
-  if (diff.Compare(a, b)) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << report;
-}
 
 // training_args.bin's round trip: checkpoint/training_args_file_test.cc.
 TEST(RoundTripTest, JsonIsExact) {
@@ -110,7 +100,7 @@ TEST(RoundTripTest, JsonIsExact) {
     a.clear_hub_token();  // tokens are never serialized
     TrainingArguments from_json;
     ASSERT_OK(FromJsonString(ToJsonString(a), golden, &from_json));
-    EXPECT_TRUE(Same(a, from_json)) << golden;
+    EXPECT_TRUE(testing::EquivalentArgs(a, from_json)) << golden;
     EXPECT_EQ(ToJsonString(from_json), ToJsonString(a));
     // A resolved, reloaded object resolves to itself.
     TrainingArguments again = from_json;

@@ -1,5 +1,7 @@
 #include "args/training_args_testing.h"
 
+#include "google/protobuf/util/message_differencer.h"
+
 #include "args/parser.h"
 #include "base/status_macros.h"
 
@@ -20,6 +22,15 @@ absl::StatusOr<TrainingArguments> ResolveForTest(std::vector<std::string> flags,
   ASSIGN_OR_RETURN(std::vector<std::string> w, PostInit(&args, options));
   if (warnings != nullptr) *warnings = std::move(w);
   return args;
+}
+
+::testing::AssertionResult EquivalentArgs(const TrainingArguments& a, const TrainingArguments& b) {
+  google::protobuf::util::MessageDifferencer diff;
+  diff.set_message_field_comparison(google::protobuf::util::MessageDifferencer::EQUIVALENT);
+  std::string report;
+  diff.ReportDifferencesToString(&report);
+  if (diff.Compare(a, b)) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << report;
 }
 
 }  // namespace loom::args::testing

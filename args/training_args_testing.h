@@ -3,6 +3,7 @@
 //
 // Example:
 //   ASSERT_OK_AND_ASSIGN(TrainingArguments args, ResolveForTest({"--fp16"}));
+//   EXPECT_TRUE(EquivalentArgs(args, reloaded));
 #ifndef LOOM_ARGS_TRAINING_ARGS_TESTING_H_
 #define LOOM_ARGS_TRAINING_ARGS_TESTING_H_
 
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gtest/gtest.h"
 #include "args/training_args.h"
 
 namespace loom::args::testing {
@@ -19,6 +21,10 @@ namespace loom::args::testing {
 absl::StatusOr<TrainingArguments> ResolveForTest(std::vector<std::string> flags,
                                                  std::vector<std::string>* warnings = nullptr,
                                                  bool reject_unsupported = true);
+
+// Equal up to presence of fields at their default (HF has no notion of presence); on a
+// difference the failure lists what differs.
+::testing::AssertionResult EquivalentArgs(const TrainingArguments& a, const TrainingArguments& b);
 
 }  // namespace loom::args::testing
 

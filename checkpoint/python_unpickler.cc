@@ -1,4 +1,4 @@
-// One file on purpose (~960 lines): the pickle machine's opcodes, its allowlist of Python
+// One file on purpose (~980 lines): the pickle machine's opcodes, its allowlist of Python
 // globals and its bounds checks are one state machine whose invariants (stack kinds, memo,
 // storage sharing) must be read together; splitting the opcode switch would scatter them.
 #include "checkpoint/python_unpickler.h"

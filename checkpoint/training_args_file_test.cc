@@ -16,13 +16,11 @@
 #include "checkpoint/python_pickle_writer.h"
 #include "checkpoint/python_unpickler.h"
 #include "gmock/gmock.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 
 namespace loom::checkpoint {
 namespace {
 
-using google::protobuf::util::MessageDifferencer;
 using ::loom::args::TrainingArguments;
 using ::loom::base::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -70,15 +68,6 @@ const std::vector<std::vector<std::string>>& Cases() {
   return *cases;
 }
 
-// Equal up to presence of fields at their default (HF has no notion of presence).
-::testing::AssertionResult Same(const TrainingArguments& a, const TrainingArguments& b) {
-  MessageDifferencer diff;
-  diff.set_message_field_comparison(MessageDifferencer::EQUIVALENT);
-  std::string report;
-  diff.ReportDifferencesToString(&report);
-  if (diff.Compare(a, b)) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << report;
-}
 
 std::string TempPath(const std::string& name) {
   return std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
@@ -92,7 +81,7 @@ TEST(TrainingArgsFileTest, RoundTripIsExact) {
     ASSERT_OK(SaveTrainingArgs(a, path));
     TrainingArguments from_bin;
     ASSERT_OK(LoadTrainingArgs(path, &from_bin));
-    EXPECT_TRUE(Same(a, from_bin));
+    EXPECT_TRUE(args::testing::EquivalentArgs(a, from_bin));
     EXPECT_EQ(args::ToJsonString(from_bin), args::ToJsonString(a));
     // A resolved, reloaded object resolves to itself.
     TrainingArguments again = from_bin;
@@ -164,7 +153,7 @@ TEST(TrainingArgsFileTest, ReadsLoomsEarlierDictFiles) {
     const std::vector<char> old = torch::jit::pickle_save(base::JsonToIValue(args::ToDict(a)));
     TrainingArguments back;
     ASSERT_OK(TrainingArgsFromPickle(std::string(old.begin(), old.end()), "old.bin", &back));
-    EXPECT_TRUE(Same(a, back));
+    EXPECT_TRUE(args::testing::EquivalentArgs(a, back));
   }
 }
 
