@@ -13,19 +13,20 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/torch_compat.h"
 
 namespace loom::base {
 namespace {
 
 // Wraps the CPU allocator; every block it hands out is remembered with its size and the
 // wrapped allocator's deleter, so freeing it gives the bytes back.
-class LimitedAllocator : public c10::Allocator {
+class LimitedAllocator : public AllocatorBase {
  public:
   LimitedAllocator(c10::Allocator* base, int64_t limit) : base_(base), limit_(limit) {
     instance_ = this;
   }
 
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr AllocateBytes(size_t n) const override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (live_ + static_cast<int64_t>(n) > limit_) {

@@ -16,12 +16,14 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "base/torch_compat.h"
+
 namespace loom::benchmarks {
 
-class CountingAllocator : public c10::Allocator {
+class CountingAllocator : public loom::base::AllocatorBase {
  public:
   explicit CountingAllocator(c10::Allocator* base) : base_(base) { instance_ = this; }
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr AllocateBytes(size_t n) const override {
     c10::DataPtr inner = base_->allocate(n);
     void* data = inner.get();
     {

@@ -18,6 +18,7 @@
 #define LOOM_OPTIM_PARAM_STATE_H_
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/optim/optimizer.h>
 
 #include <memory>

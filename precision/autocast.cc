@@ -1,62 +1,17 @@
 #include "precision/autocast.h"
 
 #include <ATen/autocast_mode.h>
-#include <torch/version.h>
 
 #include "absl/strings/str_cat.h"
-
-// LibTorch 2.4 made the autocast functions device-agnostic and deprecated the per-device
-// ones (pytorch#124359); 1.13 only has the per-device ones.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-#define LOOM_AUTOCAST_DEVICE_API 1
-#else
-#define LOOM_AUTOCAST_DEVICE_API 0
-#endif
+#include "base/torch_compat.h"
 
 namespace loom::precision {
 namespace {
 
-bool IsEnabled(c10::DeviceType device) {
-#if LOOM_AUTOCAST_DEVICE_API
-  return at::autocast::is_autocast_enabled(device);
-#else
-  return device == c10::DeviceType::CPU ? at::autocast::is_cpu_enabled()
-                                        : at::autocast::is_enabled();
-#endif
-}
-
-void SetEnabled(c10::DeviceType device, bool enabled) {
-#if LOOM_AUTOCAST_DEVICE_API
-  at::autocast::set_autocast_enabled(device, enabled);
-#else
-  if (device == c10::DeviceType::CPU) {
-    at::autocast::set_cpu_enabled(enabled);
-  } else {
-    at::autocast::set_enabled(enabled);
-  }
-#endif
-}
-
-at::ScalarType GetDtype(c10::DeviceType device) {
-#if LOOM_AUTOCAST_DEVICE_API
-  return at::autocast::get_autocast_dtype(device);
-#else
-  return device == c10::DeviceType::CPU ? at::autocast::get_autocast_cpu_dtype()
-                                        : at::autocast::get_autocast_gpu_dtype();
-#endif
-}
-
-void SetDtype(c10::DeviceType device, at::ScalarType dtype) {
-#if LOOM_AUTOCAST_DEVICE_API
-  at::autocast::set_autocast_dtype(device, dtype);
-#else
-  if (device == c10::DeviceType::CPU) {
-    at::autocast::set_autocast_cpu_dtype(dtype);
-  } else {
-    at::autocast::set_autocast_gpu_dtype(dtype);
-  }
-#endif
-}
+using ::loom::base::autocast_compat::GetDtype;
+using ::loom::base::autocast_compat::IsEnabled;
+using ::loom::base::autocast_compat::SetDtype;
+using ::loom::base::autocast_compat::SetEnabled;
 
 }  // namespace
 

@@ -1,59 +1,148 @@
 """Repository rule exposing a LibTorch installation as @libtorch.
 
-Default: Debian's `libtorch-dev` (CPU only; headers under /usr/include, libraries
-under /usr/lib/x86_64-linux-gnu). Setting the environment variable
-LOOM_LIBTORCH to a LibTorch folder (one holding include/ and lib/, such as the
-unpacked libtorch zip or a torch wheel's `torch/` folder) points the build at it
-without editing any file:
+LOOM_LIBTORCH (set by .bazelrc's configs; or in the environment) picks it:
+  (unset) or "debian"   Debian's `libtorch-dev` 1.13 (CPU only; headers under /usr/include,
+                        libraries under /usr/lib/x86_64-linux-gnu). The default.
+  "torch2"              LibTorch 2.11 from the pinned torch wheel (third_party/torch), CPU
+                        only: links libtorch_cpu.so and libc10.so. `--config=torch2`.
+  "cuda"                the same wheel with CUDA and NCCL (libtorch_cuda.so, libc10_cuda.so,
+                        the CUDA 13 toolkit's cudart; LOOM_HAS_CUDA=1). `--config=cuda`.
+  /path/to/libtorch     any LibTorch folder with include/ and lib/ (the libtorch zip, a torch
+                        wheel's torch/ folder); CUDA is compiled in when it has libtorch_cuda.so.
 
-    LOOM_LIBTORCH=/opt/libtorch-cu130 ./bazelw build //...
-
-When that folder has libtorch_cuda.so, CUDA (and NCCL) code is compiled in:
-`@libtorch//:defs.bzl` exports LIBTORCH_HAS_CUDA = True and targets depending on
-@libtorch//:torch see LOOM_HAS_CUDA=1.
+./bazelw installs the pinned wheel into a virtual environment under $LOOM_PYTHON_CACHE
+(default /var/cache/loom/python) when a command selects it; this rule fails, naming the folder
+and ./bazelw, when it is missing. The CUDA toolkit is taken from LOOM_CUDA_HOME (default
+/usr/local/cuda): the wheel's libtorch_cpu.so itself needs its libcudart.so.13.
 
 Targets:
   @libtorch//:torch      ATen, c10, the C++ frontend and autograd.
   @libtorch//:c10d       torch.distributed's C++ core (TCPStore, ProcessGroupGloo, and
                          ProcessGroupNCCL on CUDA builds), with USE_C10D_GLOO defined.
+  @libtorch//:python.sh  shell assignments for the Python torch of the same version, sourced
+                         by //tests:require_python_torch.sh: LOOM_TORCH_PYTHON (the interpreter)
+                         and LOOM_TORCH_PYTHON_LD_LIBRARY_PATH (what it needs to import torch).
+  @libtorch//:defs.bzl   LIBTORCH_HAS_CUDA, LIBTORCH_FLAVOR ("debian", "torch2", "cuda",
+                         "custom"), LIBTORCH_ROOT.
 """
 
 _DEBIAN_INCLUDE = "/usr/include"
 _DEBIAN_LIB = "/usr/lib/x86_64-linux-gnu"
 
-def _libtorch_repository_impl(ctx):
-    root = ctx.os.environ.get("LOOM_LIBTORCH", "").strip()
-    if root:
-        inc = ctx.path(root + "/include")
-        lib = ctx.path(root + "/lib")
-        if not inc.exists or not lib.exists:
-            fail("LOOM_LIBTORCH=%s must hold include/ and lib/ (a LibTorch folder)" % root)
-        ctx.symlink(inc, "include")
-        includes = ["include", "include/torch/csrc/api/include"]
-        hdrs = 'glob(["include/**"])'
-        libdir = str(lib)
+_DEFAULT_CACHE = "/var/cache/loom/python"
+_DEFAULT_CUDA_HOME = "/usr/local/cuda"
+
+# The wheel's include/ also carries third-party headers (protobuf 3.13 under google/) that
+# must not shadow Debian's; only these folders are exposed.
+_WHEEL_INCLUDE_DIRS = ["ATen", "c10", "caffe2", "torch", "fmt", "kineto"]
+
+def _wheel_venv(ctx):
+    """The virtual environment ./bazelw installed the pinned torch wheel into."""
+    req = ctx.path(ctx.attr.wheel_requirements)
+    result = ctx.execute(["sha256sum", str(req)])
+    if result.return_code != 0:
+        fail("sha256sum %s failed: %s" % (req, result.stderr))
+    cache = ctx.os.environ.get("LOOM_PYTHON_CACHE", "").strip() or _DEFAULT_CACHE
+    venv = "%s/venv-%s-%s" % (cache, req.basename[:-len(".txt")], result.stdout[:12])
+    if not ctx.path(venv + "/loom-requirements.txt").exists:
+        fail(("LibTorch 2.11 (the pinned torch wheel, %s) is not installed: no %s. Run the " +
+              "command through ./bazelw (it installs the wheel with pip once per machine, " +
+              "about 30 s), or set LOOM_PYTHON_CACHE to where it is.") % (ctx.attr.wheel_requirements, venv))
+    return venv
+
+def _wheel_libtorch(ctx, flavor):
+    venv = _wheel_venv(ctx)
+    torch_root = venv + "/lib/python3.11/site-packages/torch"
+    cuda_home = ctx.os.environ.get("LOOM_CUDA_HOME", "").strip() or _DEFAULT_CUDA_HOME
+    cuda_lib = cuda_home + "/lib64"
+    if not ctx.path(cuda_lib + "/libcudart.so.13").exists:
+        fail(("LibTorch 2.11 (the CUDA torch wheel) needs the CUDA 13 runtime: no %s/libcudart.so.13. " +
+              "Set LOOM_CUDA_HOME to the CUDA 13 toolkit.") % cuda_lib)
+    for d in _WHEEL_INCLUDE_DIRS:
+        ctx.symlink(torch_root + "/include/" + d, "include/" + d)
+    libdir = torch_root + "/lib"
+    stubs = venv + "/cpu-stub-libs"
+    search = ["-L" + libdir, "-Wl,-rpath," + libdir, "-Wl,-rpath," + cuda_lib]
+    includes = ["include", "include/torch/csrc/api/include"]
+    if flavor == "cuda":
+        # c10/cuda's headers include the CUDA runtime's.
+        ctx.symlink(cuda_home + "/include", "cuda_include")
+        includes.append("cuda_include")
+        libs = ["-ltorch", "-ltorch_cuda", "-ltorch_cpu", "-lc10_cuda", "-lc10"]
+        extra = ["-L" + cuda_lib, "-lcudart", "-Wl,-rpath-link," + cuda_lib, "-Wl,-rpath-link," + stubs]
     else:
-        if not ctx.path(_DEBIAN_INCLUDE + "/torch/csrc/api/include").exists:
-            fail("LibTorch headers not found: install libtorch-dev (./bazelw does) " +
-                 "or set LOOM_LIBTORCH to a LibTorch folder")
+        libs = ["-ltorch_cpu", "-lc10"]
+        extra = ["-Wl,-rpath-link," + cuda_lib]
+    return struct(
+        includes = includes,
+        hdrs = 'glob(["include/**", "cuda_include/**"])',
+        linkopts = search + ["-Wl,--no-as-needed"] + libs + ["-Wl,--as-needed"] + extra + ["-pthread"],
+        has_cuda = flavor == "cuda",
+        root = torch_root,
+        python = venv + "/bin/python",
+        python_ld_library_path = stubs + ":" + cuda_lib,
+    )
 
-        # Headers under /usr/include are on the compiler's default path; only the
-        # C++ frontend's include root needs adding.
-        ctx.symlink(_DEBIAN_INCLUDE + "/torch/csrc/api/include", "api_include")
-        includes = ["api_include"]
-        hdrs = 'glob(["api_include/**"])'
-        libdir = _DEBIAN_LIB
-
+def _folder_libtorch(ctx, root):
+    inc = ctx.path(root + "/include")
+    lib = ctx.path(root + "/lib")
+    if not inc.exists or not lib.exists:
+        fail("LOOM_LIBTORCH=%s must hold include/ and lib/ (a LibTorch folder)" % root)
+    ctx.symlink(inc, "include")
+    libdir = str(lib)
     has_cuda = ctx.path(libdir + "/libtorch_cuda.so").exists
+    return struct(
+        includes = ["include", "include/torch/csrc/api/include"],
+        hdrs = 'glob(["include/**"])',
+        linkopts = _linkopts(libdir, has_cuda),
+        has_cuda = has_cuda,
+        root = root,
+        python = "",
+        python_ld_library_path = "",
+    )
+
+def _debian_libtorch(ctx):
+    if not ctx.path(_DEBIAN_INCLUDE + "/torch/csrc/api/include").exists:
+        fail("LibTorch headers not found: install libtorch-dev (./bazelw does) " +
+             "or set LOOM_LIBTORCH to a LibTorch folder")
+
+    # Headers under /usr/include are on the compiler's default path; only the
+    # C++ frontend's include root needs adding.
+    ctx.symlink(_DEBIAN_INCLUDE + "/torch/csrc/api/include", "api_include")
+    return struct(
+        includes = ["api_include"],
+        hdrs = 'glob(["api_include/**"])',
+        linkopts = _linkopts(_DEBIAN_LIB, False),
+        has_cuda = False,
+        root = _DEBIAN_LIB,
+        python = "/usr/bin/python3",
+        python_ld_library_path = "",
+    )
+
+def _linkopts(libdir, has_cuda):
     libs = ["-ltorch", "-ltorch_cpu", "-lc10"]
-    defines = []
     if has_cuda:
         libs = ["-ltorch", "-ltorch_cuda", "-ltorch_cpu", "-lc10_cuda", "-lc10"]
-        defines = ["LOOM_HAS_CUDA=1"]
-    linkopts = ["-L" + libdir, "-Wl,-rpath," + libdir, "-Wl,--no-as-needed"] + libs + ["-Wl,--as-needed", "-pthread"]
-    c10d_defines = ["USE_C10D_GLOO"] + (["USE_C10D_NCCL"] if has_cuda else [])
+    return ["-L" + libdir, "-Wl,-rpath," + libdir, "-Wl,--no-as-needed"] + libs + ["-Wl,--as-needed", "-pthread"]
 
-    ctx.file("BUILD", """# Generated by //third_party/libtorch:libtorch.bzl from {root}.
+def _libtorch_repository_impl(ctx):
+    choice = ctx.os.environ.get("LOOM_LIBTORCH", "").strip()
+    if choice in ("", "debian"):
+        flavor, t = "debian", _debian_libtorch(ctx)
+    elif choice in ("torch2", "cuda"):
+        flavor, t = choice, _wheel_libtorch(ctx, choice)
+    elif choice.startswith("/"):
+        flavor, t = "custom", _folder_libtorch(ctx, choice)
+    else:
+        fail(("LOOM_LIBTORCH=%s: expected debian, torch2, cuda or an absolute path to a " +
+              "LibTorch folder (use --config=torch2 or --config=cuda)") % choice)
+    _write_build(ctx, flavor, t)
+
+def _write_build(ctx, flavor, t):
+    defines = ["LOOM_HAS_CUDA=1"] if t.has_cuda else []
+    c10d_defines = ["USE_C10D_GLOO"] + (["USE_C10D_NCCL"] if t.has_cuda else [])
+
+    ctx.file("BUILD", """# Generated by //third_party/libtorch:libtorch.bzl ({flavor}: {root}).
 package(default_visibility = ["//visibility:public"])
 
 cc_library(
@@ -69,18 +158,25 @@ cc_library(
     defines = {c10d_defines},
     deps = [":torch"],
 )
+
+exports_files(["python.sh"])
 """.format(
-        root = root or "Debian libtorch-dev",
-        hdrs = hdrs,
-        includes = repr(includes),
+        flavor = flavor,
+        root = t.root,
+        hdrs = t.hdrs,
+        includes = repr(t.includes),
         defines = repr(defines),
-        linkopts = repr(linkopts),
+        linkopts = repr(t.linkopts),
         c10d_defines = repr(c10d_defines),
     ))
-    ctx.file("defs.bzl", "LIBTORCH_HAS_CUDA = %s\nLIBTORCH_ROOT = %r\n" % (has_cuda, root or _DEBIAN_LIB))
+    ctx.file("defs.bzl", "LIBTORCH_HAS_CUDA = %s\nLIBTORCH_FLAVOR = %r\nLIBTORCH_ROOT = %r\n" % (t.has_cuda, flavor, t.root))
+    ctx.file("python.sh", ("# Generated by //third_party/libtorch:libtorch.bzl: the Python torch of " +
+                           "the LibTorch this build uses (%s).\nLOOM_TORCH_PYTHON=%s\n" +
+                           "LOOM_TORCH_PYTHON_LD_LIBRARY_PATH=%s\n") % (flavor, t.python, t.python_ld_library_path))
 
 libtorch_repository = repository_rule(
     implementation = _libtorch_repository_impl,
-    environ = ["LOOM_LIBTORCH"],
+    attrs = {"wheel_requirements": attr.label(default = "//third_party/torch:torch-2.11.0.txt", allow_single_file = [".txt"])},
+    environ = ["LOOM_LIBTORCH", "LOOM_PYTHON_CACHE", "LOOM_CUDA_HOME"],
     local = True,
 )

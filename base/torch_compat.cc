@@ -1,0 +1,53 @@
+#include "base/torch_compat.h"
+
+namespace loom::base::autocast_compat {
+
+// LibTorch 2.4 made the autocast functions device-agnostic and deprecated the per-device ones
+// (pytorch#124359); 1.13 only has the per-device ones (CPU, and "the GPU" for CUDA).
+#if LOOM_TORCH_AT_LEAST(2, 4)
+
+bool IsEnabled(c10::DeviceType device) { return at::autocast::is_autocast_enabled(device); }
+
+void SetEnabled(c10::DeviceType device, bool enabled) {
+  at::autocast::set_autocast_enabled(device, enabled);
+}
+
+at::ScalarType GetDtype(c10::DeviceType device) {
+  return at::autocast::get_autocast_dtype(device);
+}
+
+void SetDtype(c10::DeviceType device, at::ScalarType dtype) {
+  at::autocast::set_autocast_dtype(device, dtype);
+}
+
+#else
+
+bool IsEnabled(c10::DeviceType device) {
+  return device == c10::DeviceType::CPU ? at::autocast::is_cpu_enabled()
+                                        : at::autocast::is_enabled();
+}
+
+void SetEnabled(c10::DeviceType device, bool enabled) {
+  if (device == c10::DeviceType::CPU) {
+    at::autocast::set_cpu_enabled(enabled);
+  } else {
+    at::autocast::set_enabled(enabled);
+  }
+}
+
+at::ScalarType GetDtype(c10::DeviceType device) {
+  return device == c10::DeviceType::CPU ? at::autocast::get_autocast_cpu_dtype()
+                                        : at::autocast::get_autocast_gpu_dtype();
+}
+
+void SetDtype(c10::DeviceType device, at::ScalarType dtype) {
+  if (device == c10::DeviceType::CPU) {
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  } else {
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  }
+}
+
+#endif
+
+}  // namespace loom::base::autocast_compat

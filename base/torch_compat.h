@@ -1,0 +1,64 @@
+// The one place where loom's code meets the differences between the LibTorch versions it
+// builds against: Debian's 1.13 (the default configuration) and 2.11 from the pinned torch
+// wheel (--config=torch2 / --config=cuda). Code elsewhere in the tree uses these names and
+// never tests TORCH_VERSION_* itself.
+//
+// Contents:
+//   LOOM_TORCH_AT_LEAST(major, minor)  true when building against LibTorch >= major.minor.
+//   AllocatorBase       a c10::Allocator whose subclasses implement AllocateBytes() once;
+//                       it supplies the virtuals whose signatures changed (allocate() lost
+//                       its const in 2.x, copy_data() became pure virtual).
+//   autocast_compat::   enabled / dtype of autocast for a device type (2.4 made these
+//                       functions device-agnostic and deprecated the per-device ones).
+//
+// Example:
+//   class CountingAllocator : public loom::base::AllocatorBase {
+//     c10::DataPtr AllocateBytes(size_t n) const override { ... }
+//     c10::DeleterFnPtr raw_deleter() const override { ... }
+//   };
+//   loom::base::autocast_compat::SetEnabled(c10::DeviceType::CPU, true);
+#ifndef LOOM_BASE_TORCH_COMPAT_H_
+#define LOOM_BASE_TORCH_COMPAT_H_
+
+#include <ATen/autocast_mode.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/DeviceType.h>
+#include <c10/core/ScalarType.h>
+#include <torch/version.h>
+
+#include <cstddef>
+
+#define LOOM_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||       \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+namespace loom::base {
+
+class AllocatorBase : public c10::Allocator {
+ public:
+  // Allocates n bytes; the DataPtr's data must equal its context (raw_allocate's users rely
+  // on it). Const because LibTorch 1.13 calls allocate() on a const Allocator.
+  virtual c10::DataPtr AllocateBytes(size_t n) const = 0;
+
+#if LOOM_TORCH_AT_LEAST(2, 0)
+  c10::DataPtr allocate(size_t n) override { return AllocateBytes(n); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+#else
+  c10::DataPtr allocate(size_t n) const override { return AllocateBytes(n); }
+#endif
+};
+
+namespace autocast_compat {
+
+bool IsEnabled(c10::DeviceType device);
+void SetEnabled(c10::DeviceType device, bool enabled);
+at::ScalarType GetDtype(c10::DeviceType device);
+void SetDtype(c10::DeviceType device, at::ScalarType dtype);
+
+}  // namespace autocast_compat
+
+}  // namespace loom::base
+
+#endif  // LOOM_BASE_TORCH_COMPAT_H_
