@@ -31,6 +31,7 @@
 
 #include "absl/strings/str_format.h"
 #include "benchmarks/counting_allocator.h"
+#include "glog/logging.h"
 #include "logging/process_logging.h"
 #include "models/bert/bert_for_sequence_classification.h"
 #include "precision/cpu_features.h"

@@ -87,7 +87,7 @@ absl::Status CheckRequest(const std::string& backend, const DistributedEnv& env,
   if (backend == "nccl") {
     return absl::UnimplementedError(
         "--ddp_backend nccl needs a CUDA LibTorch: this build has no NCCL (rebuild with "
-        "LOOM_LIBTORCH=<a CUDA LibTorch folder>), or use --ddp_backend gloo");
+        "--config=cuda), or use --ddp_backend gloo");
   }
 #endif
   if (options.timeout <= absl::ZeroDuration()) {

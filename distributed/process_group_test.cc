@@ -54,7 +54,7 @@ TEST(ProcessGroupTest, UnsupportedBackendsAreClearErrors) {
   EXPECT_THAT(CreateProcessGroup(env, Options("nccl", absl::Seconds(1))),
               StatusIs(absl::StatusCode::kUnimplemented,
                        AllOf(HasSubstr("--ddp_backend nccl needs a CUDA LibTorch"),
-                             HasSubstr("LOOM_LIBTORCH"))));
+                             HasSubstr("--config=cuda"))));
 #endif
   EXPECT_THAT(CreateProcessGroup(env, Options("tcp", absl::Seconds(1))),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"tcp\" is not one of")));
