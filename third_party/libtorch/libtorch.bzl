@@ -76,7 +76,7 @@ def _wheel_libtorch(ctx, flavor):
     return struct(
         includes = includes,
         hdrs = 'glob(["include/**", "cuda_include/**"])',
-        linkopts = search + ["-Wl,--no-as-needed"] + libs + ["-Wl,--as-needed"] + extra + ["-pthread"],
+        linkopts = search + _always_linked(libs) + extra + ["-pthread"],
         has_cuda = flavor == "cuda",
         root = torch_root,
         python = venv + "/bin/python",
@@ -123,7 +123,14 @@ def _linkopts(libdir, has_cuda):
     libs = ["-ltorch", "-ltorch_cpu", "-lc10"]
     if has_cuda:
         libs = ["-ltorch", "-ltorch_cuda", "-ltorch_cpu", "-lc10_cuda", "-lc10"]
-    return ["-L" + libdir, "-Wl,-rpath," + libdir, "-Wl,--no-as-needed"] + libs + ["-Wl,--as-needed", "-pthread"]
+    return ["-L" + libdir, "-Wl,-rpath," + libdir] + _always_linked(libs) + ["-pthread"]
+
+def _always_linked(libs):
+    # LibTorch registers its operators from static initializers, so its libraries must stay
+    # linked even when no symbol of theirs is referenced directly. push-state/pop-state keeps
+    # that to these libraries: the libraries after them (glog, protobuf, ...) keep the
+    # linker's default, and are not dropped when only a shared library of ours needs them.
+    return ["-Wl,--push-state,--no-as-needed"] + libs + ["-Wl,--pop-state"]
 
 def _libtorch_repository_impl(ctx):
     choice = ctx.os.environ.get("LOOM_LIBTORCH", "").strip()
