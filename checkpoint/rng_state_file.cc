@@ -3,7 +3,6 @@
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
-#include <torch/serialize.h>
 
 #include <cstring>
 #include <exception>
@@ -17,6 +16,7 @@
 #include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "checkpoint/python_unpickler.h"
+#include "checkpoint/torch_pickle.h"
 #include "rng/python_rng.h"
 
 namespace loom::checkpoint {
@@ -392,14 +392,11 @@ absl::Status SaveRngState(const RngState& state, const std::string& path,
   for (size_t i = 0; i < state.cuda.size(); ++i) {
     RETURN_IF_ERROR(CheckStateTensor(state.cuda[i], path, absl::StrCat(kCudaKey, "[", i, "]")));
   }
-  std::vector<char> bytes;
-  try {
-    bytes = torch::pickle_save(c10::IValue(FileDict(state, options)));
-  } catch (const std::exception& e) {
-    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
-                                    absl::StrCat("rng state file ", path, ": pickling failed"));
+  absl::StatusOr<std::vector<char>> bytes = TorchSaveBytes(c10::IValue(FileDict(state, options)));
+  if (!bytes.ok()) {
+    return absl::InternalError(absl::StrCat("rng state file ", path, ": ", bytes.status().message()));
   }
-  return base::WriteFileAtomically(path, absl::string_view(bytes.data(), bytes.size()));
+  return base::WriteFileAtomically(path, absl::string_view(bytes->data(), bytes->size()));
 }
 
 absl::StatusOr<RngState> LoadRngState(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 
+#include <functional>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -19,29 +20,67 @@
 
 namespace loom::checkpoint {
 
+namespace {
+
+// LibTorch's pickler as torch::jit::pickle_save drives it, except that containers carry no
+// type tags: with tags, every dict and list is wrapped in torch.jit._pickle.restore_type_tag,
+// which Python's torch.load refuses by default since torch 2.6 (weights_only=True allows no
+// such global). Python's own torch.save writes none either.
+std::vector<char> PickleWithoutTypeTags(const c10::IValue& value,
+                                        std::vector<at::Tensor>* tensors) {
+  std::vector<char> pickle;
+  torch::jit::Pickler pickler(
+      [&pickle](const char* buf, size_t size) { pickle.insert(pickle.end(), buf, buf + size); },
+      /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
+      /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(value);
+  pickler.stop();
+  *tensors = pickler.tensorData();
+  return pickle;
+}
+
+// torch.save's zip archive of `value`, handed to `sink` piece by piece: the pickle (small:
+// tensor metadata), then each storage's bytes straight from the tensor. Throws what LibTorch
+// throws.
+void WriteTorchSaveArchive(const c10::IValue& value,
+                           const std::function<void(const void*, size_t)>& sink) {
+  std::vector<at::Tensor> tensors;
+  const std::vector<char> pickle = PickleWithoutTypeTags(value, &tensors);
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t len) -> size_t {
+    sink(bytes, len);
+    return len;
+  });
+  torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), tensors, writer);
+  writer.writeEndOfFile();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<char>> TorchSaveBytes(const c10::IValue& value) {
+  std::vector<char> bytes;
+  try {
+    WriteTorchSaveArchive(value, [&bytes](const void* data, size_t len) {
+      const char* p = static_cast<const char*>(data);
+      bytes.insert(bytes.end(), p, p + len);
+    });
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, "pickling the value");
+  }
+  return bytes;
+}
+
 absl::Status SavePickle(const std::string& path, const c10::IValue& value) {
-  // torch::jit::pickle_save's archive, streamed into the file instead of built in memory: the
-  // pickle (small: tensor metadata), then each storage's bytes straight from the tensor.
   ASSIGN_OR_RETURN(AtomicFileWriter out, AtomicFileWriter::Create(path));
   absl::Status appended = absl::OkStatus();
   try {
-    std::vector<char> pickle;
-    torch::jit::Pickler pickler(
-        [&pickle](const char* buf, size_t size) { pickle.insert(pickle.end(), buf, buf + size); });
-    pickler.protocol();
-    pickler.pushIValue(value);
-    pickler.stop();
-    // Always "written": a short count would make the writer throw, and throw again from its
-    // destructor; the first failure is kept and reported once the archive is done.
-    caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t len) -> size_t {
+    // Always "written": a short count would make the archive writer throw, and throw again
+    // from its destructor; the first failure is kept and reported once the archive is done.
+    WriteTorchSaveArchive(value, [&](const void* bytes, size_t len) {
       if (appended.ok()) {
         appended = out.Append(absl::string_view(static_cast<const char*>(bytes), len));
       }
-      return len;
     });
-    torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(),
-                                       writer);
-    writer.writeEndOfFile();
   } catch (const std::exception& e) {
     RETURN_IF_ERROR(appended);
     return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument,

@@ -5,7 +5,10 @@
 //   SavePickle(path, value): torch::pickle_save(value) written atomically (temp file, fsync,
 //     rename). The bytes are the zip-based format of torch.save, so Python's torch.load reads
 //     them: c10 dicts become dicts (in insertion order, int keys kept), lists lists, tuples
-//     tuples, tensors tensors (dtype, incl. bfloat16, and strides kept).
+//     tuples, tensors tensors (dtype, incl. bfloat16, and strides kept). Unlike
+//     torch::pickle_save, containers carry no TorchScript type tags, so torch >= 2.6's default
+//     torch.load(weights_only=True) accepts the file as it accepts Python's own torch.save.
+//   TorchSaveBytes(value): the same bytes in memory (for files written with other data).
 //   LoadPickle(path): torch::pickle_load, which reads what SavePickle writes; when it fails
 //     (LibTorch 1.13's unpickler stops at much of what Python writes: an OrderedDict, as every
 //     module.state_dict() is, or a one-element list, as in optimizer and scheduler state
@@ -47,6 +50,7 @@ namespace loom::checkpoint {
 
 absl::Status SavePickle(const std::string& path, const c10::IValue& value);
 absl::StatusOr<c10::IValue> LoadPickle(const std::string& path);
+absl::StatusOr<std::vector<char>> TorchSaveBytes(const c10::IValue& value);
 
 c10::IValue PythonTorchSize(const std::vector<int64_t>& dims);
 

@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "checkpoint/torch_pickle.h"
 #include "logging/process_logging.h"
 #include "nlohmann/json.hpp"
 #include "optim/param_state.h"
@@ -79,9 +80,7 @@ class DumpAtSave : public trainer::TrainerCallback {
     }
     info["last_lr"] = e.context.lr_scheduler->LastLr();
     dict.insert("cpu_rng", at::detail::getDefaultCPUGenerator().get_state());
-    const std::vector<char> bytes = torch::pickle_save(c10::IValue(std::move(dict)));
-    RETURN_IF_ERROR(base::WriteFileAtomically(dir_ + "/expected.pt",
-                                              absl::string_view(bytes.data(), bytes.size())));
+    RETURN_IF_ERROR(checkpoint::SavePickle(dir_ + "/expected.pt", c10::IValue(std::move(dict))));
     return base::WriteFileAtomically(dir_ + "/expected.json", info.dump(2) + "\n");
   }
 

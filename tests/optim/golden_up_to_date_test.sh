@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Reruns make_golden.py with Debian's /usr/bin/python3 (torch 1.13) and checks that the
-# committed golden files are exactly what it writes, so they come from the script and not from
+# Reruns make_golden.py with the Python torch of this build's LibTorch (Debian's torch 1.13, or
+# the pinned torch 2.11 wheel: tests/require_python_torch.sh) and checks that the committed
+# golden files of that version are exactly what it writes, so they come from the script and not from
 # loom. Fails (never skips) when Python or its torch is missing.
 #   usage: golden_up_to_date_test.sh MAKE_GOLDEN_PY GOLDEN_FILE...
 set -euo pipefail
@@ -14,7 +15,7 @@ status=0
 for golden in "$@"; do
   if ! diff -q "$golden" "$out/$(basename "$golden")" >/dev/null; then
     echo "FAIL: $golden differs from what make_golden.py writes now; rerun" \
-         "/usr/bin/python3 tests/optim/make_golden.py and review the change:" >&2
+         "make_golden.py with $py into $(dirname "$golden") and review the change:" >&2
     diff "$golden" "$out/$(basename "$golden")" | head -20 >&2 || true
     status=1
   fi

@@ -14,7 +14,7 @@
 namespace loom::optim::testing {
 
 absl::StatusOr<nlohmann::json> LoadGolden(const std::string& name) {
-  std::string path = "tests/optim/testdata/" + name;
+  std::string path = LOOM_OPTIM_GOLDEN_DIR + name;
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
   if (srcdir != nullptr && workspace != nullptr) {

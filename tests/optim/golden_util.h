@@ -24,7 +24,8 @@ namespace loom::optim::testing {
 // zeros included, always pass).
 inline constexpr double kRelTol = 1e-6;
 
-// tests/optim/testdata/<name> from the test's runfiles, parsed.
+// tests/optim/testdata/<name> (testdata/torch2.11/<name> when built against LibTorch 2.11)
+// from the test's runfiles, parsed.
 absl::StatusOr<nlohmann::json> LoadGolden(const std::string& name);
 
 // A tensor of `shape` and `dtype` holding the numbers of `flat` (row-major).

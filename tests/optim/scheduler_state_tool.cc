@@ -21,6 +21,7 @@
 #include "args/training_args.pb.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "checkpoint/torch_pickle.h"
 #include "logging/process_logging.h"
 #include "nlohmann/json.hpp"
 #include "optim/lr_scheduler.h"
@@ -70,9 +71,8 @@ void Advance(const json& c, LrScheduler& scheduler) {
 absl::Status Write(const std::string& dir, const json& c) {
   ASSIGN_OR_RETURN(Run run, Build(c));
   Advance(c, *run.scheduler);
-  const std::vector<char> bytes = torch::pickle_save(run.scheduler->StateDict());
-  return base::WriteFileAtomically(absl::StrCat(dir, "/", c["name"].get<std::string>(), ".cpp.pt"),
-                                   std::string(bytes.begin(), bytes.end()));
+  return checkpoint::SavePickle(absl::StrCat(dir, "/", c["name"].get<std::string>(), ".cpp.pt"),
+                                run.scheduler->StateDict());
 }
 
 absl::Status Read(const std::string& dir, const json& c) {

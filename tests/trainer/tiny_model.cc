@@ -12,6 +12,7 @@
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
+#include "checkpoint/torch_pickle.h"
 
 namespace loom::trainer::testing {
 
@@ -74,15 +75,9 @@ data::TensorMap MakeClassificationData(int64_t size, int64_t seq_len, uint64_t s
 }
 
 absl::Status SaveTensorMap(const data::TensorMap& tensors, const std::string& path) {
-  std::vector<char> bytes;
-  try {
-    c10::Dict<std::string, at::Tensor> dict;
-    for (const auto& [name, tensor] : tensors) dict.insert(name, tensor);
-    bytes = torch::pickle_save(c10::IValue(std::move(dict)));
-  } catch (const std::exception& e) {
-    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "pickling " + path);
-  }
-  return base::WriteFileAtomically(path, absl::string_view(bytes.data(), bytes.size()));
+  c10::Dict<std::string, at::Tensor> dict;
+  for (const auto& [name, tensor] : tensors) dict.insert(name, tensor);
+  return checkpoint::SavePickle(path, c10::IValue(std::move(dict)));
 }
 
 absl::StatusOr<data::TensorMap> LoadTensorMap(const std::string& path) {
