@@ -150,7 +150,15 @@ class _Recorder:
         return recorder.rule(key)
 
     ns = Namespace(__builtins__=builtins)
-    ns["load"] = lambda *a, **k: None
+
+    def load(label, *names, **aliases):
+      # @libtorch//:defs.bzl's constants as the default configuration (Debian's LibTorch)
+      # defines them; other .bzl files define rules and macros, recorded when called.
+      if label == "@libtorch//:defs.bzl":
+        for local, name in [(n, n) for n in names] + list(aliases.items()):
+          ns[local] = _LIBTORCH_DEFS[name]
+
+    ns["load"] = load
     ns["package"] = self.package_rule
     ns["licenses"] = lambda *a, **k: None
     ns["exports_files"] = lambda *a, **k: None
@@ -159,6 +167,14 @@ class _Recorder:
     ns["select"] = self.select
     ns["loom_cc_proto"] = self.loom_cc_proto
     return ns
+
+
+_LIBTORCH_DEFS = {
+    "LIBTORCH_HAS_CUDA": False,
+    "LIBTORCH_FLAVOR": "debian",
+    "LIBTORCH_ROOT": "/usr/lib/x86_64-linux-gnu",
+    "LIBTORCH_GOLDEN_DIR": "testdata",
+}
 
 
 def _glob_match(path, patterns):
