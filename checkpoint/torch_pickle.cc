@@ -22,19 +22,47 @@ namespace loom::checkpoint {
 
 namespace {
 
+// `value` with every list made a list of Any, recursively: LibTorch's pickler writes a list of
+// ints, floats, bools or tensors through torch.jit._pickle.build_intlist (and its siblings),
+// a global that torch >= 2.6's default torch.load(weights_only=True) refuses; a list of Any is
+// a plain pickle list, as Python's torch.save writes it.
+c10::IValue WithPlainLists(const c10::IValue& value) {
+  if (value.isList()) {
+    c10::impl::GenericList out(c10::AnyType::get());
+    for (const c10::IValue& e : value.toListRef()) out.push_back(WithPlainLists(e));
+    return out;
+  }
+  if (value.isGenericDict()) {
+    const c10::impl::GenericDict in = value.toGenericDict();
+    c10::impl::GenericDict out(in.keyType(), c10::AnyType::get());
+    for (const auto& entry : in) out.insert(entry.key(), WithPlainLists(entry.value()));
+    return out;
+  }
+  if (value.isTuple()) {
+    std::vector<c10::IValue> elements;
+    for (const c10::IValue& e : value.toTupleRef().elements()) {
+      elements.push_back(WithPlainLists(e));
+    }
+    return c10::ivalue::Tuple::create(std::move(elements));
+  }
+  return value;
+}
+
 // LibTorch's pickler as torch::jit::pickle_save drives it, except that containers carry no
-// type tags: with tags, every dict and list is wrapped in torch.jit._pickle.restore_type_tag,
+// TorchScript types: with tags, every dict and list is wrapped in
+// torch.jit._pickle.restore_type_tag, and typed lists are built by torch.jit._pickle globals,
 // which Python's torch.load refuses by default since torch 2.6 (weights_only=True allows no
-// such global). Python's own torch.save writes none either.
+// such global). Python's own torch.save writes none of them.
 std::vector<char> PickleWithoutTypeTags(const c10::IValue& value,
                                         std::vector<at::Tensor>* tensors) {
+  const c10::IValue plain = WithPlainLists(value);
   std::vector<char> pickle;
   torch::jit::Pickler pickler(
       [&pickle](const char* buf, size_t size) { pickle.insert(pickle.end(), buf, buf + size); },
       /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
       /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
   pickler.protocol();
-  pickler.pushIValue(value);
+  pickler.pushIValue(plain);
   pickler.stop();
   *tensors = pickler.tensorData();
   return pickle;
