@@ -12,7 +12,8 @@
 #   OUT/lib : [OUT/lib/fallback] : torch/lib : nvidia/*/lib : the caller's LD_LIBRARY_PATH
 # where OUT/lib/fallback (this bundle's libstdc++) is used only when the machine's libstdc++
 # lacks the GLIBCXX version the bundle needs. Libraries stored compressed (NAME.xz) are
-# unpacked into OUT/lib on first use (xz, else Python's lzma).
+# unpacked into OUT/lib (or, when it is read-only, a folder under TMPDIR) on first use (xz,
+# else Python's lzma).
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -56,11 +57,23 @@ nvidia_lib_folders() {
   return 0
 }
 
+# Where compressed libraries are unpacked: OUT/lib, or a folder under TMPDIR when OUT is
+# read-only.
+unpack_folder() {
+  if [[ -w $bundle/lib ]]; then
+    echo "$bundle/lib"
+  else
+    echo "${TMPDIR:-/tmp}/loom-bundle-$(id -u)-$(cksum <<<"$bundle" | cut -d' ' -f1)"
+  fi
+}
+
 unpack_compressed() {
-  local xz_file target
+  local xz_file target folder
+  folder=$(unpack_folder)
+  mkdir -p "$folder"
   for xz_file in "$bundle"/lib/*.xz; do
     [[ -e $xz_file ]] || continue
-    target=${xz_file%.xz}
+    target=$folder/$(basename "${xz_file%.xz}")
     [[ -e $target ]] && continue
     if command -v xz >/dev/null; then
       xz -dc "$xz_file" >"$target.tmp.$$"
@@ -87,6 +100,7 @@ ld_library_path() {
   local torch_lib path
   torch_lib=$(torch_lib_folder)
   path=$bundle/lib
+  [[ $(unpack_folder) == "$bundle/lib" ]] || path+=:$(unpack_folder)
   system_libstdcxx_is_enough || path+=:$bundle/lib/fallback
   path+=:$torch_lib$(nvidia_lib_folders "$torch_lib")
   [[ -n ${LD_LIBRARY_PATH:-} ]] && path+=:$LD_LIBRARY_PATH
