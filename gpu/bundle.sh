@@ -16,8 +16,9 @@ flags=(-c opt "--config=$config")
 ./bazelw build "${flags[@]}" "${targets[@]}"
 bin=$(./bazelw info "${flags[@]}" bazel-bin 2>/dev/null)
 # LIBTORCH_ROOT of @libtorch: the torch folder this configuration linked.
-torch_root=$(sed -n "s/^LIBTORCH_ROOT = '\(.*\)'$/\1/p" \
+torch_root=$(sed -n 's/^LIBTORCH_ROOT = ["'"'"']\(.*\)["'"'"']$/\1/p' \
   "$(./bazelw info "${flags[@]}" output_base 2>/dev/null)/external/libtorch/defs.bzl")
+[[ -f $torch_root/lib/libc10.so ]] || { echo "bundle.sh: no LibTorch at '$torch_root'" >&2; exit 1; }
 commit=$(git rev-parse HEAD)
 git diff --quiet HEAD || commit+=" (with uncommitted changes)"
 
