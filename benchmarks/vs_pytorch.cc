@@ -148,11 +148,11 @@ double LoomSamplesPerSecond(const Workload& w, bool bf16, const std::optional<Th
 double PythonSamplesPerSecond(const Workload& w, bool bf16, const std::optional<Threads>& t,
                               const std::string& runfiles, const std::string& scratch) {
   // @libtorch//:python.sh names the Python torch of this LibTorch and what it needs to load.
-  std::string env = absl::StrCat(
-      ". ", runfiles, "/../libtorch/python.sh && LD_LIBRARY_PATH=",
-      "$LOOM_TORCH_PYTHON_LD_LIBRARY_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ",
-      "env -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS -u GOTO_NUM_THREADS -u "
-      "MKL_NUM_THREADS -u LOCAL_WORLD_SIZE");
+  std::string env =
+      absl::StrCat(". ", runfiles, "/../libtorch/python.sh && LD_LIBRARY_PATH=",
+                   "$LOOM_TORCH_PYTHON_LD_LIBRARY_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ",
+                   "env -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS -u GOTO_NUM_THREADS -u "
+                   "MKL_NUM_THREADS -u LOCAL_WORLD_SIZE");
   if (t) absl::StrAppend(&env, " OMP_NUM_THREADS=", t->torch, " OPENBLAS_NUM_THREADS=", t->blas);
   const std::string cmd = absl::StrCat(
       env, " \"$LOOM_TORCH_PYTHON\" ", runfiles, "/benchmarks/vs_pytorch_loop.py ", runfiles,
@@ -219,7 +219,8 @@ void Compare(const Workload& w, bool bf16, int rounds, const std::string& runfil
 // Only loom's side with its defaults, `rounds` runs (for profiling).
 void LoomOnly(const Workload& w, bool bf16, int rounds, const std::string& name) {
   const std::string scratch =
-      (std::filesystem::temp_directory_path() / absl::StrCat("loom_vs_pytorch_", getpid())).string();
+      (std::filesystem::temp_directory_path() / absl::StrCat("loom_vs_pytorch_", getpid()))
+          .string();
   for (int r = 0; r < rounds; ++r) {
     std::cout << absl::StrFormat("%s loom defaults: %.1f samples/s\n", name,
                                  LoomSamplesPerSecond(w, bf16, std::nullopt, scratch));
@@ -240,7 +241,8 @@ int main(int argc, char** argv) {
   const std::string runfiles = Runfiles(argv[0]);
   std::cout << "cpu: " << std::thread::hardware_concurrency() << " CPUs; "
             << loom::threads::DecideThreads(loom::threads::CurrentThreadInputs(true, 0)).Describe()
-            << "\n" << loom::precision::CurrentBf16Support().Describe() << "\nLibTorch "
+            << "\n"
+            << loom::precision::CurrentBf16Support().Describe() << "\nLibTorch "
             << loom::base::kLibTorchVersion << "; best of " << rounds
             << " alternating rounds per setting\n";
   std::vector<AttnImplementation> attentions = {AttnImplementation::kEager};
