@@ -1,5 +1,30 @@
 #include "base/torch_compat.h"
 
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace loom::base {
+
+at::Tensor ScaledDotProductAttention(const at::Tensor& query, const at::Tensor& key,
+                                     const at::Tensor& value, const at::Tensor& attn_mask,
+                                     double dropout_p, bool is_causal) {
+#if LOOM_TORCH_AT_LEAST(2, 1)
+  if constexpr (kHasScaledDotProductAttention) {
+    std::optional<at::Tensor> mask;
+    if (attn_mask.defined()) mask = attn_mask;
+    return at::scaled_dot_product_attention(query, key, value, mask, dropout_p, is_causal);
+  }
+#endif
+  throw std::logic_error(std::string("at::scaled_dot_product_attention needs LibTorch >= 2.1.1; "
+                                     "this build links LibTorch ") +
+                         kLibTorchVersion);
+}
+
+}  // namespace loom::base
+
 namespace loom::base::autocast_compat {
 
 // LibTorch 2.4 made the autocast functions device-agnostic and deprecated the per-device ones

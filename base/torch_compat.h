@@ -10,6 +10,13 @@
 //                       its const in 2.x, copy_data() became pure virtual).
 //   autocast_compat::   enabled / dtype of autocast for a device type (2.4 made these
 //                       functions device-agnostic and deprecated the per-device ones).
+//   kHasScaledDotProductAttention / ScaledDotProductAttention()
+//                       at::scaled_dot_product_attention (absent from 1.13). The bar is
+//                       transformers 4.41's is_torch_sdpa_available: torch >= 2.1.1. On an
+//                       older LibTorch ScaledDotProductAttention throws std::logic_error;
+//                       callers check kHasScaledDotProductAttention first and refuse with a
+//                       Status.
+//   kLibTorchVersion    "major.minor.patch" of the LibTorch this build links, for messages.
 //
 // Example:
 //   class CountingAllocator : public loom::base::AllocatorBase {
@@ -17,10 +24,15 @@
 //     c10::DeleterFnPtr raw_deleter() const override { ... }
 //   };
 //   loom::base::autocast_compat::SetEnabled(c10::DeviceType::CPU, true);
+//   if (loom::base::kHasScaledDotProductAttention) {
+//     out = loom::base::ScaledDotProductAttention(q, k, v, mask, /*dropout_p=*/0.0,
+//                                                 /*is_causal=*/false);
+//   }
 #ifndef LOOM_BASE_TORCH_COMPAT_H_
 #define LOOM_BASE_TORCH_COMPAT_H_
 
 #include <ATen/autocast_mode.h>
+#include <ATen/core/Tensor.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
@@ -33,6 +45,20 @@
    (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
 namespace loom::base {
+
+inline constexpr char kLibTorchVersion[] = TORCH_VERSION;
+
+// transformers 4.41 `is_torch_sdpa_available`: torch >= 2.1.1.
+inline constexpr bool kHasScaledDotProductAttention =
+    LOOM_TORCH_AT_LEAST(2, 2) ||
+    (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR == 1 && TORCH_VERSION_PATCH >= 1);
+
+// torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p,
+// is_causal) with the default scale (1 / sqrt(query.size(-1))); an undefined `attn_mask` is
+// None. Throws std::logic_error when !kHasScaledDotProductAttention.
+at::Tensor ScaledDotProductAttention(const at::Tensor& query, const at::Tensor& key,
+                                     const at::Tensor& value, const at::Tensor& attn_mask,
+                                     double dropout_p, bool is_causal);
 
 class AllocatorBase : public c10::Allocator {
  public:

@@ -1,21 +1,26 @@
 // vs_pytorch: loom's Trainer against the plain PyTorch training loop a user would write in
-// Python (benchmarks/vs_pytorch_loop.py, Debian's python3-torch — the same LibTorch 1.13), on the
-// same BERT weights, examples, optimizer and schedule.
+// Python (benchmarks/vs_pytorch_loop.py, run by the Python torch of the same LibTorch:
+// @libtorch//:python.sh — Debian's python3-torch 1.13 by default, the pinned 2.11 wheel under
+// --config=torch2), on the same BERT weights, examples, optimizer and schedule.
 //
 //   ./bazelw run -c opt //benchmarks:vs_pytorch [-- ROUNDS [ONLY]]
-//       ROUNDS default 3; ONLY runs the cases whose "<model> <precision>" contains it
-//       ("tiny", "medium fp32", "bf16", ...)
+//       ROUNDS default 3; ONLY runs the cases whose "<model> <precision> <attention>" contains
+//       it ("tiny", "medium fp32", "bf16", "sdpa", "tiny fp32 eager", ...)
 //   ./bazelw run -c opt //benchmarks:vs_pytorch -- ROUNDS ONLY loom
 //       only loom's side with its defaults, ROUNDS runs (for profiling, e.g. under perf record)
 //
 // Models: tiny (hidden 64, 2 layers, 2 heads, intermediate 256, seq 64, batch 8) and medium
 // (hidden 256, 4 layers, 4 heads, intermediate 1024, seq 128, batch 8), fp32 and bf16 (CPU
-// autocast). Each side runs with its defaults (loom: threads/thread_plan.h; PyTorch: no
-// variables set) and with every setting of the two thread pools (LibTorch's OpenMP, OpenBLAS)
-// at 1 and at every core; rounds alternate between loom and PyTorch and between settings, and
-// each figure is the best round's steady-state samples/s (the steps after the first). Prints
-// per model and precision: the table, "loom/PyTorch with defaults N.NNx" (goal >= 2.0 tiny,
-// >= 1.2 medium, fp32) and "loom defaults / PyTorch best M.MMx" (goal >= 1.0).
+// autocast), with each attention implementation the build has: eager, and sdpa
+// (at::scaled_dot_product_attention / F.scaled_dot_product_attention) on LibTorch >= 2.1.1;
+// on 1.13 one line says sdpa needs LibTorch 2.x (--config=torch2). The first lines give the
+// CPU's flags and bf16 support (precision/cpu_features.h). Each side runs with its defaults
+// (loom: threads/thread_plan.h; PyTorch: no variables set) and with every setting of the two
+// thread pools (LibTorch's OpenMP, OpenBLAS) at 1 and at every core; rounds alternate between
+// loom and PyTorch and between settings, and each figure is the best round's steady-state
+// samples/s (the steps after the first). Prints per model, precision and attention: the table,
+// "loom/PyTorch with defaults N.NNx" (goal >= 2.0 tiny, >= 1.2 medium, fp32) and "loom defaults
+// / PyTorch best M.MMx" (goal >= 1.0).
 #include <unistd.h>
 
 #include <chrono>
@@ -31,11 +36,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/torch_compat.h"
 #include "checkpoint/safetensors.h"
 #include "glog/logging.h"
 #include "logging/process_logging.h"
 #include "models/bert/pretrained.h"
 #include "nlohmann/json.hpp"
+#include "precision/cpu_features.h"
 #include "threads/thread_plan.h"
 #include "trainer/flow_callbacks.h"
 #include "trainer/trainer.h"
@@ -43,12 +50,16 @@
 namespace loom::benchmarks {
 namespace {
 
+using models::bert::AttnImplementation;
+using models::bert::AttnImplementationName;
 using models::bert::BertConfig;
 using models::bert::BertForSequenceClassification;
 
 struct Workload {
   std::string name;
   int64_t hidden, layers, heads, intermediate, seq, batch, steps;
+  AttnImplementation attention = AttnImplementation::kEager;
+  std::string Attention() const { return std::string(AttnImplementationName(attention)); }
 };
 
 struct Threads {
@@ -71,6 +82,7 @@ BertConfig Config(const Workload& w) {
   c.intermediate_size = w.intermediate;
   c.max_position_embeddings = w.seq;
   c.set_num_labels(2);
+  c.attn_implementation = w.attention;
   return c;
 }
 
@@ -135,14 +147,18 @@ double LoomSamplesPerSecond(const Workload& w, bool bf16, const std::optional<Th
 
 double PythonSamplesPerSecond(const Workload& w, bool bf16, const std::optional<Threads>& t,
                               const std::string& runfiles, const std::string& scratch) {
-  std::string env = "env -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS -u GOTO_NUM_THREADS -u "
-                    "MKL_NUM_THREADS -u LOCAL_WORLD_SIZE";
+  // @libtorch//:python.sh names the Python torch of this LibTorch and what it needs to load.
+  std::string env =
+      absl::StrCat(". ", runfiles, "/../libtorch/python.sh && LD_LIBRARY_PATH=",
+                   "$LOOM_TORCH_PYTHON_LD_LIBRARY_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ",
+                   "env -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS -u GOTO_NUM_THREADS -u "
+                   "MKL_NUM_THREADS -u LOCAL_WORLD_SIZE");
   if (t) absl::StrAppend(&env, " OMP_NUM_THREADS=", t->torch, " OPENBLAS_NUM_THREADS=", t->blas);
   const std::string cmd = absl::StrCat(
-      env, " /usr/bin/python3 ", runfiles, "/benchmarks/vs_pytorch_loop.py ", runfiles,
+      env, " \"$LOOM_TORCH_PYTHON\" ", runfiles, "/benchmarks/vs_pytorch_loop.py ", runfiles,
       "/tests/models/bert_reference.py ", scratch, "/model ", scratch, "/data.safetensors",
       " --steps ", w.steps, " --batch ", w.batch, " --lr ", kLr, " --warmup ", kWarmup,
-      bf16 ? " --bf16" : "");
+      " --attn_implementation ", w.Attention(), bf16 ? " --bf16" : "");
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -182,8 +198,8 @@ void Compare(const Workload& w, bool bf16, int rounds, const std::string& runfil
   }
   std::filesystem::remove_all(scratch);
   std::cout << absl::StrFormat(
-      "\n%s (hidden %d, %d layers, seq %d, batch %d, %d steps), %s: samples/s\n", w.name, w.hidden,
-      w.layers, w.seq, w.batch, w.steps, bf16 ? "bf16" : "fp32");
+      "\n%s (hidden %d, %d layers, seq %d, batch %d, %d steps), %s, attention %s: samples/s\n",
+      w.name, w.hidden, w.layers, w.seq, w.batch, w.steps, bf16 ? "bf16" : "fp32", w.Attention());
   size_t best_torch = 0, best_loom = 0;
   for (size_t i = 0; i < settings.size(); ++i) {
     const std::string name = settings[i] ? settings[i]->Name() : "defaults";
@@ -200,6 +216,18 @@ void Compare(const Workload& w, bool bf16, int rounds, const std::string& runfil
                                loom[best_loom] / torch[best_torch]);
 }
 
+// Only loom's side with its defaults, `rounds` runs (for profiling).
+void LoomOnly(const Workload& w, bool bf16, int rounds, const std::string& name) {
+  const std::string scratch =
+      (std::filesystem::temp_directory_path() / absl::StrCat("loom_vs_pytorch_", getpid()))
+          .string();
+  for (int r = 0; r < rounds; ++r) {
+    std::cout << absl::StrFormat("%s loom defaults: %.1f samples/s\n", name,
+                                 LoomSamplesPerSecond(w, bf16, std::nullopt, scratch));
+  }
+  std::filesystem::remove_all(scratch);
+}
+
 }  // namespace
 }  // namespace loom::benchmarks
 
@@ -213,24 +241,32 @@ int main(int argc, char** argv) {
   const std::string runfiles = Runfiles(argv[0]);
   std::cout << "cpu: " << std::thread::hardware_concurrency() << " CPUs; "
             << loom::threads::DecideThreads(loom::threads::CurrentThreadInputs(true, 0)).Describe()
-            << "\nbest of " << rounds << " alternating rounds per setting\n";
+            << "\n"
+            << loom::precision::CurrentBf16Support().Describe() << "\nLibTorch "
+            << loom::base::kLibTorchVersion << "; best of " << rounds
+            << " alternating rounds per setting\n";
+  std::vector<AttnImplementation> attentions = {AttnImplementation::kEager};
+  if (loom::base::kHasScaledDotProductAttention) {
+    attentions.push_back(AttnImplementation::kSdpa);
+  } else {
+    std::cout << "attention sdpa: not measured; attn_implementation=\"sdpa\" "
+                 "(at::scaled_dot_product_attention) needs LibTorch >= 2.1.1, this build links "
+              << loom::base::kLibTorchVersion << " (build with --config=torch2)\n";
+  }
   const Workload tiny{"tiny", 64, 2, 2, 256, 64, 8, 200};
   const Workload medium{"medium", 256, 4, 4, 1024, 128, 8, 30};
-  for (const Workload& w : {tiny, medium}) {
+  for (Workload w : {tiny, medium}) {
     for (bool bf16 : {false, true}) {
-      const std::string name = w.name + (bf16 ? " bf16" : " fp32");
-      if (name.find(only) == std::string::npos) continue;
-      if (!loom_only) {
-        Compare(w, bf16, rounds, runfiles);
-        continue;
+      for (AttnImplementation attention : attentions) {
+        w.attention = attention;
+        const std::string name = w.name + (bf16 ? " bf16 " : " fp32 ") + w.Attention();
+        if (name.find(only) == std::string::npos) continue;
+        if (loom_only) {
+          LoomOnly(w, bf16, rounds, name);
+        } else {
+          Compare(w, bf16, rounds, runfiles);
+        }
       }
-      const std::string scratch = (std::filesystem::temp_directory_path() /
-                                   absl::StrCat("loom_vs_pytorch_", getpid())).string();
-      for (int r = 0; r < rounds; ++r) {
-        std::cout << absl::StrFormat("%s loom defaults: %.1f samples/s\n", name,
-                                     LoomSamplesPerSecond(w, bf16, std::nullopt, scratch));
-      }
-      std::filesystem::remove_all(scratch);
     }
   }
   return 0;

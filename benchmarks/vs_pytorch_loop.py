@@ -1,13 +1,15 @@
 """The plain PyTorch training loop //benchmarks:vs_pytorch races loom's Trainer against.
 
-What a user writes in Python for the same job (Debian's python3-torch, the same LibTorch 1.13):
-tests/models/bert_reference.py's BERT (transformers' op order) with loom's weights, the same
+What a user writes in Python for the same job (the Python torch of loom's LibTorch: Debian's
+python3-torch 1.13, or the pinned 2.11 wheel): tests/models/bert_reference.py's BERT
+(transformers' op order; --attn_implementation eager or sdpa) with loom's weights, the same
 examples in the same per-epoch order (randperm seeded with seed + epoch, as HF's sampler),
 AdamW with HF's two weight-decay groups, a linear schedule with warmup, clip_grad_norm_(1.0),
 zero_grad(set_to_none=True); with --bf16 the forward under torch.autocast("cpu", bfloat16) and
 the loss made fp32, backward outside. No logging, no checkpoints.
 
 usage: vs_pytorch_loop.py REFERENCE_PY MODEL_DIR DATA_SAFETENSORS --steps N --batch B [--bf16]
+       [--attn_implementation eager|sdpa]
 Prints {"samples_per_second": S} for the steps after the first (which warms the kernels up).
 """
 
@@ -32,6 +34,7 @@ def main():
     p.add_argument("--weight_decay", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--bf16", action="store_true")
+    p.add_argument("--attn_implementation", choices=["eager", "sdpa"], default=None)
     a = p.parse_args()
 
     spec = importlib.util.spec_from_file_location("bert_reference", a.reference)
@@ -39,7 +42,7 @@ def main():
     spec.loader.exec_module(ref)
     with open(os.path.join(a.model_dir, "config.json")) as f:
         cfg = json.load(f)
-    model = ref.Classifier(cfg)
+    model = ref.Classifier(cfg, attn_implementation=a.attn_implementation)
     model.load_state_dict(dict(ref.read_safetensors(os.path.join(a.model_dir, "model.safetensors"))))
     model.train()
     data = dict(ref.read_safetensors(a.data))

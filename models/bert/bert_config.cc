@@ -100,6 +100,24 @@ std::map<std::string, int64_t> Inverse(const std::map<int64_t, std::string>& id2
 
 }  // namespace
 
+absl::string_view AttnImplementationName(AttnImplementation implementation) {
+  return implementation == AttnImplementation::kSdpa ? "sdpa" : "eager";
+}
+
+absl::StatusOr<AttnImplementation> ParseAttnImplementation(absl::string_view name) {
+  if (name == "eager") return AttnImplementation::kEager;
+  if (name == "sdpa") return AttnImplementation::kSdpa;
+  if (name == "flash_attention_2") {
+    return absl::UnimplementedError(
+        "attn_implementation=\"flash_attention_2\" is not implemented in loom's BERT (nor in "
+        "transformers 4.41's); use \"eager\" or \"sdpa\"");
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "attn_implementation=\"", name,
+      "\" is not supported; the possible values are \"eager\" (the manual attention) and "
+      "\"sdpa\" (torch.nn.functional.scaled_dot_product_attention)"));
+}
+
 void BertConfig::set_num_labels(int64_t n) {
   if (num_labels() == n) return;
   id2label = DefaultId2Label(n);
@@ -185,7 +203,8 @@ absl::Status ReadArchitecture(const json& j, absl::string_view source, BertConfi
   return absl::OkStatus();
 }
 
-// pad_token_id, use_cache, classifier_dropout, problem_type, finetuning_task, architectures.
+// pad_token_id, use_cache, classifier_dropout, problem_type, finetuning_task, architectures,
+// _attn_implementation.
 absl::Status ReadOptionalKeys(const json& j, absl::string_view source, BertConfig& c) {
   if (auto it = j.find("pad_token_id"); it != j.end()) {
     if (it->is_null()) {
@@ -220,6 +239,21 @@ absl::Status ReadOptionalKeys(const json& j, absl::string_view source, BertConfi
                       absl::StrCat("must be a list of class names, got ", it->dump()));
     }
     c.architectures = it->get<std::vector<std::string>>();
+  }
+  // transformers 4.41 sets unknown config.json keys as attributes: "_attn_implementation" goes
+  // through the property's setter and becomes the requested implementation.
+  if (auto it = j.find("_attn_implementation"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) {
+      return KeyError(source, "_attn_implementation",
+                      absl::StrCat("must be \"eager\", \"sdpa\" or null, got ", it->dump()));
+    }
+    absl::StatusOr<AttnImplementation> parsed = ParseAttnImplementation(it->get<std::string>());
+    if (!parsed.ok()) {
+      return absl::Status(
+          parsed.status().code(),
+          absl::StrCat(source, ": key \"_attn_implementation\": ", parsed.status().message()));
+    }
+    c.attn_implementation = *parsed;
   }
   return absl::OkStatus();
 }
@@ -292,6 +326,7 @@ void KeepExtraKeys(const json& j, BertConfig& c) {
                                                        "problem_type",
                                                        "finetuning_task",
                                                        "architectures",
+                                                       "_attn_implementation",
                                                        "model_type",
                                                        "transformers_version"};
   for (auto it = j.begin(); it != j.end(); ++it) {

@@ -25,6 +25,13 @@
 //     labels); id2label keys in numeric order, as Python sorts int keys.
 //   Setters (set_num_labels, set_labels, set_problem_type) keep id2label/label2id consistent as
 //     HF's num_labels setter does; callers (run_glue) use them before building the model.
+//   attn_implementation is PretrainedConfig's _attn_implementation_internal (transformers
+//     4.41): the attention the user asked for, nullopt meaning "choose" (sdpa where LibTorch has
+//     at::scaled_dot_product_attention, eager otherwise; BertModel resolves it). As in 4.41 it
+//     is read from a "_attn_implementation" key of config.json ("eager" or "sdpa";
+//     "flash_attention_2" is Unimplemented, other names InvalidArgument) and never written:
+//     to_dict drops it. Keys a newer transformers writes about it (e.g.
+//     "_attn_implementation_autoset") are unknown keys, kept in `extra` as read.
 //
 // Example:
 //   ASSIGN_OR_RETURN(BertConfig config, BertConfig::FromFile(dir + "/config.json"));
@@ -54,6 +61,17 @@ inline constexpr absl::string_view kRegression = "regression";
 inline constexpr absl::string_view kSingleLabelClassification = "single_label_classification";
 inline constexpr absl::string_view kMultiLabelClassification = "multi_label_classification";
 
+// transformers' attention implementations that loom's BERT has (BERT_SELF_ATTENTION_CLASSES):
+// kEager is BertSelfAttention's matmul/softmax formula, kSdpa BertSdpaSelfAttention's
+// torch.nn.functional.scaled_dot_product_attention.
+enum class AttnImplementation { kEager, kSdpa };
+
+// "eager" / "sdpa", the names transformers uses.
+absl::string_view AttnImplementationName(AttnImplementation implementation);
+// The inverse; InvalidArgument naming attn_implementation for unknown names, Unimplemented for
+// "flash_attention_2".
+absl::StatusOr<AttnImplementation> ParseAttnImplementation(absl::string_view name);
+
 struct BertConfig {
   int64_t vocab_size = 30522;
   int64_t hidden_size = 768;
@@ -77,6 +95,8 @@ struct BertConfig {
   std::optional<std::string> problem_type;
   std::optional<std::string> finetuning_task;
   std::optional<std::vector<std::string>> architectures;
+  // What the user asked for (see the contract); nullopt chooses.
+  std::optional<AttnImplementation> attn_implementation;
 
   // Keys this struct does not model, written back as read.
   nlohmann::json extra = nlohmann::json::object();

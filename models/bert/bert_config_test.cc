@@ -86,6 +86,41 @@ TEST(BertConfigTest, HubConfigRoundTripsKeepingUnknownKeys) {
   EXPECT_EQ(again.ToJson(), text);
 }
 
+// transformers 4.41 reads "_attn_implementation" as the requested implementation and never
+// writes it (to_dict drops _attn_implementation_internal); what a newer transformers saves
+// about it ("_attn_implementation_autoset") is an unknown key, written back as read.
+TEST(BertConfigTest, AttnImplementationIsReadNotWrittenAndNewerKeysAreKept) {
+  ASSERT_OK_AND_ASSIGN(BertConfig plain, BertConfig::FromJson("{}", "config.json"));
+  EXPECT_FALSE(plain.attn_implementation.has_value());
+  ASSERT_OK_AND_ASSIGN(BertConfig c, BertConfig::FromJson(R"({"_attn_implementation": "eager",
+      "_attn_implementation_autoset": true})",
+                                                          "config.json"));
+  EXPECT_EQ(c.attn_implementation, AttnImplementation::kEager);
+  EXPECT_EQ(c.extra, nlohmann::json::parse(R"({"_attn_implementation_autoset": true})"));
+  const std::string text = c.ToJson();
+  EXPECT_THAT(text, HasSubstr("  \"_attn_implementation_autoset\": true,\n"));
+  EXPECT_THAT(text, Not(HasSubstr("\"_attn_implementation\"")));
+  c.attn_implementation = AttnImplementation::kSdpa;
+  EXPECT_EQ(c.ToJson(), text);
+  ASSERT_OK_AND_ASSIGN(BertConfig sdpa,
+                       BertConfig::FromJson(R"({"_attn_implementation": "sdpa"})", "c.json"));
+  EXPECT_EQ(sdpa.attn_implementation, AttnImplementation::kSdpa);
+  ASSERT_OK_AND_ASSIGN(BertConfig null_request,
+                       BertConfig::FromJson(R"({"_attn_implementation": null})", "c.json"));
+  EXPECT_FALSE(null_request.attn_implementation.has_value());
+
+  EXPECT_THAT(BertConfig::FromJson(R"({"_attn_implementation": "flash"})", "c.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("c.json"), HasSubstr("_attn_implementation"),
+                             HasSubstr("\"eager\""), HasSubstr("\"sdpa\""))));
+  EXPECT_THAT(BertConfig::FromJson(R"({"_attn_implementation": "flash_attention_2"})", "c.json"),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("flash_attention_2")));
+  EXPECT_THAT(BertConfig::FromJson(R"({"_attn_implementation": 1})", "c.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("_attn_implementation")));
+  EXPECT_EQ(AttnImplementationName(AttnImplementation::kSdpa), "sdpa");
+  EXPECT_EQ(AttnImplementationName(AttnImplementation::kEager), "eager");
+}
+
 TEST(BertConfigTest, Id2LabelDecidesNumLabelsAndIsWrittenInNumericOrder) {
   std::string id2label;
   for (int i = 0; i < 11; ++i) {

@@ -62,6 +62,8 @@ std::string DtypeName(c10::ScalarType type) {
 BertForSequenceClassification::BertForSequenceClassification(BertConfig config)
     : config_(std::move(config)) {
   bert = register_module("bert", std::make_shared<BertModel>(config_));
+  // As _autoset_attn_implementation, the config records the implementation chosen.
+  config_.attn_implementation = bert->attn_implementation();
   dropout = register_module("dropout", torch::nn::Dropout(config_.ClassifierDropout()));
   classifier =
       register_module("classifier", torch::nn::Linear(config_.hidden_size, config_.num_labels()));
@@ -77,6 +79,7 @@ BertForSequenceClassification::BertForSequenceClassification(BertConfig config)
 absl::StatusOr<std::shared_ptr<BertForSequenceClassification>>
 BertForSequenceClassification::Create(const BertConfig& config, uint64_t seed) {
   RETURN_IF_ERROR(config.Validate("BertConfig"));
+  RETURN_IF_ERROR(ResolveAttnImplementation(config.attn_implementation).status());
   try {
     auto model = std::make_shared<BertForSequenceClassification>(config);
     InitBertWeights(*model, config, seed);

@@ -6,7 +6,9 @@
 //
 // Contract:
 //   Create(config, seed) validates the config (BertConfig::Validate) and returns a model
-//     initialised as HF's _init_weights from `seed` (InitBertWeights).
+//     initialised as HF's _init_weights from `seed` (InitBertWeights). config.attn_implementation
+//     is resolved as bert_model.h says (an sdpa request on LibTorch < 2.1.1 is
+//     FailedPrecondition) and config() holds the resolved value (never saved to config.json).
 //   Forward(batch) reads input_ids (required, [B,S] integer), attention_mask, token_type_ids,
 //     position_ids (optional, [B,S]) and labels (optional) and returns outputs {"logits"
 //     [B, num_labels]} and, with labels, the loss as HF computes it:

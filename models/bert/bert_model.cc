@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "absl/strings/str_cat.h"
+#include "base/torch_compat.h"
 
 namespace loom::models::bert {
 namespace {
@@ -28,7 +29,40 @@ torch::nn::LayerNorm MakeLayerNorm(const BertConfig& c) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps));
 }
 
+// ResolveAttnImplementation for constructors: the error becomes std::invalid_argument.
+AttnImplementation ResolveOrThrow(std::optional<AttnImplementation> requested) {
+  absl::StatusOr<AttnImplementation> resolved = ResolveAttnImplementation(requested);
+  if (!resolved.ok()) throw std::invalid_argument(std::string(resolved.status().message()));
+  return *resolved;
+}
+
+double FinfoMin(c10::ScalarType dtype) {
+  double min = 0;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "FinfoMin", [&] {
+    min = static_cast<double>(std::numeric_limits<scalar_t>::lowest());
+  });
+  return min;
+}
+
 }  // namespace
+
+absl::StatusOr<AttnImplementation> ResolveAttnImplementation(
+    std::optional<AttnImplementation> requested) {
+  // transformers 4.41: an explicit request is honoured or refused (_check_and_enable_sdpa's
+  // hard check); none means sdpa when torch has it (the model supports it).
+  if (!requested.has_value()) {
+    return base::kHasScaledDotProductAttention ? AttnImplementation::kSdpa
+                                               : AttnImplementation::kEager;
+  }
+  if (*requested == AttnImplementation::kSdpa && !base::kHasScaledDotProductAttention) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "attn_implementation=\"sdpa\" needs at::scaled_dot_product_attention, which LibTorch ",
+        base::kLibTorchVersion,
+        " (this build) lacks: it needs LibTorch >= 2.1.1 (transformers 4.41 requires torch >= "
+        "2.1.1 for sdpa). Build with --config=torch2, or use attn_implementation=\"eager\""));
+  }
+  return *requested;
+}
 
 at::Tensor ApplyActivation(const std::string& name, const at::Tensor& x) {
   constexpr double kPi = 3.14159265358979323846;
@@ -87,7 +121,10 @@ at::Tensor BertEmbeddings::Forward(const at::Tensor& input_ids, const at::Tensor
 }
 
 BertSelfAttention::BertSelfAttention(const BertConfig& c)
-    : num_heads_(c.num_attention_heads), head_size_(c.hidden_size / c.num_attention_heads) {
+    : num_heads_(c.num_attention_heads),
+      head_size_(c.hidden_size / c.num_attention_heads),
+      attention_dropout_(c.attention_probs_dropout_prob),
+      attn_implementation_(ResolveOrThrow(c.attn_implementation)) {
   const int64_t all_head_size = num_heads_ * head_size_;
   query = register_module("query", torch::nn::Linear(c.hidden_size, all_head_size));
   key = register_module("key", torch::nn::Linear(c.hidden_size, all_head_size));
@@ -104,12 +141,31 @@ at::Tensor BertSelfAttention::Forward(const at::Tensor& hidden, const at::Tensor
   at::Tensor q = heads(Dense(query, hidden));
   at::Tensor k = heads(Dense(key, hidden));
   at::Tensor v = heads(Dense(value, hidden));
+  if (attn_implementation_ == AttnImplementation::kSdpa) {
+    // BertSdpaSelfAttention: transpose(1, 2).reshape(bsz, tgt_len, all_head_size).
+    return SdpaAttention(q, k, v, additive_mask)
+        .transpose(1, 2)
+        .reshape({batch, seq, num_heads_ * head_size_});
+  }
+  at::Tensor context = EagerAttention(q, k, v, additive_mask).permute({0, 2, 1, 3}).contiguous();
+  return context.view({batch, seq, num_heads_ * head_size_});
+}
+
+at::Tensor BertSelfAttention::EagerAttention(const at::Tensor& q, const at::Tensor& k,
+                                             const at::Tensor& v, const at::Tensor& additive_mask) {
   at::Tensor scores = at::matmul(q, k.transpose(-1, -2));
   scores = scores / std::sqrt(static_cast<double>(head_size_));
   if (additive_mask.defined()) scores = scores + additive_mask;
   at::Tensor probs = dropout->forward(at::softmax(scores, -1));
-  at::Tensor context = at::matmul(probs, v).permute({0, 2, 1, 3}).contiguous();
-  return context.view({batch, seq, num_heads_ * head_size_});
+  return at::matmul(probs, v);
+}
+
+at::Tensor BertSelfAttention::SdpaAttention(const at::Tensor& q, const at::Tensor& k,
+                                            const at::Tensor& v, const at::Tensor& additive_mask) {
+  // dropout_p = attention_probs_dropout_prob only in training; no causal mask in an encoder.
+  return base::ScaledDotProductAttention(q, k, v, additive_mask,
+                                         is_training() ? attention_dropout_ : 0.0,
+                                         /*is_causal=*/false);
 }
 
 BertResidualOutput::BertResidualOutput(const BertConfig& c, int64_t in_features) {
@@ -180,19 +236,29 @@ at::Tensor BertPooler::Forward(const at::Tensor& sequence_output) {
   return at::tanh(Dense(dense, sequence_output.select(1, 0)));
 }
 
-BertModel::BertModel(const BertConfig& c) {
+BertModel::BertModel(const BertConfig& config)
+    : attn_implementation_(ResolveOrThrow(config.attn_implementation)) {
+  BertConfig c = config;
+  c.attn_implementation = attn_implementation_;
   embeddings = register_module("embeddings", std::make_shared<BertEmbeddings>(c));
   encoder = register_module("encoder", std::make_shared<BertEncoder>(c));
   pooler = register_module("pooler", std::make_shared<BertPooler>(c));
 }
 
 at::Tensor ExtendedAttentionMask(const at::Tensor& attention_mask, c10::ScalarType dtype) {
-  double min = 0;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "ExtendedAttentionMask", [&] {
-    min = static_cast<double>(std::numeric_limits<scalar_t>::lowest());
-  });
+  const double min = FinfoMin(dtype);
   at::Tensor extended = attention_mask.unsqueeze(1).unsqueeze(2).to(dtype);
   return (1.0 - extended) * min;
+}
+
+at::Tensor SdpaAttentionMask(const at::Tensor& attention_mask, c10::ScalarType dtype) {
+  if (at::all(attention_mask == 1).item<bool>()) return at::Tensor();
+  const int64_t batch = attention_mask.size(0);
+  const int64_t seq = attention_mask.size(1);
+  at::Tensor expanded =
+      attention_mask.unsqueeze(1).unsqueeze(2).expand({batch, 1, seq, seq}).to(dtype);
+  at::Tensor inverted = 1.0 - expanded;
+  return inverted.masked_fill(inverted.to(at::kBool), FinfoMin(dtype));
 }
 
 BertModelOutput BertModel::Forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,
@@ -209,7 +275,10 @@ BertModelOutput BertModel::Forward(const at::Tensor& input_ids, const at::Tensor
                         ? attention_mask
                         : at::ones({batch, seq}, at::TensorOptions().device(input_ids.device()));
   at::Tensor hidden = embeddings->Forward(input_ids, token_types, positions);
-  at::Tensor additive = ExtendedAttentionMask(mask, hidden.scalar_type());
+  // BertModel.forward: the sdpa mask (or none) for the sdpa layers, the extended one otherwise.
+  at::Tensor additive = attn_implementation_ == AttnImplementation::kSdpa
+                            ? SdpaAttentionMask(mask, hidden.scalar_type())
+                            : ExtendedAttentionMask(mask, hidden.scalar_type());
   BertModelOutput out;
   out.sequence_output = encoder->Forward(hidden, additive);
   out.pooled_output = pooler->Forward(out.sequence_output);

@@ -1,5 +1,6 @@
-// BertModel: HF transformers' BertModel (4.38-4.41, eager attention, absolute positions, no
-// decoder / cross-attention / KV cache) as LibTorch modules whose state-dict keys are HF's.
+// BertModel: HF transformers' BertModel (4.38-4.41, eager or sdpa attention, absolute
+// positions, no decoder / cross-attention / KV cache) as LibTorch modules whose state-dict keys
+// are HF's.
 //
 // Contract:
 //   Module tree and tensor names (children registered in HF's order, so ModuleStateDict lists
@@ -17,13 +18,24 @@
 //     token_type_ids [B,S] or undefined (zeros), position_ids [B,S]/[1,S] or undefined
 //     (0..S-1)) returns {sequence_output [B,S,H], pooled_output [B,H]}:
 //       emb = LayerNorm(word + token_type + position), dropout;
-//       per layer: scores = q k^T / sqrt(head_dim) + (1 - mask) * finfo(dtype).min,
-//         softmax, dropout, context; LayerNorm(dropout(dense(context)) + x);
+//       per layer, eager (BertSelfAttention): scores = q k^T / sqrt(head_dim) +
+//         (1 - mask) * finfo(dtype).min, softmax, dropout, context;
+//       sdpa (BertSdpaSelfAttention): at::scaled_dot_product_attention(q, k, v, SdpaAttentionMask,
+//         dropout_p = attention_probs_dropout_prob in training, 0 in eval, is_causal false);
+//       then LayerNorm(dropout(dense(context)) + x);
 //         LayerNorm(dropout(dense(act(dense(h)))) + h);
 //       pooled = tanh(dense(sequence_output[:, 0])).
 //     Dropout follows the module's train()/eval() mode. Throws c10::Error / std::invalid_argument
 //     on inputs that do not fit (callers at loom's boundary convert; see
 //     BertForSequenceClassification::TryForward).
+//   Attention implementation (transformers 4.41 `_autoset_attn_implementation`): the model
+//     resolves config.attn_implementation once, when it is built (ResolveAttnImplementation):
+//     unset -> kSdpa when base::kHasScaledDotProductAttention (LibTorch >= 2.1.1), kEager
+//     otherwise; kSdpa asked for on an older LibTorch is FailedPrecondition naming
+//     attn_implementation (constructors throw std::invalid_argument with that message; Create
+//     and the loaders return it). HF's sdpa class falls back to eager for output_attentions,
+//     head_mask and relative positions, none of which loom's BERT has, so kSdpa always runs
+//     SDPA. kEager is the formula above, op for op, on every LibTorch.
 //   InitBertWeights(module, config, seed): HF's _init_weights on every submodule: Linear and
 //     Embedding weights ~ N(0, initializer_range), biases 0, the padding_idx row 0, LayerNorm
 //     weight 1 / bias 0; draws come from a CPU generator seeded with `seed`, in module order.
@@ -52,12 +64,17 @@
 #include <set>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "modeling/activation_checkpoint.h"
 #include "modeling/hooked_embedding.h"
 #include "modeling/unit_runner.h"
 #include "models/bert/bert_config.h"
 
 namespace loom::models::bert {
+
+// transformers 4.41's choice of attention for a model that supports sdpa (see the contract).
+absl::StatusOr<AttnImplementation> ResolveAttnImplementation(
+    std::optional<AttnImplementation> requested);
 
 // ACT2FN[name](x) for the names BertConfig accepts; throws std::invalid_argument otherwise.
 at::Tensor ApplyActivation(const std::string& name, const at::Tensor& x);
@@ -76,18 +93,29 @@ class BertEmbeddings : public torch::nn::Module {
   torch::nn::Dropout dropout{nullptr};
 };
 
+// BertSelfAttention or, with kSdpa, BertSdpaSelfAttention (same parameters).
 class BertSelfAttention : public torch::nn::Module {
  public:
   explicit BertSelfAttention(const BertConfig& config);
-  // `additive_mask` is [B,1,1,S] (or undefined).
+  // `additive_mask`: eager [B,1,1,S] (ExtendedAttentionMask); sdpa [B,1,S,S]
+  // (SdpaAttentionMask); undefined for none.
   at::Tensor Forward(const at::Tensor& hidden, const at::Tensor& additive_mask);
+
+  AttnImplementation attn_implementation() const { return attn_implementation_; }
 
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
   torch::nn::Dropout dropout{nullptr};
 
  private:
+  at::Tensor EagerAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const at::Tensor& additive_mask);
+  at::Tensor SdpaAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                           const at::Tensor& additive_mask);
+
   int64_t num_heads_;
   int64_t head_size_;
+  double attention_dropout_;
+  AttnImplementation attn_implementation_;
 };
 
 // Dense + dropout + residual LayerNorm: HF's BertSelfOutput and BertOutput.
@@ -163,14 +191,26 @@ class BertModel : public torch::nn::Module {
   BertModelOutput Forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                           const at::Tensor& token_type_ids, const at::Tensor& position_ids);
 
+  // The resolved implementation every layer uses.
+  AttnImplementation attn_implementation() const { return attn_implementation_; }
+
   std::shared_ptr<BertEmbeddings> embeddings;
   std::shared_ptr<BertEncoder> encoder;
   std::shared_ptr<BertPooler> pooler;
+
+ private:
+  AttnImplementation attn_implementation_;
 };
 
 // HF's get_extended_attention_mask for an encoder: mask [B,S] -> (1 - mask[:,None,None,:]) *
 // finfo(dtype).min, in `dtype`.
 at::Tensor ExtendedAttentionMask(const at::Tensor& attention_mask, c10::ScalarType dtype);
+
+// transformers 4.41 `_prepare_4d_attention_mask_for_sdpa` for an encoder (query length = key
+// length = S): undefined when every mask entry is 1 (SDPA then attends everywhere), otherwise
+// `_expand_mask`: 1 - mask expanded to [B,1,S,S] in `dtype`, with finfo(dtype).min wherever
+// that is nonzero.
+at::Tensor SdpaAttentionMask(const at::Tensor& attention_mask, c10::ScalarType dtype);
 
 // HF's _init_weights applied to every submodule of `module` (see the contract above).
 void InitBertWeights(torch::nn::Module& module, const BertConfig& config, uint64_t seed);

@@ -1,11 +1,14 @@
 #include <torch/torch.h>
 
+#include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "base/status_matchers.h"
+#include "base/torch_compat.h"
 #include "checkpoint/module_state.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -14,9 +17,11 @@
 namespace loom::models::bert {
 namespace {
 
+using ::loom::base::testing::IsOkAndHolds;
 using ::loom::base::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr int64_t kHidden = 32, kInter = 37, kVocab = 50, kMaxPos = 16, kLayers = 2;
 
@@ -346,6 +351,101 @@ TEST(BertTest, EachLayerRunsThroughTheUnitRunner) {
     model->zero_grad();
     model->DisableGradientCheckpointing();
   }
+}
+
+// transformers 4.41 `_autoset_attn_implementation`: sdpa by default where torch has it, eager
+// otherwise; an explicit request is kept (or refused, below).
+TEST(BertAttnImplementationTest, DefaultIsSdpaExactlyWhereLibTorchHasIt) {
+  const AttnImplementation expected =
+      base::kHasScaledDotProductAttention ? AttnImplementation::kSdpa : AttnImplementation::kEager;
+  EXPECT_THAT(ResolveAttnImplementation(std::nullopt), IsOkAndHolds(expected));
+  EXPECT_THAT(ResolveAttnImplementation(AttnImplementation::kEager),
+              IsOkAndHolds(AttnImplementation::kEager));
+  auto model = Tiny(TinyConfig());
+  EXPECT_EQ(model->config().attn_implementation, expected);
+  EXPECT_EQ(model->bert->attn_implementation(), expected);
+  // The resolved value is never saved (to_dict drops it).
+  EXPECT_THAT(model->ConfigJson(), Not(HasSubstr("attn_implementation")));
+  BertConfig eager = TinyConfig();
+  eager.attn_implementation = AttnImplementation::kEager;
+  EXPECT_EQ(Tiny(eager)->bert->attn_implementation(), AttnImplementation::kEager);
+}
+
+// transformers 4.41 `_prepare_4d_attention_mask_for_sdpa`.
+TEST(BertAttnImplementationTest, SdpaMaskIsNoneForAllOnesElseExpandedMinimum) {
+  EXPECT_FALSE(SdpaAttentionMask(torch::ones({2, 5}, at::kLong), at::kFloat).defined());
+  at::Tensor mask = torch::tensor({{1, 1, 1}, {1, 1, 0}}, at::kLong);
+  at::Tensor sdpa = SdpaAttentionMask(mask, at::kFloat);
+  ASSERT_EQ(sdpa.sizes(), (at::IntArrayRef{2, 1, 3, 3}));
+  EXPECT_EQ(sdpa.scalar_type(), at::kFloat);
+  at::Tensor expected = ExtendedAttentionMask(mask, at::kFloat).expand({2, 1, 3, 3});
+  EXPECT_TRUE(at::equal(sdpa, expected)) << sdpa;
+  EXPECT_EQ(sdpa[1][0][2][2].item<float>(), std::numeric_limits<float>::lowest());
+  EXPECT_EQ(SdpaAttentionMask(mask, at::kBFloat16).scalar_type(), at::kBFloat16);
+}
+
+// LibTorch >= 2.1.1: the sdpa model computes what the eager one does (within 1e-5 in fp32),
+// with a padding mask and without, outputs and gradients. Older LibTorch: an explicit sdpa
+// request is refused, naming attn_implementation and the build to use.
+TEST(BertAttnImplementationTest, SdpaMatchesEagerOrIsRefused) {
+  BertConfig eager_config = TinyConfig();
+  eager_config.attn_implementation = AttnImplementation::kEager;
+  BertConfig sdpa_config = TinyConfig();
+  sdpa_config.attn_implementation = AttnImplementation::kSdpa;
+  if (!base::kHasScaledDotProductAttention) {
+    const auto refused =
+        AllOf(HasSubstr("attn_implementation=\"sdpa\""), HasSubstr("LibTorch >= 2.1.1"),
+              HasSubstr("--config=torch2"), HasSubstr(base::kLibTorchVersion));
+    EXPECT_THAT(BertForSequenceClassification::Create(sdpa_config, 7),
+                StatusIs(absl::StatusCode::kFailedPrecondition, refused));
+    EXPECT_THAT(ResolveAttnImplementation(AttnImplementation::kSdpa),
+                StatusIs(absl::StatusCode::kFailedPrecondition, refused));
+    EXPECT_THROW(BertModel{sdpa_config}, std::invalid_argument);
+    return;
+  }
+  auto eager = Tiny(eager_config, 7);
+  auto sdpa = Tiny(sdpa_config, 7);
+  ASSERT_EQ(sdpa->bert->attn_implementation(), AttnImplementation::kSdpa);
+  at::Tensor ids = Ids(3, 7, 5);
+  at::Tensor padding = torch::tensor(
+      {{1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 0, 0, 0}, {1, 1, 0, 0, 0, 0, 0}}, at::kLong);
+  for (const bool masked : {true, false}) {
+    SCOPED_TRACE(masked ? "padding mask" : "no mask");
+    data::Batch batch = {{"input_ids", ids}, {"labels", torch::tensor({0, 2, 1})}};
+    if (masked) batch["attention_mask"] = padding;
+    eager->zero_grad();
+    sdpa->zero_grad();
+    modeling::ModelOutput a = eager->Forward(batch);
+    modeling::ModelOutput b = sdpa->Forward(batch);
+    EXPECT_LE((a.Get("logits") - b.Get("logits")).abs().max().item<double>(), 1e-5);
+    EXPECT_LE((a.loss - b.loss).abs().item<double>(), 1e-5);
+    a.loss.backward();
+    b.loss.backward();
+    const auto eager_params = eager->named_parameters();
+    for (const auto& item : sdpa->named_parameters()) {
+      const at::Tensor& want = eager_params[item.key()].grad();
+      EXPECT_LE((item.value().grad() - want).abs().max().item<double>(), 1e-5) << item.key();
+    }
+  }
+}
+
+// BertSdpaSelfAttention passes dropout_p = attention_probs_dropout_prob only in training.
+TEST(BertAttnImplementationTest, SdpaAttentionDropoutOnlyInTraining) {
+  if (!base::kHasScaledDotProductAttention) {
+    EXPECT_THAT(ResolveAttnImplementation(std::nullopt), IsOkAndHolds(AttnImplementation::kEager));
+    return;
+  }
+  BertConfig c = TinyConfig();
+  c.attn_implementation = AttnImplementation::kSdpa;
+  c.hidden_dropout_prob = 0.0;
+  c.attention_probs_dropout_prob = 0.5;
+  auto model = Tiny(c);
+  at::Tensor ids = Ids(2, 6);
+  at::Tensor a = model->Forward({{"input_ids", ids}}).Get("logits");
+  EXPECT_TRUE(at::equal(a, model->Forward({{"input_ids", ids}}).Get("logits")));
+  model->train();
+  EXPECT_FALSE(at::equal(model->Forward({{"input_ids", ids}}).Get("logits"),
+                         model->Forward({{"input_ids", ids}}).Get("logits")));
 }
 
 }  // namespace

@@ -166,6 +166,10 @@ absl::StatusOr<LoadedBert> LoadBertForSequenceClassification(const std::string& 
   if (options.finetuning_task.has_value()) config.finetuning_task = options.finetuning_task;
   if (options.problem_type.has_value())
     RETURN_IF_ERROR(config.set_problem_type(options.problem_type));
+  // from_pretrained's attn_implementation argument overrides what config.json asked for.
+  if (options.attn_implementation.has_value()) {
+    config.attn_implementation = options.attn_implementation;
+  }
   RETURN_IF_ERROR(config.Validate(config_path));
 
   LoadedBert loaded;

@@ -4,8 +4,11 @@
 // Contract:
 //   LoadBertForSequenceClassification(folder, options):
 //     1. reads <folder>/config.json (BertConfig::FromFile) and applies the overrides in
-//        `options` (num_labels, labels, finetuning_task, problem_type — AutoConfig kwargs);
-//     2. builds the model initialised from options.seed (HF's _init_weights);
+//        `options` (num_labels, labels, finetuning_task, problem_type — AutoConfig kwargs;
+//        attn_implementation — from_pretrained's argument, which wins over config.json's);
+//     2. builds the model initialised from options.seed (HF's _init_weights); the attention
+//        implementation is resolved as bert_model.h says (sdpa asked for on LibTorch < 2.1.1
+//        is FailedPrecondition naming attn_implementation);
 //     3. reads the weights with checkpoint::LoadModelWeights (model.safetensors, a sharded
 //        model.safetensors.index.json, or pytorch_model.bin; prefer_safetensors as there) and
 //        copies them in with LoadBertWeights.
@@ -67,6 +70,9 @@ struct BertLoadOptions {
   std::optional<std::map<std::string, int64_t>> label2id;
   std::optional<std::string> finetuning_task;
   std::optional<std::string> problem_type;
+  // from_pretrained(..., attn_implementation=...); nullopt keeps config.json's request or lets
+  // the model choose (sdpa where LibTorch has it).
+  std::optional<AttnImplementation> attn_implementation;
   bool ignore_mismatched_sizes = false;
   uint64_t seed = 42;  // initialises the weights the checkpoint does not provide
   bool prefer_safetensors = true;

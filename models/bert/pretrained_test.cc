@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "base/file_util.h"
 #include "base/status_matchers.h"
+#include "base/torch_compat.h"
 #include "checkpoint/module_state.h"
 #include "checkpoint/safetensors.h"
 #include "gmock/gmock.h"
@@ -85,6 +86,32 @@ TEST(PretrainedTest, SaveThenLoadGivesTheSameModel) {
   EXPECT_EQ(loaded.report.source, dir + "/model.safetensors");
   EXPECT_TRUE(at::equal(Logits(*loaded.model), Logits(*model)));
   EXPECT_EQ(loaded.model->config().num_labels(), 3);
+}
+
+// from_pretrained(..., attn_implementation=...) wins over config.json's "_attn_implementation",
+// which wins over the default; sdpa on LibTorch < 2.1.1 is refused naming attn_implementation.
+TEST(PretrainedTest, AttnImplementationFromTheOptionOrConfigJson) {
+  auto model = Make(3, 1);
+  const std::string dir = TempDir("attn_implementation");
+  ASSERT_OK(SaveBertForSequenceClassification(*model, dir).status());
+  ASSERT_OK_AND_ASSIGN(std::string text, base::ReadFile(dir + "/config.json"));
+  ASSERT_OK(base::WriteFileAtomically(dir + "/config.json",
+                                      "{\"_attn_implementation\": \"sdpa\"," + text.substr(1)));
+  BertLoadOptions eager;
+  eager.attn_implementation = AttnImplementation::kEager;
+  ASSERT_OK_AND_ASSIGN(LoadedBert loaded, LoadBertForSequenceClassification(dir, eager));
+  EXPECT_EQ(loaded.model->bert->attn_implementation(), AttnImplementation::kEager);
+  EXPECT_EQ(loaded.model->config().attn_implementation, AttnImplementation::kEager);
+  absl::StatusOr<LoadedBert> sdpa = LoadBertForSequenceClassification(dir);
+  if (base::kHasScaledDotProductAttention) {
+    ASSERT_OK(sdpa.status());
+    EXPECT_EQ(sdpa->model->bert->attn_implementation(), AttnImplementation::kSdpa);
+    EXPECT_TRUE(at::allclose(Logits(*sdpa->model), Logits(*loaded.model), 1e-5, 1e-5));
+  } else {
+    EXPECT_THAT(sdpa, StatusIs(absl::StatusCode::kFailedPrecondition,
+                               AllOf(HasSubstr("attn_implementation=\"sdpa\""),
+                                     HasSubstr("--config=torch2"))));
+  }
 }
 
 TEST(PretrainedTest, TorchPickleAndShardedFoldersLoad) {

@@ -3,7 +3,14 @@
 A BERT sequence classifier written for this test from the published architecture (Devlin et
 al. 2019, as transformers 4.38-4.41 lays it out: post-LayerNorm encoder layers, a tanh pooler on
 the first token, a linear classifier, additive -finfo.min attention masking, HF's loss choice),
-using only Debian's torch 1.13 and numpy, plus a small safetensors reader and writer.
+using only the torch of this build (Debian's 1.13, or the pinned 2.11 wheel) and numpy, plus a
+small safetensors reader and writer.
+
+Attention follows transformers 4.41's two BERT classes: "eager" (BertSelfAttention: matmul,
+softmax) and "sdpa" (BertSdpaSelfAttention: torch.nn.functional.scaled_dot_product_attention
+with _prepare_4d_attention_mask_for_sdpa's mask, dropout_p only in training). As
+_autoset_attn_implementation, Classifier(cfg, attn_implementation) takes the argument, else
+config.json's "_attn_implementation", else sdpa where torch >= 2.1.1 has it, eager otherwise.
 
 usage: bert_reference.py DIR
   For every DIR/<scenario>/ written by bert_parity_tool:
@@ -19,6 +26,7 @@ Exits 1 with the reason on the first mismatch.
 import json
 import math
 import os
+import re
 import struct
 import sys
 
@@ -130,8 +138,37 @@ class Embeddings(nn.Module):
         return self.dropout(self.LayerNorm(x))
 
 
+def sdpa_available():
+    """transformers 4.41 is_torch_sdpa_available: torch >= 2.1.1."""
+    version = tuple(int(re.match(r"\d*", p).group() or 0)
+                    for p in torch.__version__.split("+")[0].split(".")[:3])
+    return version >= (2, 1, 1) and hasattr(F, "scaled_dot_product_attention")
+
+
+def resolve_attn_implementation(cfg, requested=None):
+    """_autoset_attn_implementation for a model that supports sdpa."""
+    requested = requested or cfg.get("_attn_implementation")
+    if requested is None:
+        return "sdpa" if sdpa_available() else "eager"
+    if requested not in ("eager", "sdpa"):
+        raise ValueError(f"attn_implementation={requested!r} is not supported")
+    if requested == "sdpa" and not sdpa_available():
+        raise ImportError(f"attn_implementation='sdpa' needs torch >= 2.1.1, not {torch.__version__}")
+    return requested
+
+
+def sdpa_mask(attention_mask, dtype):
+    """_prepare_4d_attention_mask_for_sdpa for an encoder (query length = key length)."""
+    if torch.all(attention_mask == 1):
+        return None
+    b, s = attention_mask.shape
+    expanded = attention_mask[:, None, None, :].expand(b, 1, s, s).to(dtype)
+    inverted = 1.0 - expanded
+    return inverted.masked_fill(inverted.to(torch.bool), torch.finfo(dtype).min)
+
+
 class SelfAttention(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, attn_implementation):
         super().__init__()
         h = cfg["hidden_size"]
         self.heads = cfg["num_attention_heads"]
@@ -140,13 +177,20 @@ class SelfAttention(nn.Module):
         self.key = nn.Linear(h, h)
         self.value = nn.Linear(h, h)
         self.dropout = nn.Dropout(cfg["attention_probs_dropout_prob"])
+        self.dropout_prob = cfg["attention_probs_dropout_prob"]
+        self.attn_implementation = attn_implementation
 
     def split(self, x):
         b, s, _ = x.shape
-        return x.reshape(b, s, self.heads, self.head_dim).transpose(1, 2)
+        return x.view(b, s, self.heads, self.head_dim).permute(0, 2, 1, 3)
 
     def forward(self, x, additive_mask):
         q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        if self.attn_implementation == "sdpa":
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=additive_mask,
+                dropout_p=self.dropout_prob if self.training else 0.0, is_causal=False)
+            return out.transpose(1, 2).reshape(x.shape[0], x.shape[1], self.heads * self.head_dim)
         scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)
         scores = scores + additive_mask
         probs = self.dropout(torch.softmax(scores, dim=-1))
@@ -168,10 +212,10 @@ class AddNorm(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, attn_implementation):
         super().__init__()
         # "self" is a Python keyword only as a parameter name; register it by name.
-        self.add_module("self", SelfAttention(cfg))
+        self.add_module("self", SelfAttention(cfg, attn_implementation))
         self.output = AddNorm(cfg, cfg["hidden_size"])
 
     def forward(self, x, additive_mask):
@@ -189,9 +233,9 @@ class Intermediate(nn.Module):
 
 
 class Layer(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, attn_implementation):
         super().__init__()
-        self.attention = Attention(cfg)
+        self.attention = Attention(cfg, attn_implementation)
         self.intermediate = Intermediate(cfg)
         self.output = AddNorm(cfg, cfg["intermediate_size"])
 
@@ -201,9 +245,10 @@ class Layer(nn.Module):
 
 
 class Encoder(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, attn_implementation):
         super().__init__()
-        self.layer = nn.ModuleList([Layer(cfg) for _ in range(cfg["num_hidden_layers"])])
+        self.layer = nn.ModuleList([Layer(cfg, attn_implementation)
+                                    for _ in range(cfg["num_hidden_layers"])])
 
     def forward(self, x, additive_mask):
         for layer in self.layer:
@@ -221,10 +266,11 @@ class Pooler(nn.Module):
 
 
 class Bert(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, attn_implementation):
         super().__init__()
+        self.attn_implementation = attn_implementation
         self.embeddings = Embeddings(cfg)
-        self.encoder = Encoder(cfg)
+        self.encoder = Encoder(cfg, attn_implementation)
         self.pooler = Pooler(cfg)
 
     def forward(self, input_ids, attention_mask, token_type_ids, position_ids):
@@ -236,17 +282,21 @@ class Bert(nn.Module):
         if position_ids is None:
             position_ids = torch.arange(s).unsqueeze(0)
         x = self.embeddings(input_ids, token_type_ids, position_ids)
-        m = attention_mask[:, None, None, :].to(x.dtype)
-        additive = (1.0 - m) * torch.finfo(x.dtype).min
+        if self.attn_implementation == "sdpa":
+            additive = sdpa_mask(attention_mask, x.dtype)
+        else:
+            m = attention_mask[:, None, None, :].to(x.dtype)
+            additive = (1.0 - m) * torch.finfo(x.dtype).min
         return self.pooler(self.encoder(x, additive))
 
 
 class Classifier(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, attn_implementation=None):
         super().__init__()
         self.cfg = cfg
         self.num_labels = len(cfg.get("id2label") or {0: 0, 1: 1})
-        self.bert = Bert(cfg)
+        self.attn_implementation = resolve_attn_implementation(cfg, attn_implementation)
+        self.bert = Bert(cfg, self.attn_implementation)
         p = cfg["classifier_dropout"]
         self.dropout = nn.Dropout(cfg["hidden_dropout_prob"] if p is None else p)
         self.classifier = nn.Linear(cfg["hidden_size"], self.num_labels)
