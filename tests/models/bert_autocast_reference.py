@@ -81,22 +81,12 @@ def check_scenario(sdir):
     inputs = dict(ref.read_safetensors(os.path.join(sdir, "inputs.safetensors")))
     loom = dict(ref.read_safetensors(os.path.join(sdir, "loom.safetensors")))
     hf = hf_step(load_model(sdir), inputs)
-    if set(hf) != set(loom):
-        fail(f"{name}: tensors differ: only loom {sorted(set(loom) - set(hf))}, "
-             f"only Python {sorted(set(hf) - set(loom))}")
-    # logits, loss, then the gradients in backward order (the reverse of the parameters').
-    keys = ["logits", "loss"] + [k for k in reversed(list(hf)) if k.startswith("grad/")]
-    differing = []
-    for key in keys:
-        a, b = loom[key], hf[key]
-        if a.dtype != b.dtype or a.shape != b.shape or not torch.equal(a, b):
-            diff = (a.double() - b.double()).abs().max().item() if a.shape == b.shape else "shape"
-            differing.append(f"{key} (dtype {a.dtype} vs {b.dtype}, max abs diff {diff})")
+    compared, differing = ref.step_differences(loom, hf)
     if differing:
-        fail(f"{name}: {len(differing)} of {len(keys)} tensors are not bitwise equal to HF's "
+        fail(f"{name}: {len(differing)} of {compared} tensors are not bitwise equal to HF's "
              "step under torch.autocast:\n  " + "\n  ".join(differing))
-    print(f"  {name}: logits, loss and {len(keys) - 2} gradients bitwise equal")
-    return len(keys)
+    print(f"  {name}: logits, loss and {compared - 2} gradients bitwise equal")
+    return compared
 
 
 def main():

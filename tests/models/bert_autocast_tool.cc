@@ -21,7 +21,6 @@
 // the model is still in train() mode, as in TrainingStep. One intra-op thread (as the Python
 // side) makes every reduction's order fixed.
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <iostream>
@@ -34,11 +33,11 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "checkpoint/safetensors.h"
-#include "logging/process_logging.h"
 #include "models/bert/pretrained.h"
 #include "precision/autocast.h"
 #include "precision/policy.h"
 #include "precision/training_precision.h"
+#include "tests/models/bert_tool_util.h"
 
 namespace loom::models::bert {
 namespace {
@@ -56,13 +55,7 @@ struct Scenario {
 };
 
 BertConfig Tiny(int64_t num_labels, const std::string& act) {
-  BertConfig c;
-  c.vocab_size = 50;
-  c.hidden_size = 32;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.intermediate_size = 37;
-  c.max_position_embeddings = 16;
+  BertConfig c = TinyBertConfig();
   c.hidden_act = act;
   c.hidden_dropout_prob = 0.0;           // no RNG in the forward (see the header)
   c.attention_probs_dropout_prob = 0.0;  // classifier_dropout null: hidden_dropout_prob
@@ -152,16 +145,7 @@ absl::Status WriteScenario(const Scenario& sc, const std::string& sdir, uint64_t
     return absl::InternalError(absl::StrCat(sc.name, ": outputs not fp32 after OutputToFp32"));
   }
   precision->ScaleLoss(loss).backward();  // outside autocast; no GradScaler with bf16
-  checkpoint::NamedTensors out = {{"logits", logits.detach()},
-                                  {"loss", loss.detach().reshape({1})}};
-  for (const auto& item : model->named_parameters()) {
-    if (!item.value().grad().defined()) {
-      return absl::InternalError(sc.name + ": no gradient for " + item.key());
-    }
-    out.emplace_back("grad/" + item.key(), item.value().grad().clone());
-  }
-
-  return checkpoint::SaveSafetensors(sdir + "/loom.safetensors", out);
+  return SaveStepTensors(*model, logits, loss, sdir + "/loom.safetensors", sc.name);
 }
 
 absl::Status Write(const std::string& dir) {
@@ -177,16 +161,6 @@ absl::Status Write(const std::string& dir) {
 }  // namespace loom::models::bert
 
 int main(int argc, char** argv) {
-  loom::logging::InitProcessLogging(argv[0]);
-  if (argc != 3 || std::string(argv[1]) != "write") {
-    std::cerr << "usage: bert_autocast_tool write DIR\n";
-    return 2;
-  }
-  at::set_num_threads(1);
-  absl::Status status = loom::models::bert::Write(argv[2]);
-  if (!status.ok()) {
-    std::cerr << "bert_autocast_tool write: " << status << "\n";
-    return 1;
-  }
-  return 0;
+  return loom::models::bert::RunWriteTool(argc, argv, "bert_autocast_tool",
+                                          &loom::models::bert::Write);
 }

@@ -27,6 +27,7 @@
 #include "checkpoint/safetensors.h"
 #include "logging/process_logging.h"
 #include "models/bert/pretrained.h"
+#include "tests/models/bert_tool_util.h"
 
 namespace loom::models::bert {
 namespace {
@@ -44,13 +45,7 @@ struct Scenario {
 };
 
 BertConfig Tiny(int64_t num_labels, const std::string& act) {
-  BertConfig c;
-  c.vocab_size = 50;
-  c.hidden_size = 32;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.intermediate_size = 37;
-  c.max_position_embeddings = 16;
+  BertConfig c = TinyBertConfig();
   c.hidden_act = act;
   c.set_num_labels(num_labels);
   return c;

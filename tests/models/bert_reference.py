@@ -352,6 +352,24 @@ def fail(message):
     sys.exit(1)
 
 
+def step_differences(loom, py):
+    """The step tensors ("logits", "loss", "grad/<key>") of `loom` that are not bitwise equal
+    to `py`'s: (number compared, list of descriptions). Gradients are compared in backward
+    order (the reverse of the parameters'), so the first listed is the first to diverge. The
+    two must hold the same keys."""
+    if set(py) != set(loom):
+        return 0, [f"tensors differ: only loom {sorted(set(loom) - set(py))}, "
+                   f"only Python {sorted(set(py) - set(loom))}"]
+    keys = ["logits", "loss"] + [k for k in reversed(list(py)) if k.startswith("grad/")]
+    differing = []
+    for key in keys:
+        a, b = loom[key], py[key]
+        if a.dtype != b.dtype or a.shape != b.shape or not torch.equal(a, b):
+            diff = (a.double() - b.double()).abs().max().item() if a.shape == b.shape else "shape"
+            differing.append(f"{key} (dtype {a.dtype} vs {b.dtype}, max abs diff {diff})")
+    return len(keys), differing
+
+
 def run_case(model, tensors):
     inputs = {k: v for k, v in tensors.items() if not k.startswith("expected_")}
     with torch.no_grad():

@@ -64,21 +64,12 @@ def check_scenario(sdir, implementation):
     name = os.path.basename(sdir)
     loom = dict(ref.read_safetensors(os.path.join(sdir, "loom.safetensors")))
     py = step(sdir, implementation)
-    if set(py) != set(loom):
-        fail(f"{name}: tensors differ: only loom {sorted(set(loom) - set(py))}, "
-             f"only Python {sorted(set(py) - set(loom))}")
-    keys = ["logits", "loss"] + [k for k in reversed(list(py)) if k.startswith("grad/")]
-    differing = []
-    for key in keys:
-        a, b = loom[key], py[key]
-        if a.dtype != b.dtype or a.shape != b.shape or not torch.equal(a, b):
-            diff = (a.double() - b.double()).abs().max().item() if a.shape == b.shape else "shape"
-            differing.append(f"{key} (dtype {a.dtype} vs {b.dtype}, max abs diff {diff})")
+    compared, differing = ref.step_differences(loom, py)
     if differing:
-        fail(f"{name} ({implementation}): {len(differing)} of {len(keys)} tensors are not "
+        fail(f"{name} ({implementation}): {len(differing)} of {compared} tensors are not "
              "bitwise equal:\n  " + "\n  ".join(differing))
-    print(f"  {name}: logits, loss and {len(keys) - 2} gradients bitwise equal")
-    return len(keys)
+    print(f"  {name}: logits, loss and {compared - 2} gradients bitwise equal")
+    return compared
 
 
 def main():

@@ -21,7 +21,6 @@
 // give SDPA no mask), each in train() mode with every dropout 0 (no RNG, dropout_p 0); and a
 // padded batch in eval() mode with the default dropouts 0.1 (dropout_p must be 0 in eval).
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <iostream>
@@ -35,8 +34,8 @@
 #include "base/status_macros.h"
 #include "base/torch_compat.h"
 #include "checkpoint/safetensors.h"
-#include "logging/process_logging.h"
 #include "models/bert/pretrained.h"
+#include "tests/models/bert_tool_util.h"
 
 namespace loom::models::bert {
 namespace {
@@ -51,13 +50,7 @@ struct Scenario {
 };
 
 BertConfig Tiny(const Scenario& sc, AttnImplementation implementation) {
-  BertConfig c;
-  c.vocab_size = 50;
-  c.hidden_size = 32;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.intermediate_size = 37;
-  c.max_position_embeddings = 16;
+  BertConfig c = TinyBertConfig();
   c.initializer_range = 0.2;  // larger weights than 0.02: more visible differences
   if (sc.train) {
     c.hidden_dropout_prob = 0.0;  // classifier_dropout null: hidden_dropout_prob
@@ -107,15 +100,8 @@ absl::Status WriteScenario(const Scenario& sc, AttnImplementation implementation
   model->zero_grad();
   ASSIGN_OR_RETURN(modeling::ModelOutput out, model->TryForward(inputs), sc.name);
   out.loss.backward();
-  checkpoint::NamedTensors tensors = {{"logits", out.Get("logits").detach()},
-                                      {"loss", out.loss.detach().reshape({1})}};
-  for (const auto& item : model->named_parameters()) {
-    if (!item.value().grad().defined()) {
-      return absl::InternalError(sc.name + ": no gradient for " + item.key());
-    }
-    tensors.emplace_back("grad/" + item.key(), item.value().grad().clone());
-  }
-  return checkpoint::SaveSafetensors(sdir + "/loom.safetensors", tensors);
+  return SaveStepTensors(*model, out.Get("logits"), out.loss, sdir + "/loom.safetensors",
+                         sc.name);
 }
 
 // On LibTorch < 2.1.1 the explicit request must be refused with the documented error.
@@ -159,16 +145,6 @@ absl::Status Write(const std::string& dir) {
 }  // namespace loom::models::bert
 
 int main(int argc, char** argv) {
-  loom::logging::InitProcessLogging(argv[0]);
-  if (argc != 3 || std::string(argv[1]) != "write") {
-    std::cerr << "usage: bert_sdpa_tool write DIR\n";
-    return 2;
-  }
-  at::set_num_threads(1);
-  absl::Status status = loom::models::bert::Write(argv[2]);
-  if (!status.ok()) {
-    std::cerr << "bert_sdpa_tool write: " << status << "\n";
-    return 1;
-  }
-  return 0;
+  return loom::models::bert::RunWriteTool(argc, argv, "bert_sdpa_tool",
+                                          &loom::models::bert::Write);
 }
