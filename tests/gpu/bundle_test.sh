@@ -3,7 +3,8 @@
 # binaries of this build into a bundle with gpu/collect_bundle.sh, then runs them as the GPU
 # machine would, in a stripped environment (`env -i`, PATH=/usr/bin:/bin) whose libraries are
 # the bundle's, the wheel's torch/lib (LOOM_TORCH_LIB: this machine has no python3 with torch
-# 2.11), the CPU stand-ins for the NVIDIA libraries missing here and the CUDA 13 toolkit:
+# 2.11), the CPU stand-ins for the NVIDIA libraries missing here (beside torch/ in the venv's
+# nvidia/*/lib, where the GPU machine's torch has the real ones) and the CUDA 13 toolkit:
 #   - ldd resolves every library of every binary from those folders or from glibc /
 #     libstdc++ / libgcc_s (never from Debian's other libraries)
 #   - run_glue's demo trains on the CPU (exit 0, finite loss, HF's output files), directly and
@@ -23,19 +24,21 @@ fail() {
   exit 1
 }
 
-# shellcheck disable=SC1091  # LOOM_TORCH_PYTHON_LD_LIBRARY_PATH: the stand-ins and CUDA's lib
-source external/libtorch/python.sh
 cuda_lib=/usr/local/cuda/lib64
-stand_ins=${LOOM_TORCH_PYTHON_LD_LIBRARY_PATH%%:*}
-[[ -d $stand_ins ]] || fail "no CPU stand-in folder ($LOOM_TORCH_PYTHON_LD_LIBRARY_PATH): ./bazelw makes it"
 [[ -f $torch_lib/libc10.so ]] || fail "$torch_lib is not the torch wheel's lib folder"
+stand_ins=()
+for d in "$torch_lib"/../../nvidia/*/lib; do
+  [[ -d $d ]] && stand_ins+=("$(cd "$d" && pwd -P)")
+done
+((${#stand_ins[@]} == 3)) ||
+  fail "expected the 3 CPU stand-in folders beside torch/ (nvidia/*/lib), found: ${stand_ins[*]:-none}; ./bazelw makes them"
 
 bundle=$TEST_TMPDIR/bundle
 work=$TEST_TMPDIR/work
 mkdir -p "$work"
 
 echo "=== collect"
-LD_LIBRARY_PATH=$stand_ins:$cuda_lib LOOM_TORCH_LIB=$torch_lib LOOM_BUNDLE_COMMIT=test \
+LD_LIBRARY_PATH=$cuda_lib LOOM_TORCH_LIB=$torch_lib LOOM_BUNDLE_COMMIT=test \
   "$collect" "$bundle" "${binaries[@]}" || fail "collect_bundle.sh failed"
 cat "$bundle/MANIFEST.txt"
 for b in run_glue launch gpu_order; do
@@ -45,15 +48,18 @@ done
 grep -q '^torch: 2\.11\.0' "$bundle/MANIFEST.txt" || fail "MANIFEST.txt does not name torch 2.11.0"
 
 # The stripped environment every run below uses.
-stripped=(env -i PATH=/usr/bin:/bin "LOOM_TORCH_LIB=$torch_lib" "LD_LIBRARY_PATH=$stand_ins:$cuda_lib")
+stripped=(env -i PATH=/usr/bin:/bin "LOOM_TORCH_LIB=$torch_lib" "LD_LIBRARY_PATH=$cuda_lib")
 
 echo "=== ldd"
 ld_path=$("${stripped[@]}" "$bundle/run.sh" --print-ld-library-path) || fail "run.sh --print-ld-library-path failed"
 echo "LD_LIBRARY_PATH=$ld_path"
-allowed_dirs=("$bundle/lib" "$bundle/lib/fallback" "$torch_lib" "$stand_ins" "$cuda_lib")
-allowed() { # allowed SONAME PATH
+allowed_dirs=()
+for d in "$bundle/lib" "$bundle/lib/fallback" "$torch_lib" "${stand_ins[@]}" "$cuda_lib"; do
+  [[ -d $d ]] && allowed_dirs+=("$(cd "$d" && pwd -P)")
+done
+allowed() { # allowed SONAME PATH (compared as physical folders: the wheel's RPATH has $ORIGIN/..)
   local dir
-  dir=$(dirname "$2")
+  dir=$(cd "$(dirname "$2")" && pwd -P)
   for d in "${allowed_dirs[@]}"; do
     [[ $dir == "$d" ]] && return 0
   done

@@ -63,7 +63,9 @@ def _wheel_libtorch(ctx, flavor):
     for d in _WHEEL_INCLUDE_DIRS:
         ctx.symlink(torch_root + "/include/" + d, "include/" + d)
     libdir = torch_root + "/lib"
-    stubs = venv + "/cpu-stub-libs"
+    # The CPU stand-ins for cuFile, cuSPARSELt and NVSHMEM (third_party/torch/cpu_stub_libs.sh),
+    # where the wheel's DT_RPATH finds them at run time.
+    stand_ins = ["%s/../nvidia/%s/lib" % (torch_root, d) for d in ["cu13", "cusparselt", "nvshmem"]]
     search = ["-L" + libdir, "-Wl,-rpath," + libdir, "-Wl,-rpath," + cuda_lib]
     includes = ["include", "include/torch/csrc/api/include"]
     if flavor == "cuda":
@@ -71,7 +73,10 @@ def _wheel_libtorch(ctx, flavor):
         ctx.symlink(cuda_home + "/include", "cuda_include")
         includes.append("cuda_include")
         libs = ["-ltorch", "-ltorch_cuda", "-ltorch_cpu", "-lc10_cuda", "-lc10"]
-        extra = ["-L" + cuda_lib, "-lcudart", "-Wl,-rpath-link," + cuda_lib, "-Wl,-rpath-link," + stubs]
+        extra = ["-L" + cuda_lib, "-lcudart", "-Wl,-rpath-link," + cuda_lib] + [
+            "-Wl,-rpath-link," + d
+            for d in stand_ins
+        ]
     else:
         libs = ["-ltorch_cpu", "-lc10"]
         extra = ["-Wl,-rpath-link," + cuda_lib]
@@ -82,7 +87,7 @@ def _wheel_libtorch(ctx, flavor):
         has_cuda = flavor == "cuda",
         root = torch_root,
         python = venv + "/bin/python",
-        python_ld_library_path = stubs + ":" + cuda_lib,
+        python_ld_library_path = cuda_lib,
         # The wheel's c10 is built without glog, so its headers would define LOG / CHECK of
         # their own and, depending on include order, take loom's LOG(INFO) lines away from
         # glog. C10_USE_GLOG makes them use glog (Debian's), as Debian's 1.13 does; c10's
