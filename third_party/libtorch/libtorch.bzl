@@ -72,7 +72,9 @@ def _wheel_libtorch(ctx, flavor):
         # c10/cuda's headers include the CUDA runtime's.
         ctx.symlink(cuda_home + "/include", "cuda_include")
         includes.append("cuda_include")
-        libs = ["-ltorch", "-ltorch_cuda", "-ltorch_cpu", "-lc10_cuda", "-lc10"]
+        # Not libtorch.so: in the wheel it only ties torch_cpu and torch_cuda together, and
+        # exports a copy of libstdc++'s std::filesystem (see below) whose remove_all crashes.
+        libs = ["-ltorch_cuda", "-ltorch_cpu", "-lc10_cuda", "-lc10"]
         extra = ["-L" + cuda_lib, "-lcudart", "-Wl,-rpath-link," + cuda_lib] + [
             "-Wl,-rpath-link," + d
             for d in stand_ins
@@ -83,7 +85,11 @@ def _wheel_libtorch(ctx, flavor):
     return struct(
         includes = includes,
         hdrs = 'glob(["include/**", "cuda_include/**"])',
-        linkopts = search + _always_linked(libs) + extra + ["-pthread"],
+        # The wheel's libraries export their statically linked copy of libstdc++'s
+        # std::filesystem. libstdc++.so.6 goes first among the executable's libraries so that
+        # every std:: symbol binds to the system's own (the one the rest of loom is compiled
+        # against) rather than to whichever torch library the loader meets first.
+        linkopts = _always_linked(["-lstdc++"]) + search + _always_linked(libs) + extra + ["-pthread"],
         has_cuda = flavor == "cuda",
         root = torch_root,
         python = venv + "/bin/python",
@@ -138,7 +144,9 @@ def _linkopts(libdir, has_cuda):
     libs = ["-ltorch", "-ltorch_cpu", "-lc10"]
     if has_cuda:
         libs = ["-ltorch", "-ltorch_cuda", "-ltorch_cpu", "-lc10_cuda", "-lc10"]
-    return ["-L" + libdir, "-Wl,-rpath," + libdir] + _always_linked(libs) + ["-pthread"]
+    # libstdc++ first, as for the wheel (_wheel_libtorch): a LibTorch folder's libraries may
+    # export their own copy of std::filesystem.
+    return _always_linked(["-lstdc++"]) + ["-L" + libdir, "-Wl,-rpath," + libdir] + _always_linked(libs) + ["-pthread"]
 
 def _always_linked(libs):
     # LibTorch registers its operators from static initializers, so its libraries must stay
