@@ -147,6 +147,7 @@ absl::StatusOr<std::unique_ptr<LrScheduler>> Plateau(const Kwargs& kw,
   if (kw.Has("min_lr")) {
     const json& v = object.at("min_lr");
     if (v.is_array()) {
+      o.default_min_lr.reset();
       for (const json& item : v) {
         if (!item.is_number())
           return kw.Error("min_lr", "must be a number or a list of numbers", v);
@@ -155,6 +156,7 @@ absl::StatusOr<std::unique_ptr<LrScheduler>> Plateau(const Kwargs& kw,
     } else {
       ASSIGN_OR_RETURN(const double min_lr, kw.Number("min_lr", 0.0));
       o.min_lrs.assign(optimizer->param_groups().size(), min_lr);
+      o.default_min_lr = min_lr;
     }
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ReduceLrOnPlateau> scheduler,

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "base/torch_compat.h"
 
 namespace loom::optim {
 namespace {
@@ -31,6 +33,12 @@ c10::IValue DoubleList(const std::vector<double>& values) {
 }
 
 // Reads typed entries of a scheduler state dict; errors name the key.
+// The scheduler state_dict() layout written: torch 2.11's (no "verbose"; LambdaLR's
+// "_is_initial"; ReduceLROnPlateau's "default_min_lr" and its own key order) when building
+// against LibTorch >= 2.11, else torch 1.13's — the Python torch of the same LibTorch, which is
+// what torch.load users of this build have. Both layouts are read.
+constexpr bool kTorch211StateLayout = LOOM_TORCH_AT_LEAST(2, 11);
+
 class StateReader {
  public:
   static absl::StatusOr<StateReader> Of(const c10::IValue& state, absl::string_view kind) {
@@ -42,6 +50,7 @@ class StateReader {
   }
 
   bool Has(const std::string& key) const { return dict_.contains(c10::IValue(key)); }
+  bool IsNone(const std::string& key) const { return Has(key) && dict_.at(c10::IValue(key)).isNone(); }
 
   absl::StatusOr<c10::IValue> Get(const std::string& key) const {
     if (!Has(key)) return Error(key, "is missing");
@@ -150,8 +159,10 @@ c10::IValue LambdaLrScheduler::StateDict() const {
   c10::impl::GenericDict dict = NewDict();
   dict.insert("base_lrs", DoubleList(base_lrs_));
   dict.insert("last_epoch", last_epoch_);
-  dict.insert("verbose", false);
+  if (!kTorch211StateLayout) dict.insert("verbose", false);
   dict.insert("_step_count", step_count_);
+  // False after the constructor's initial step, which every loom scheduler has taken.
+  if (kTorch211StateLayout) dict.insert("_is_initial", false);
   dict.insert("_get_lr_called_within_step", false);
   dict.insert("_last_lr", DoubleList(last_lr_));
   c10::impl::GenericList lambdas(c10::AnyType::get());
@@ -245,6 +256,34 @@ void ReduceLrOnPlateau::StepOnMetric(double metric) {
 }
 
 c10::IValue ReduceLrOnPlateau::StateDict() const {
+  return kTorch211StateLayout ? StateDict211() : StateDict113();
+}
+
+// torch 2.11 ReduceLROnPlateau.state_dict(): no verbose, default_min_lr, and _last_lr from the
+// constructor on (the groups' lrs before any step).
+c10::IValue ReduceLrOnPlateau::StateDict211() const {
+  c10::impl::GenericDict dict = NewDict();
+  dict.insert("factor", options_.factor);
+  dict.insert("default_min_lr",
+              options_.default_min_lr ? c10::IValue(*options_.default_min_lr) : c10::IValue());
+  dict.insert("min_lrs", DoubleList(options_.min_lrs));
+  dict.insert("patience", options_.patience);
+  dict.insert("cooldown", options_.cooldown);
+  dict.insert("eps", options_.eps);
+  dict.insert("last_epoch", last_epoch_);
+  dict.insert("_last_lr", DoubleList(stepped_ ? last_lr_ : GroupLrs(*optimizer_)));
+  dict.insert("mode_worse", ModeWorse());
+  dict.insert("mode", options_.mode);
+  dict.insert("threshold", options_.threshold);
+  dict.insert("threshold_mode", options_.threshold_mode);
+  dict.insert("best", best_);
+  dict.insert("cooldown_counter", cooldown_counter_);
+  dict.insert("num_bad_epochs", num_bad_epochs_);
+  return dict;
+}
+
+// torch 1.13 ReduceLROnPlateau.state_dict(): _last_lr only after the first step.
+c10::IValue ReduceLrOnPlateau::StateDict113() const {
   c10::impl::GenericDict dict = NewDict();
   dict.insert("factor", options_.factor);
   dict.insert("min_lrs", DoubleList(options_.min_lrs));
@@ -271,7 +310,18 @@ absl::Status ReduceLrOnPlateau::LoadStateDict(const c10::IValue& state) {
   ASSIGN_OR_RETURN(o.factor, r.Double("factor"));
   ASSIGN_OR_RETURN(o.min_lrs, r.Doubles("min_lrs", groups));
   ASSIGN_OR_RETURN(o.patience, r.Int("patience"));
-  ASSIGN_OR_RETURN(o.verbose, r.Bool("verbose"));
+  if (r.Has("verbose")) {  // torch < 2.x layouts; later ones dropped it
+    ASSIGN_OR_RETURN(o.verbose, r.Bool("verbose"));
+  }
+  o.default_min_lr = std::nullopt;
+  if (r.Has("default_min_lr")) {
+    if (!r.IsNone("default_min_lr")) {
+      ASSIGN_OR_RETURN(o.default_min_lr, r.Double("default_min_lr"));
+    }
+  } else if (std::adjacent_find(o.min_lrs.begin(), o.min_lrs.end(),
+                                std::not_equal_to<double>()) == o.min_lrs.end()) {
+    o.default_min_lr = o.min_lrs.empty() ? 0.0 : o.min_lrs.front();  // 1.13 file: as given
+  }
   ASSIGN_OR_RETURN(o.cooldown, r.Int("cooldown"));
   ASSIGN_OR_RETURN(o.mode, r.String("mode"));
   ASSIGN_OR_RETURN(o.threshold, r.Double("threshold"));

@@ -59,6 +59,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,9 @@ struct PlateauOptions {
   std::string threshold_mode = "rel";  // "rel" or "abs"
   int64_t cooldown = 0;
   std::vector<double> min_lrs;  // one per group; empty = 0 for every group
+  // The scalar min_lr it was given (torch >= 2.x keeps it as default_min_lr; None, here
+  // nullopt, when min_lr was a list).
+  std::optional<double> default_min_lr = 0.0;
   double eps = 1e-8;
   bool verbose = false;  // kept for the state dict; loom does not print
 };
@@ -154,6 +158,8 @@ class ReduceLrOnPlateau : public LrScheduler {
   ReduceLrOnPlateau(torch::optim::Optimizer* optimizer, PlateauOptions options);
   bool IsBetter(double a, double best) const;
   double ModeWorse() const;
+  c10::IValue StateDict211() const;
+  c10::IValue StateDict113() const;
 
   torch::optim::Optimizer* optimizer_;
   PlateauOptions options_;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/status_matchers.h"
+#include "base/torch_compat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "optim/lr_lambdas.h"
@@ -236,13 +237,20 @@ TEST(StateDictTest, LambdaLrHasTorchKeysAndValues) {
   ASSERT_OK_AND_ASSIGN(auto scheduler, CreateScheduler(Args("linear"), optimizer.get(), 10));
   scheduler->Step();
   const c10::IValue state = scheduler->StateDict();
-  EXPECT_THAT(Keys(state), ElementsAre("base_lrs", "last_epoch", "verbose", "_step_count",
-                                       "_get_lr_called_within_step", "_last_lr", "lr_lambdas"));
+  if (LOOM_TORCH_AT_LEAST(2, 11)) {  // torch 2.11's LRScheduler.state_dict()
+    EXPECT_THAT(Keys(state),
+                ElementsAre("base_lrs", "last_epoch", "_step_count", "_is_initial",
+                            "_get_lr_called_within_step", "_last_lr", "lr_lambdas"));
+    EXPECT_FALSE(Entry(state, "_is_initial").toBool());
+  } else {  // torch 1.13's
+    EXPECT_THAT(Keys(state), ElementsAre("base_lrs", "last_epoch", "verbose", "_step_count",
+                                         "_get_lr_called_within_step", "_last_lr", "lr_lambdas"));
+    EXPECT_FALSE(Entry(state, "verbose").toBool());
+  }
   EXPECT_EQ(Entry(state, "base_lrs").toDoubleVector(), std::vector<double>({0.1, 0.2}));
   EXPECT_EQ(Entry(state, "last_epoch").toInt(), 1);
   EXPECT_EQ(Entry(state, "_step_count").toInt(), 2);
   EXPECT_EQ(Entry(state, "_last_lr").toDoubleVector(), GroupLrs(*optimizer));
-  EXPECT_FALSE(Entry(state, "verbose").toBool());
   // functools.partial lambdas are saved as {}, the plain function of "constant" as None.
   const auto lambdas = Entry(state, "lr_lambdas").toListRef();
   ASSERT_EQ(lambdas.size(), 2u);
@@ -275,15 +283,25 @@ TEST(StateDictTest, ReduceLrOnPlateauRoundTrip) {
   ASSERT_OK_AND_ASSIGN(auto scheduler,
                        CreateScheduler(Args("reduce_lr_on_plateau", kwargs), optimizer.get(), 10));
   c10::IValue state = scheduler->StateDict();
-  EXPECT_THAT(Keys(state),
-              ElementsAre("factor", "min_lrs", "patience", "verbose", "cooldown",
-                          "cooldown_counter", "mode", "threshold", "threshold_mode", "best",
-                          "num_bad_epochs", "mode_worse", "eps", "last_epoch"));
+  if (LOOM_TORCH_AT_LEAST(2, 11)) {  // torch 2.11's ReduceLROnPlateau.state_dict()
+    EXPECT_THAT(Keys(state),
+                ElementsAre("factor", "default_min_lr", "min_lrs", "patience", "cooldown", "eps",
+                            "last_epoch", "_last_lr", "mode_worse", "mode", "threshold",
+                            "threshold_mode", "best", "cooldown_counter", "num_bad_epochs"));
+    EXPECT_EQ(Entry(state, "default_min_lr").toDouble(), 0.01);
+  } else {  // torch 1.13's: _last_lr only after a step
+    EXPECT_THAT(Keys(state),
+                ElementsAre("factor", "min_lrs", "patience", "verbose", "cooldown",
+                            "cooldown_counter", "mode", "threshold", "threshold_mode", "best",
+                            "num_bad_epochs", "mode_worse", "eps", "last_epoch"));
+  }
   EXPECT_EQ(Entry(state, "best").toDouble(), -std::numeric_limits<double>::infinity());
   scheduler->StepOnMetric(0.5);
   scheduler->StepOnMetric(0.4);  // worse in max mode: reduce, start the cooldown
   state = scheduler->StateDict();
-  EXPECT_EQ(Keys(state).back(), "_last_lr");
+  if (!LOOM_TORCH_AT_LEAST(2, 11)) {
+    EXPECT_EQ(Keys(state).back(), "_last_lr");
+  }
   EXPECT_EQ(Entry(state, "best").toDouble(), 0.5);
   EXPECT_EQ(Entry(state, "cooldown_counter").toInt(), 2);
   EXPECT_EQ(Entry(state, "mode").toStringRef(), "max");
@@ -296,6 +314,32 @@ TEST(StateDictTest, ReduceLrOnPlateauRoundTrip) {
   restored << other->StateDict();
   original << state;
   EXPECT_EQ(restored.str(), original.str());
+}
+
+// A file of the other torch layout loads too: torch 2.11's ReduceLROnPlateau state (no
+// "verbose", "default_min_lr" None for a list of min_lrs) and torch 1.13's (no
+// "default_min_lr": a min_lrs list of one value is that scalar).
+TEST(StateDictTest, ReduceLrOnPlateauLoadsBothTorchLayouts) {
+  auto optimizer = TwoGroupSgd();
+  ASSERT_OK_AND_ASSIGN(auto scheduler,
+                       CreateScheduler(Args("reduce_lr_on_plateau"), optimizer.get(), 10));
+  c10::impl::GenericDict state = scheduler->StateDict().toGenericDict();
+  (void)state.erase("verbose");  // absent in torch 2.11 layouts already
+  state.insert_or_assign("default_min_lr", c10::IValue());
+  c10::impl::GenericList min_lrs(c10::FloatType::get());
+  min_lrs.push_back(0.01);
+  min_lrs.push_back(0.02);
+  state.insert_or_assign("min_lrs", min_lrs);
+  ASSERT_OK(scheduler->LoadStateDict(state));
+  auto* plateau = dynamic_cast<ReduceLrOnPlateau*>(scheduler.get());
+  ASSERT_NE(plateau, nullptr);
+  EXPECT_FALSE(plateau->options().default_min_lr.has_value());
+  EXPECT_EQ(plateau->options().min_lrs, std::vector<double>({0.01, 0.02}));
+
+  ASSERT_EQ(state.erase("default_min_lr"), 1u);
+  min_lrs.set(1, 0.01);
+  ASSERT_OK(scheduler->LoadStateDict(state));
+  EXPECT_EQ(plateau->options().default_min_lr, 0.01);
 }
 
 TEST(StateDictTest, LoadRejectsMalformedState) {

@@ -1,5 +1,5 @@
 """Python half of scheduler_state_interop_test: scheduler.pt written by loom must be what
-torch 1.13's scheduler.state_dict() holds, load into a Python scheduler and continue its
+scheduler.state_dict() holds in the Python torch of the same LibTorch (1.13 or 2.11), load into a Python scheduler and continue its
 schedule; Python's own state_dict() must load into loom (checked by the C++ tool).
 
     check_scheduler_state.py cases DIR    writes DIR/cases.json (the recipes the tool follows)
