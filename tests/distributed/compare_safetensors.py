@@ -33,15 +33,19 @@ def main():
     if sorted(a) != sorted(b):
         print("different tensor names:", sorted(a), sorted(b))
         return 1
-    worst = 0.0
+    worst, where = 0.0, ""
     for name in a:
         if a[name].shape != b[name].shape or a[name].dtype != b[name].dtype:
             print("different shape/dtype for", name)
             return 1
-        diff = float(np.max(np.abs(a[name].astype(np.float64) - b[name].astype(np.float64)))) \
-            if a[name].size else 0.0
-        worst = max(worst, diff)
-    print(f"max abs difference {worst:.3g} over {len(a)} tensors (tolerance {tol:g})")
+        if not a[name].size:
+            continue
+        diffs = np.abs(a[name].astype(np.float64) - b[name].astype(np.float64))
+        i = np.unravel_index(int(np.argmax(diffs)), diffs.shape)
+        if diffs[i] > worst:
+            worst = float(diffs[i])
+            where = f" at {name}{list(i)}: {a[name][i]!r} vs {b[name][i]!r}"
+    print(f"max abs difference {worst:.3g} over {len(a)} tensors (tolerance {tol:g}){where}")
     return 0 if worst <= tol else 1
 
 
