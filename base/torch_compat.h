@@ -17,6 +17,8 @@
 //                       callers check kHasScaledDotProductAttention first and refuse with a
 //                       Status.
 //   kLibTorchVersion    "major.minor.patch" of the LibTorch this build links, for messages.
+//   C10dBackend         (c10d_compat.h, for code over c10d) the class a c10d communication
+//                       backend derives from: c10d::ProcessGroup in 1.x, c10d::Backend in 2.x.
 //
 // Example:
 //   class CountingAllocator : public loom::base::AllocatorBase {

@@ -30,7 +30,6 @@
 #define LOOM_DISTRIBUTED_PROCESS_GROUP_H_
 
 #include <c10/core/Device.h>
-#include <torch/version.h>
 
 #include <functional>
 #include <string>
@@ -40,23 +39,13 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "args/training_args.pb.h"
+#include "base/c10d_compat.h"
 #include "distributed/distributed_env.h"
-
-#if TORCH_VERSION_MAJOR >= 2
-#include <torch/csrc/distributed/c10d/Backend.hpp>
-#else
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#endif
 
 namespace loom::distributed {
 
-// The c10d class the backends derive from: ProcessGroup in LibTorch 1.x, Backend in 2.x. Both
-// have the same allreduce / broadcast / allgather / barrier methods.
-#if TORCH_VERSION_MAJOR >= 2
-using C10dBackend = ::c10d::Backend;
-#else
-using C10dBackend = ::c10d::ProcessGroup;
-#endif
+// The c10d class the backends derive from (base/c10d_compat.h).
+using C10dBackend = ::loom::base::C10dBackend;
 
 struct ProcessGroupOptions {
   std::string backend = "gloo";                  // ddp_backend; "" means gloo
