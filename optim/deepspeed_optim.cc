@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "optim/fused_cpu_optim.h"
+#include "optim/torch_adamw.h"
 
 namespace loom::optim {
 namespace {
@@ -205,7 +206,7 @@ absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> CreateDeepSpeedOptimize
         return std::unique_ptr<torch::optim::Optimizer>(std::move(opt));
       }
       return std::unique_ptr<torch::optim::Optimizer>(
-          std::make_unique<torch::optim::AdamW>(trainable, options));
+          std::make_unique<TorchAdamW>(trainable, options));
     }
     auto options = torch::optim::AdamOptions(lr)
                        .betas(std::make_tuple(betas[0], betas[1]))

@@ -22,6 +22,7 @@
 #include "base/torch_status.h"
 #include "optim/adafactor.h"
 #include "optim/fused_cpu_optim.h"
+#include "optim/torch_adamw.h"
 #include "optim/hf_adamw.h"
 #include "optim/param_groups.h"
 
@@ -81,7 +82,7 @@ absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> Build(const args::Train
       // torch's fused AdamW: one vectorised pass per parameter (fused_cpu_optim.h).
       return std::make_unique<FusedCpuAdamW>(MakeGroups(model, wd, defaults), defaults);
     }
-    return std::make_unique<torch::optim::AdamW>(MakeGroups(model, wd, defaults), defaults);
+    return std::make_unique<TorchAdamW>(MakeGroups(model, wd, defaults), defaults);
   }
   if (name == "adamw_hf") {
     RETURN_IF_ERROR(CheckAdamKwargs(a));

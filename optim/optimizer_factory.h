@@ -7,7 +7,8 @@
 // (HfParamGroups: decay group with args.weight_decay, then the no-decay group with 0.0;
 // requires_grad=false parameters left out) and the optimizer HF would construct with
 // lr = args.learning_rate as the default (optimizer.defaults().get_lr()):
-//   adamw_torch        torch::optim::AdamW(betas=(adam_beta1, adam_beta2), eps=adam_epsilon)
+//   adamw_torch        TorchAdamW (torch.optim.AdamW's arithmetic; betas=(adam_beta1, adam_beta2),
+//                      eps=adam_epsilon)
 //   adamw_torch_fused  loom::optim::FusedCpuAdamW (fused_cpu_optim.h; see deviations)
 //   adamw_hf           loom::optim::HfAdamW (transformers.AdamW) with the same kwargs
 //   adafactor          loom::optim::Adafactor(scale_parameter=false, relative_step=false)

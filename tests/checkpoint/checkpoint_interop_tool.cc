@@ -42,6 +42,7 @@
 #include "logging/process_logging.h"
 #include "optim/lr_lambdas.h"
 #include "optim/lr_scheduler.h"
+#include "optim/torch_adamw.h"
 
 namespace loom::checkpoint::testing {
 namespace {
@@ -93,7 +94,7 @@ void SetGrads(Tiny& model, int t) {
 // Model, AdamW over HF's decay / no-decay groups, and the linear warmup schedule.
 struct Run {
   Tiny model;
-  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<optim::TorchAdamW> optimizer;
   std::unique_ptr<optim::LambdaLrScheduler> scheduler;
 
   Run() {
@@ -107,7 +108,7 @@ struct Run {
                         std::make_unique<torch::optim::AdamWOptions>(
                             torch::optim::AdamWOptions(1e-2).weight_decay(0.0)));
     optimizer =
-        std::make_unique<torch::optim::AdamW>(std::move(groups), torch::optim::AdamWOptions(1e-2));
+        std::make_unique<optim::TorchAdamW>(std::move(groups), torch::optim::AdamWOptions(1e-2));
     scheduler = std::make_unique<optim::LambdaLrScheduler>(
         optimizer.get(), [](int64_t s) { return optim::LinearLambda(s, 2, 10); });
   }
