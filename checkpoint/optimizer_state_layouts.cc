@@ -1,6 +1,8 @@
 // The Python state-dict layout of each optimizer optimizer_state.h supports, one table each:
-// param_group keys in the order torch 1.13 (transformers 4.38 for its own optimizers) writes
-// them, then per-parameter state keys in the same order. The fused CPU optimizers
+// param_group keys in the order the Python torch of this build's LibTorch writes them (torch
+// 1.13, or torch 2.11 on LibTorch >= 2.11, which adds differentiable / fused /
+// decoupled_weight_decay keys and RMSprop's tensor step; transformers 4.38 for its own
+// optimizers), then per-parameter state keys in the same order. The fused CPU optimizers
 // (fused_cpu_optim.h) share their torch optimizer's options and state, so its layout.
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
@@ -8,6 +10,7 @@
 #include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
 
+#include "base/torch_compat.h"
 #include "checkpoint/optimizer_state_codec.h"
 #include "optim/adafactor.h"
 #include "optim/hf_adamw.h"
@@ -22,6 +25,15 @@ namespace {
 #define STATE(name, entry) Tensor<S>(#name, entry, [](auto& s) -> auto& { return s.name(); })
 // clang-format on
 
+// Python's layout is torch 2.11's (else torch 1.13's).
+constexpr bool kTorch211 = LOOM_TORCH_AT_LEAST(2, 11);
+
+// `keys`, then `torch211_keys` when the layout is torch 2.11's.
+std::vector<GroupKey> Keys(std::vector<GroupKey> keys, std::vector<GroupKey> torch211_keys) {
+  if (kTorch211) keys.insert(keys.end(), torch211_keys.begin(), torch211_keys.end());
+  return keys;
+}
+
 // Adam and AdamW keep the same state.
 template <typename S>
 std::vector<StateKey> AdamState() {
@@ -32,6 +44,15 @@ std::vector<StateKey> AdamState() {
 OptimizerLayout AdamW() {
   using O = torch::optim::AdamWOptions;
   using S = torch::optim::AdamWParamState;
+  if (kTorch211) {
+    return Layout<O, S>(
+        "AdamW",
+        {OPTION(lr), OPTION(betas), OPTION(eps), OPTION(weight_decay), OPTION(amsgrad),
+         Fixed("maximize", false), Fixed("foreach", IValue()), Fixed("capturable", false),
+         Fixed("differentiable", false), Fixed("fused", IValue()),
+         Fixed("decoupled_weight_decay", true)},
+        AdamState<S>());
+  }
   return Layout<O, S>(
       "AdamW",
       {OPTION(lr), OPTION(betas), OPTION(eps), OPTION(weight_decay), OPTION(amsgrad),
@@ -44,9 +65,11 @@ OptimizerLayout Adam() {
   using S = torch::optim::AdamParamState;
   return Layout<O, S>(
       "Adam",
-      {OPTION(lr), OPTION(betas), OPTION(eps), OPTION(weight_decay), OPTION(amsgrad),
-       Fixed("maximize", false), Fixed("foreach", IValue()), Fixed("capturable", false),
-       Fixed("differentiable", false), Fixed("fused", false)},
+      Keys({OPTION(lr), OPTION(betas), OPTION(eps), OPTION(weight_decay), OPTION(amsgrad),
+            Fixed("maximize", false), Fixed("foreach", IValue()), Fixed("capturable", false),
+            Fixed("differentiable", false),
+            kTorch211 ? Fixed("fused", IValue()) : Fixed("fused", false)},
+           {Fixed("decoupled_weight_decay", false)}),
       AdamState<S>());
 }
 
@@ -55,8 +78,10 @@ OptimizerLayout Sgd() {
   using S = torch::optim::SGDParamState;
   return Layout<O, S>(
       "SGD",
-      {OPTION(lr), OPTION(momentum), OPTION(dampening), OPTION(weight_decay), OPTION(nesterov),
-       Fixed("maximize", false), Fixed("foreach", IValue()), Fixed("differentiable", false)},
+      Keys({OPTION(lr), OPTION(momentum), OPTION(dampening), OPTION(weight_decay),
+            OPTION(nesterov), Fixed("maximize", false), Fixed("foreach", IValue()),
+            Fixed("differentiable", false)},
+           {Fixed("fused", IValue())}),
       {STATE(momentum_buffer, Entry::kTensorOrNoState)});
 }
 
@@ -65,14 +90,25 @@ OptimizerLayout Adagrad() {
   using S = torch::optim::AdagradParamState;
   return Layout<O, S>(
       "Adagrad",
-      {OPTION(lr), OPTION(lr_decay), OPTION(eps), OPTION(weight_decay),
-       OPTION(initial_accumulator_value), Fixed("foreach", IValue()), Fixed("maximize", false)},
+      Keys({OPTION(lr), OPTION(lr_decay), OPTION(eps), OPTION(weight_decay),
+            OPTION(initial_accumulator_value), Fixed("foreach", IValue()),
+            Fixed("maximize", false)},
+           {Fixed("differentiable", false), Fixed("fused", IValue())}),
       {Step<S>(Entry::kStepFloatTensor), STATE(sum, Entry::kTensor)});
 }
 
 OptimizerLayout Rmsprop() {
   using O = torch::optim::RMSpropOptions;
   using S = torch::optim::RMSpropParamState;
+  if (kTorch211) {
+    return Layout<O, S>(
+        "RMSprop",
+        {OPTION(lr), OPTION(momentum), OPTION(alpha), OPTION(eps), OPTION(centered),
+         OPTION(weight_decay), Fixed("capturable", false), Fixed("foreach", IValue()),
+         Fixed("maximize", false), Fixed("differentiable", false)},
+        {Step<S>(Entry::kStepFloatTensor), STATE(square_avg, Entry::kTensor),
+         STATE(momentum_buffer, Entry::kOptionalTensor), STATE(grad_avg, Entry::kOptionalTensor)});
+  }
   return Layout<O, S>(
       "RMSprop",
       {OPTION(lr), OPTION(momentum), OPTION(alpha), OPTION(eps), OPTION(centered),
