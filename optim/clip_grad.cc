@@ -1,15 +1,22 @@
 #include "optim/clip_grad.h"
 
+#include <ATen/ATen.h>
 #include <torch/utils.h>
 
 #include <cstdint>
 #include <vector>
 
+#include "base/torch_compat.h"
+
 namespace loom::optim {
 namespace {
 
-// torch.norm(t, 2.0) in torch 1.13: _VF.norm(t, 2.0, dim=all dims).
+// The 2-norm clip_grad_norm_ takes of each gradient and of the stacked norms, in the Python
+// torch of this LibTorch: torch 2.x's torch._foreach_norm (on the CPU, linalg.vector_norm of
+// each tensor) and linalg.vector_norm; torch 1.13's torch.norm(t, 2.0), i.e. _VF.norm over
+// every dimension. The two reduce in different orders.
 at::Tensor Norm2(const at::Tensor& t) {
+  if (LOOM_TORCH_AT_LEAST(2, 0)) return at::linalg_vector_norm(t, 2.0);
   std::vector<int64_t> dims(t.dim());
   for (int64_t d = 0; d < t.dim(); ++d) dims[d] = d;
   return at::norm(t, 2.0, dims, /*keepdim=*/false);
