@@ -181,7 +181,9 @@ def main(root):
     check(epoch_rng["cpu"].dtype == torch.uint8, "loom_epoch_rng_state.pth cpu")
 
     # training_args.bin
-    args_object = torch.load(os.path.join(ckpt, "training_args.bin"))
+    # A pickled TrainingArguments: torch >= 2.6 loads it only with weights_only=False, as
+    # transformers itself does.
+    args_object = torch.load(os.path.join(ckpt, "training_args.bin"), weights_only=False)
     check(isinstance(args_object, TrainingArguments),
           "training_args.bin is a %s" % type(args_object))
     args = vars(args_object)  # enum members compare equal to their values (str enums)

@@ -29,7 +29,10 @@ def fail(msg):
 
 
 def run_deepspeed(checkpoint_dir, output_file):
-    env = dict(os.environ, PYTHONPATH=VENDORED)
+    # DeepSpeed 0.13.5 predates torch 2.6, whose torch.load defaults to weights_only=True and
+    # refuses the DeepSpeed objects (LossScaler, ...) its checkpoints pickle; this variable
+    # restores the default DeepSpeed was written for (a no-op on older torch).
+    env = dict(os.environ, PYTHONPATH=VENDORED, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
     proc = subprocess.run(
         [sys.executable, os.path.join(VENDORED, "zero_to_fp32.py"), checkpoint_dir, output_file],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
