@@ -20,13 +20,6 @@ std::optional<int> PositiveInt(const std::map<std::string, std::string>& env,
   return value;
 }
 
-// fp32 CPU matmuls in a BLAS library with a thread pool of its own (Debian's OpenBLAS). A BLAS
-// loom cannot find is inside LibTorch (the torch wheel's MKL, statically linked): LibTorch
-// sizes its threads with at::set_num_threads, so its matmuls run on the intra-op threads.
-bool MatmulsInOwnBlasPool(const ThreadInputs& in) {
-  return in.matmuls_in_blas && in.blas_name != "none";
-}
-
 }  // namespace
 
 ThreadPlan DecideThreads(const ThreadInputs& in) {
@@ -52,7 +45,7 @@ ThreadPlan DecideThreads(const ThreadInputs& in) {
     plan.intra_op = *omp;
     why.push_back(absl::StrCat("OMP_NUM_THREADS=", *omp, " (yours)"));
   } else {
-    plan.intra_op = MatmulsInOwnBlasPool(in) ? 1 : budget;
+    plan.intra_op = in.matmuls_in_blas ? 1 : budget;
   }
   std::optional<std::string> blas_var;
   for (const std::string& name : in.blas_env_vars) {
@@ -69,10 +62,8 @@ ThreadPlan DecideThreads(const ThreadInputs& in) {
   } else {
     plan.blas = plan.intra_op == 1 ? budget : 1;
   }
-  why.push_back(MatmulsInOwnBlasPool(in) ? absl::StrCat("fp32 matmuls run in ", in.blas_name)
-                : in.matmuls_in_blas
-                    ? "fp32 matmuls run in LibTorch's own BLAS, on the intra-op threads"
-                    : "matmuls run in oneDNN or on the GPU");
+  why.push_back(in.matmuls_in_blas ? absl::StrCat("fp32 matmuls run in ", in.blas_name)
+                                   : "matmuls run in oneDNN or on the GPU");
   plan.reason = absl::StrJoin(why, ", ");
   plan.heap = DecideHeap(in.env);
   return plan;

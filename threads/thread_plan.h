@@ -12,10 +12,8 @@
 //              rank; with OMP_NUM_THREADS set by loom's launcher (LOOM_THREADS_FROM_LAUNCHER),
 //              that value (the launcher computed it the same way); minus the data-loader
 //              workers (each is a thread that needs a core), at least 1.
-//   intra-op = OMP_NUM_THREADS when the user set it; else 1 when the matmuls run in a BLAS
-//              with its own pool (fp32 on CPU with Debian's OpenBLAS), and the budget when
-//              they run in oneDNN, on a GPU, or in a BLAS inside LibTorch that loom cannot
-//              find (the torch wheel's MKL, which follows the intra-op count).
+//   intra-op = OMP_NUM_THREADS when the user set it; else 1 when the matmuls run in BLAS
+//              (fp32 on CPU) and the budget when they run in oneDNN or on a GPU.
 //   BLAS     = the library's own variable when the user set it (the library read it); else the
 //              budget when intra-op is 1, and 1 otherwise — so one pool has the cores at a time.
 //   inter-op = 1 (nothing in loom runs inter-op work).

@@ -111,10 +111,6 @@ TEST(ThreadPlanTest, WithoutABlasThreadApi) {
   ThreadPlan p = DecideThreads(in);
   EXPECT_FALSE(p.blas.has_value());
   EXPECT_THAT(p.Describe(), HasSubstr("no BLAS thread control"));
-  // A BLAS loom cannot find is LibTorch's own (the torch wheel's MKL): its fp32 matmuls run on
-  // the intra-op threads, which therefore get the whole budget.
-  EXPECT_EQ(p.intra_op, 4);
-  EXPECT_THAT(p.Describe(), HasSubstr("LibTorch's own BLAS, on the intra-op threads"));
 }
 
 TEST(ThreadPlanTest, ApplySetsBothPools) {
