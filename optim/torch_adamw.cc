@@ -5,7 +5,10 @@
 
 #include <cmath>
 #include <memory>
+#include <sstream>
+#include <string>
 #include <tuple>
+#include <type_traits>
 
 #include "base/torch_compat.h"
 
@@ -18,7 +21,17 @@ using torch::optim::AdamWParamState;
 // `states` is Optimizer::state(): parameter -> its state, created here at the first step.
 template <typename StateMap>
 AdamWParamState& StateOf(StateMap& states, const at::Tensor& p, const AdamWOptions& options) {
-  auto it = states.find(p.unsafeGetTensorImpl());
+  // LibTorch's own key for a parameter's state: its TensorImpl* (2.x), or that pointer
+  // printed as text (1.13, c10::guts::to_string).
+  typename StateMap::key_type key;
+  if constexpr (std::is_same_v<typename StateMap::key_type, std::string>) {
+    std::ostringstream text;
+    text << p.unsafeGetTensorImpl();
+    key = text.str();
+  } else {
+    key = p.unsafeGetTensorImpl();
+  }
+  auto it = states.find(key);
   if (it == states.end()) {
     auto state = std::make_unique<AdamWParamState>();
     state->step(0);
@@ -27,7 +40,7 @@ AdamWParamState& StateOf(StateMap& states, const at::Tensor& p, const AdamWOptio
     if (options.amsgrad()) {
       state->max_exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
     }
-    it = states.emplace(p.unsafeGetTensorImpl(), std::move(state)).first;
+    it = states.emplace(std::move(key), std::move(state)).first;
   }
   return static_cast<AdamWParamState&>(*it->second);
 }
