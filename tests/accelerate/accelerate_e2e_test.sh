@@ -40,11 +40,13 @@ one() {  # LOG PROGRAM [args...]
 
 # 1. The tutorial.
 TUT=("${DATA[@]}" --max_train_samples 128)
-# One intra-op thread in both (the user's OMP_NUM_THREADS, which the Accelerator keeps): the
-# plain program runs on LibTorch's default thread count, the Accelerator on loom's thread plan,
-# and with LibTorch 2.11's MKL a matmul's rounding depends on how many threads split it.
-OMP_NUM_THREADS=1 one "$T/plain.log" "$plain" "${TUT[@]}" --output_dir "$T/plain"
-OMP_NUM_THREADS=1 one "$T/accel1.log" "$accel" "${TUT[@]}" --output_dir "$T/accel1"
+# One thread for LibTorch and for its BLAS in both (the user's variables, which the Accelerator
+# keeps): otherwise the plain program runs on the libraries' defaults and the Accelerator on
+# loom's thread plan, and a BLAS's rounding can depend on how many threads split a matmul
+# (LibTorch 2.11's MKL does).
+ONE_THREAD=(env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1)
+one "$T/plain.log" "${ONE_THREAD[@]}" "$plain" "${TUT[@]}" --output_dir "$T/plain"
+one "$T/accel1.log" "${ONE_THREAD[@]}" "$accel" "${TUT[@]}" --output_dir "$T/accel1"
 cmp -s "$T/plain/model.safetensors" "$T/accel1/model.safetensors" ||
   fail "tutorial: the Accelerator version differs from the plain one in one process"
 ranks 2 "$T/accel2.log" "$accel" "${TUT[@]}" --batch_size 4 --output_dir "$T/accel2"
