@@ -1,5 +1,6 @@
 #include "threads/thread_plan.h"
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
 #include <cstdlib>
@@ -20,11 +21,41 @@ std::optional<int> PositiveInt(const std::map<std::string, std::string>& env,
   return value;
 }
 
+// The first of `in`'s BLAS variables the user set, or nullopt.
+std::optional<std::string> UserBlasVariable(const ThreadInputs& in) {
+  for (const std::string& name : in.blas_env_vars) {
+    if (PositiveInt(in.env, name)) return name;
+  }
+  return std::nullopt;
+}
+
+// The intra-op count when the user did not set OMP_NUM_THREADS (`why` gets the reason when a
+// user variable decided it).
+int DefaultIntraOp(const ThreadInputs& in, int budget, std::vector<std::string>& why) {
+  if (!in.matmuls_in_blas) return budget;
+  if (!in.blas_on_intra_op_threads) return 1;  // the BLAS pool takes the cores
+  // LibTorch's own MKL reads MKL_NUM_THREADS as its intra-op default, as Python torch does.
+  if (std::optional<std::string> var = UserBlasVariable(in)) {
+    why.push_back(absl::StrCat(*var, "=", in.env.at(*var), " (yours)"));
+    return *PositiveInt(in.env, *var);
+  }
+  return budget;
+}
+
+std::string MatmulReason(const ThreadInputs& in) {
+  if (!in.matmuls_in_blas) return "matmuls run in oneDNN or on the GPU";
+  if (in.blas_on_intra_op_threads) {
+    return absl::StrCat("fp32 matmuls run in ", in.blas_name, " on the intra-op threads");
+  }
+  return absl::StrCat("fp32 matmuls run in ", in.blas_name);
+}
+
 }  // namespace
 
 ThreadPlan DecideThreads(const ThreadInputs& in) {
   ThreadPlan plan;
   plan.blas_name = in.blas_name;
+  plan.blas_on_intra_op_threads = in.blas_on_intra_op_threads;
   plan.dataloader_workers = in.dataloader_workers;
   const int world = std::max(1, in.local_world_size);
   const std::optional<int> omp = PositiveInt(in.env, "OMP_NUM_THREADS");
@@ -45,25 +76,18 @@ ThreadPlan DecideThreads(const ThreadInputs& in) {
     plan.intra_op = *omp;
     why.push_back(absl::StrCat("OMP_NUM_THREADS=", *omp, " (yours)"));
   } else {
-    plan.intra_op = in.matmuls_in_blas ? 1 : budget;
+    plan.intra_op = DefaultIntraOp(in, budget, why);
   }
-  std::optional<std::string> blas_var;
-  for (const std::string& name : in.blas_env_vars) {
-    if (PositiveInt(in.env, name)) {
-      blas_var = name;
-      break;
-    }
-  }
-  if (in.blas_name == "none") {
-    plan.blas.reset();
+  const std::optional<std::string> blas_var = UserBlasVariable(in);
+  if (in.blas_name == "none" || in.blas_on_intra_op_threads) {
+    plan.blas.reset();  // nothing to set apart from the intra-op threads
   } else if (blas_var) {
     plan.blas.reset();  // the library read the user's variable when it loaded
     why.push_back(absl::StrCat(*blas_var, "=", in.env.at(*blas_var), " (yours)"));
   } else {
     plan.blas = plan.intra_op == 1 ? budget : 1;
   }
-  why.push_back(in.matmuls_in_blas ? absl::StrCat("fp32 matmuls run in ", in.blas_name)
-                                   : "matmuls run in oneDNN or on the GPU");
+  why.push_back(MatmulReason(in));
   plan.reason = absl::StrJoin(why, ", ");
   plan.heap = DecideHeap(in.env);
   return plan;
@@ -80,9 +104,10 @@ ThreadPlan ManualThreadPlan(int intra_op, int blas) {
 }
 
 std::string ThreadPlan::Describe() const {
-  std::string blas_part = blas_name == "none" ? "no BLAS thread control"
-                          : blas.has_value()   ? absl::StrCat(blas_name, " ", *blas)
-                                               : absl::StrCat(blas_name, " as set by its variable");
+  std::string blas_part = blas_name == "none"        ? "no BLAS thread control"
+                          : blas_on_intra_op_threads ? absl::StrCat(blas_name, " on intra-op")
+                          : blas.has_value()         ? absl::StrCat(blas_name, " ", *blas)
+                                             : absl::StrCat(blas_name, " as set by its variable");
   return absl::StrCat("threads: intra-op ", intra_op, ", ", blas_part, ", inter-op ", inter_op,
                       ", data-loader workers ", dataloader_workers, " (", reason, "); ",
                       heap.Describe());
@@ -94,6 +119,13 @@ ThreadInputs CurrentThreadInputs(bool matmuls_in_blas, int dataloader_workers) {
   const BlasLibrary blas = FindBlas();
   in.blas_name = blas.name;
   in.blas_env_vars = blas.env_vars;
+  if (!blas.found() && at::hasMKL()) {
+    // The torch wheel's LibTorch: MKL linked into libtorch_cpu with its symbols hidden, sized
+    // by at::set_num_threads (ATen's ParallelOpenMP.cpp calls mkl_set_num_threads).
+    in.blas_name = "LibTorch's MKL";
+    in.blas_env_vars = {"MKL_NUM_THREADS"};
+    in.blas_on_intra_op_threads = true;
+  }
   in.matmuls_in_blas = matmuls_in_blas;
   in.dataloader_workers = dataloader_workers;
   std::vector<std::string> names = {"OMP_NUM_THREADS", kThreadsFromLauncher};

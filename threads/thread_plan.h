@@ -12,10 +12,14 @@
 //              rank; with OMP_NUM_THREADS set by loom's launcher (LOOM_THREADS_FROM_LAUNCHER),
 //              that value (the launcher computed it the same way); minus the data-loader
 //              workers (each is a thread that needs a core), at least 1.
-//   intra-op = OMP_NUM_THREADS when the user set it; else 1 when the matmuls run in BLAS
-//              (fp32 on CPU) and the budget when they run in oneDNN or on a GPU.
+//   intra-op = OMP_NUM_THREADS when the user set it; else 1 when the matmuls run in a BLAS with
+//              a pool of its own (fp32 on CPU, Debian's OpenBLAS) and the budget when they run
+//              in oneDNN, on a GPU, or in a BLAS on the intra-op threads (the torch wheel's MKL
+//              inside libtorch_cpu; its MKL_NUM_THREADS counts as OMP_NUM_THREADS there, as in
+//              Python torch's intraop_default_num_threads).
 //   BLAS     = the library's own variable when the user set it (the library read it); else the
-//              budget when intra-op is 1, and 1 otherwise — so one pool has the cores at a time.
+//              budget when intra-op is 1, and 1 otherwise — so one pool has the cores at a time;
+//              not set apart when the BLAS runs on the intra-op threads.
 //   inter-op = 1 (nothing in loom runs inter-op work).
 //   heap     = freed blocks kept for reuse unless the user chose the allocator's settings
 //              (threads/host_heap.h: DecideHeap).
@@ -53,6 +57,9 @@ struct ThreadInputs {
   std::string blas_name = "none";
   std::vector<std::string> blas_env_vars;
   bool matmuls_in_blas = true;  // fp32 training on the CPU
+  // The BLAS runs on LibTorch's intra-op threads, with no pool of its own (the torch wheel's
+  // MKL, linked into libtorch_cpu): fp32 matmuls then need the intra-op threads.
+  bool blas_on_intra_op_threads = false;
   int dataloader_workers = 0;
 };
 
@@ -62,6 +69,7 @@ struct ThreadPlan {
   int inter_op = 1;
   int dataloader_workers = 0;
   std::string blas_name = "none";
+  bool blas_on_intra_op_threads = false;
   std::string reason;  // where the numbers came from
   HeapPlan heap;
 

@@ -1,5 +1,6 @@
 #include "threads/thread_plan.h"
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
 #include "base/status_matchers.h"
@@ -111,6 +112,45 @@ TEST(ThreadPlanTest, WithoutABlasThreadApi) {
   ThreadPlan p = DecideThreads(in);
   EXPECT_FALSE(p.blas.has_value());
   EXPECT_THAT(p.Describe(), HasSubstr("no BLAS thread control"));
+}
+
+TEST(ThreadPlanTest, MklOnTheIntraOpThreads) {
+  // The torch wheel: MKL inside libtorch_cpu runs fp32 matmuls on the intra-op threads, so
+  // they get the budget (as Python torch's default, the physical cores) and no BLAS count.
+  ThreadInputs in = Machine(2, 2, /*fp32=*/true);
+  in.blas_name = "LibTorch's MKL";
+  in.blas_env_vars = {"MKL_NUM_THREADS"};
+  in.blas_on_intra_op_threads = true;
+  ThreadPlan p = DecideThreads(in);
+  EXPECT_EQ(p.intra_op, 2);
+  EXPECT_FALSE(p.blas.has_value());
+  EXPECT_EQ(p.Describe(),
+            "threads: intra-op 2, LibTorch's MKL on intra-op, inter-op 1, data-loader workers 0 "
+            "(2 CPUs on 2 physical cores, 1 process per node, fp32 matmuls run in LibTorch's "
+            "MKL on the intra-op threads); heap: freed blocks kept for reuse (mmap threshold "
+            "32 MiB, trim threshold 2 GiB)");
+  // Two ranks share the cores.
+  in.local_world_size = 2;
+  EXPECT_EQ(DecideThreads(in).intra_op, 1);
+  in.local_world_size = 1;
+  // MKL_NUM_THREADS is the intra-op default there; OMP_NUM_THREADS wins over it.
+  in.env = {{"MKL_NUM_THREADS", "1"}};
+  p = DecideThreads(in);
+  EXPECT_EQ(p.intra_op, 1);
+  EXPECT_THAT(p.reason, HasSubstr("MKL_NUM_THREADS=1 (yours)"));
+  in.env = {{"MKL_NUM_THREADS", "1"}, {"OMP_NUM_THREADS", "2"}};
+  EXPECT_EQ(DecideThreads(in).intra_op, 2);
+  // bf16 (oneDNN) is unchanged: the budget.
+  in.env.clear();
+  in.matmuls_in_blas = false;
+  EXPECT_EQ(DecideThreads(in).intra_op, 2);
+}
+
+TEST(ThreadPlanTest, CurrentInputsKnowWhereMatmulsRun) {
+  const ThreadInputs in = CurrentThreadInputs(/*matmuls_in_blas=*/true, 0);
+  // A BLAS with a thread API of its own (Debian's OpenBLAS) is set apart; without one, a
+  // LibTorch with MKL inside (the torch wheel) runs it on the intra-op threads.
+  EXPECT_EQ(in.blas_on_intra_op_threads, !FindBlas().found() && at::hasMKL());
 }
 
 TEST(ThreadPlanTest, ApplySetsBothPools) {

@@ -120,6 +120,10 @@ kill_rank() {
 }
 
 multinode() {
+  # One intra-op thread per rank in both layouts: launch would give a lone rank per node both
+  # cores, and LibTorch 2.11's MKL (on the intra-op threads) rounds a matmul differently when
+  # more threads split it, so the bitwise comparison would test the thread split, not the nodes.
+  export OMP_NUM_THREADS=1
   multi 2 "$T/node_ref" --do_train --save_strategy no --per_device_train_batch_size 4
   for each in 1 0; do
     local port; port=$(free_port)
