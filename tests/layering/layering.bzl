@@ -12,6 +12,11 @@ inside its sandbox:
 def layering_files(extra = []):
     native.filegroup(
         name = "layering_files",
-        srcs = native.glob(["BUILD", "**/*.h", "**/*.cc", "**/*.inc"]) + extra,
+        # bazel-*: the root package's convenience symlinks into the output trees (generated
+        # .pb.cc files that come and go as the configuration switches).
+        srcs = native.glob(
+            ["BUILD", "**/*.h", "**/*.cc", "**/*.inc"],
+            exclude = ["bazel-*/**"],
+        ) + extra,
         visibility = ["//tests/layering:__pkg__"],
     )
