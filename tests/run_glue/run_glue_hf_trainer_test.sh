@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # loom's run_glue against the REAL Hugging Face Trainer: transformers 4.38.2 with accelerate
 # 0.27.2 (pinned in third_party/python/interop-transformers-4.38.txt, installed by ./bazelw),
-# run by Debian's /usr/bin/python3 with its torch 1.13, CPU, one process (hf_trainer_glue.py
+# run by the Python torch of the build (Debian's 1.13; the pinned 2.11 wheel's under
+# --config=torch2 / --config=cuda), CPU, one process, default threads (hf_trainer_glue.py
 # makes the calls of transformers 4.38's run_glue.py: set_seed, from_pretrained, tokenize with
 # padding to max_seq_length, Trainer, train, save_model, evaluate).
 #
@@ -12,7 +13,9 @@
 # (its DataLoader draws from the global generator too). Compared (compare_hf_trainer_run.py):
 # every step's logged `loss` equal, `grad_norm` and `learning_rate` within 1e-5 relative (equal
 # today), every `eval_loss` equal (numpy's float32 mean on the HF side) and the final
-# model.safetensors bit-equal (the same torch 1.13 kernels on both sides). Then the same run switched mid-way, both directions:
+# model.safetensors bit-equal (the same torch kernels on both sides, on as many threads: on
+# 2.11 loom's thread plan gives MKL the intra-op threads Python torch gives it). Then the same
+# run switched mid-way, both directions:
 #   - the HF Trainer resumes (train(resume_from_checkpoint=...)) from loom's checkpoint-4 and
 #     logs what loom's uninterrupted run logged from step 5 on, ending with the same weights;
 #   - loom resumes (--resume_from_checkpoint) from the HF Trainer's checkpoint-4 (its
@@ -36,12 +39,17 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # The demo model (trained one step by run_glue) and its data, dropout as the demo sets it.
 timeout 120 "$bin" --output_dir "$T/m" --max_steps 1 --save_strategy no --report_to none \
   --disable_tqdm > "$T/m.log" 2>&1 || { cat "$T/m.log"; fail "demo model"; }
+# transformers 4.38's BERT has eager attention only; loom, as transformers >= 4.41, picks
+# "sdpa" where LibTorch has it (2.1.1 on): config.json's "_attn_implementation" (which 4.38
+# reads too) pins eager for both sides, so the comparison holds on every LibTorch.
 "$py" - "$T/m/config.json" <<'PYEOF' || exit 1
 import json, sys
 c = json.load(open(sys.argv[1]))
 p = (c["hidden_dropout_prob"], c["attention_probs_dropout_prob"])
 if p != (0.1, 0.1):
     sys.exit(f"FAIL: the demo config's dropout is {p}, not (0.1, 0.1)")
+c["_attn_implementation"] = "eager"
+json.dump(c, open(sys.argv[1], "w"), indent=2)
 PYEOF
 data="$T/m/synthetic_data"
 
