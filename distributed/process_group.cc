@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "base/torch_status.h"
+#include "base/wait_for_listener.h"
 
 #if defined(LOOM_HAS_CUDA) && defined(USE_C10D_NCCL)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -46,11 +47,8 @@ bool IsTimeout(absl::string_view what) {
 }
 
 // A rendezvous failure as a Status naming where and who.
-absl::Status RendezvousError(const std::exception& e, const DistributedEnv& env,
-                             absl::string_view stage, absl::Duration timeout) {
-  const std::string what = base::TorchErrorMessage(e);
-  const bool timed_out = absl::StrContains(what, "imed out") || absl::StrContains(what, "imeout") ||
-                         absl::StrContains(what, "timeout");
+absl::Status RendezvousFailure(absl::string_view what, bool timed_out, const DistributedEnv& env,
+                               absl::string_view stage, absl::Duration timeout) {
   const std::string where =
       absl::StrCat("rank ", env.rank, " of WORLD_SIZE=", env.world_size,
                    ": rendezvous at MASTER_ADDR:MASTER_PORT=", env.master_addr, ":",
@@ -65,6 +63,14 @@ absl::Status RendezvousError(const std::exception& e, const DistributedEnv& env,
   return absl::UnavailableError(absl::StrCat(
       where,
       " failed; check MASTER_ADDR/MASTER_PORT (is the port free on rank 0's host?): ", what));
+}
+
+absl::Status RendezvousError(const std::exception& e, const DistributedEnv& env,
+                             absl::string_view stage, absl::Duration timeout) {
+  const std::string what = base::TorchErrorMessage(e);
+  const bool timed_out = absl::StrContains(what, "imed out") || absl::StrContains(what, "imeout") ||
+                         absl::StrContains(what, "timeout");
+  return RendezvousFailure(what, timed_out, env, stage, timeout);
 }
 
 // The backend this build can run, a positive timeout, a rank inside the world.
@@ -105,6 +111,15 @@ absl::Status CheckRequest(const std::string& backend, const DistributedEnv& env,
 absl::StatusOr<c10::intrusive_ptr<::c10d::Store>> ConnectStore(const DistributedEnv& env,
                                                                const ProcessGroupOptions& options,
                                                                absl::Time deadline) {
+  if (env.rank != 0) {
+    // LibTorch 2.11's client overshoots its timeout by seconds while nothing listens
+    // (base/wait_for_listener.h): wait for rank 0's server on our own deadline first.
+    const absl::Status up = base::WaitForListener(env.master_addr, env.master_port, deadline);
+    if (!up.ok()) {
+      return RendezvousFailure(up.message(), up.code() == absl::StatusCode::kDeadlineExceeded,
+                               env, "joining the TCPStore", options.timeout);
+    }
+  }
   for (;;) {
     try {
       ::c10d::TCPStoreOptions store_options;
