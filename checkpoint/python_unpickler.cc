@@ -1,6 +1,7 @@
-// One file on purpose (~980 lines): the pickle machine's opcodes, its allowlist of Python
+// One file on purpose (~1000 lines): the pickle machine's opcodes, its allowlist of Python
 // globals and its bounds checks are one state machine whose invariants (stack kinds, memo,
-// storage sharing) must be read together; splitting the opcode switch would scatter them.
+// storage sharing) must be read together. Run() dispatches each opcode to its family
+// (StackOp, ScalarOp, ContainerOp, MemoOp, ObjectOp), each a short switch.
 #include "checkpoint/python_unpickler.h"
 
 #include <ATen/ATen.h>
@@ -181,6 +182,13 @@ class Machine {
   }
 
  private:
+  // The opcode families Run() dispatches to: true when `op` was theirs and ran.
+  absl::StatusOr<bool> StackOp(unsigned char op);
+  absl::StatusOr<bool> ScalarOp(unsigned char op);
+  absl::StatusOr<bool> ContainerOp(unsigned char op);
+  absl::StatusOr<bool> MemoOp(unsigned char op);
+  absl::StatusOr<bool> ObjectOp(unsigned char op);
+
   absl::StatusOr<absl::string_view> Take(uint64_t n) {
     if (n > in_.size() - pos_) return PickleError(op_at_, "the pickle ends inside an opcode");
     absl::string_view out = in_.substr(pos_, n);
@@ -732,164 +740,213 @@ absl::Status Machine::Build() {
 // One flat dispatch over the opcodes on purpose: each case is a few lines over the machine's
 // stack and memo, and the longer ones are the helpers above; splitting the switch itself
 // would scatter the one place that says what every opcode does.
+// Run() reads one opcode at a time and hands it to the family that executes it; each family
+// returns false for an opcode that is not its own.
 absl::StatusOr<IValue> Machine::Run() {
   while (true) {
     op_at_ = pos_;
     ASSIGN_OR_RETURN(absl::string_view op_byte, Take(1));
     const auto op = static_cast<unsigned char>(op_byte[0]);
-    switch (op) {
-      case 0x80:  // PROTO
-        RETURN_IF_ERROR(Take(1).status());
-        break;
-      case 0x95:  // FRAME
-        RETURN_IF_ERROR(Take(8).status());
-        break;
-      case '.': {  // STOP
-        ASSIGN_OR_RETURN(IValue result, PopValue());
-        return result;
-      }
-      case '(':
-        stack_.push_back(Item{Item::Kind::kMark, IValue(), {}});
-        break;
-      case '0':
-        RETURN_IF_ERROR(Pop().status());
-        break;
-      case '1':
-        RETURN_IF_ERROR(PopToMark().status());
-        break;
-      case '2':
-        if (stack_.empty()) return PickleError(op_at_, "DUP on an empty stack");
-        stack_.push_back(stack_.back());
-        break;
-      case 'N':
-        RETURN_IF_ERROR(Push(IValue()));
-        break;
-      case 0x88:
-        RETURN_IF_ERROR(Push(IValue(true)));
-        break;
-      case 0x89:
-        RETURN_IF_ERROR(Push(IValue(false)));
-        break;
-      case 'K': {
-        ASSIGN_OR_RETURN(uint8_t v, TakeLe<uint8_t>());
-        RETURN_IF_ERROR(Push(IValue(int64_t{v})));
-        break;
-      }
-      case 'M': {
-        ASSIGN_OR_RETURN(uint16_t v, TakeLe<uint16_t>());
-        RETURN_IF_ERROR(Push(IValue(int64_t{v})));
-        break;
-      }
-      case 'J': {
-        ASSIGN_OR_RETURN(int32_t v, TakeLe<int32_t>());
-        RETURN_IF_ERROR(Push(IValue(int64_t{v})));
-        break;
-      }
-      case 0x8a:  // LONG1
-        RETURN_IF_ERROR(PushLong(1));
-        break;
-      case 0x8b:  // LONG4
-        RETURN_IF_ERROR(PushLong(4));
-        break;
-      case 'G':  // BINFLOAT
-        RETURN_IF_ERROR(PushBinFloat());
-        break;
-      case 'X':   // BINUNICODE
-      case 'T':   // BINSTRING
-      case 'B':   // BINBYTES
-      case 'C':   // SHORT_BINBYTES
-      case 'U':   // SHORT_BINSTRING
-      case 0x8c:  // SHORT_BINUNICODE
-      case 0x8d:  // BINUNICODE8
-      case 0x8e:  // BINBYTES8
-        RETURN_IF_ERROR(PushString(op));
-        break;
-      case '}':
-        RETURN_IF_ERROR(Push(NewDict()));
-        break;
-      case ']':
-        RETURN_IF_ERROR(Push(NewList()));
-        break;
-      case ')':
-        RETURN_IF_ERROR(Push(c10::ivalue::Tuple::create({})));
-        break;
-      case 't':   // TUPLE
-      case 0x85:  // TUPLE1
-      case 0x86:  // TUPLE2
-      case 0x87:  // TUPLE3
-        RETURN_IF_ERROR(PushTuple(op));
-        break;
-      case 'a': {
-        ASSIGN_OR_RETURN(IValue v, PopValue());
-        RETURN_IF_ERROR(Append({std::move(v)}));
-        break;
-      }
-      case 'e': {
-        ASSIGN_OR_RETURN(std::vector<IValue> items, PopToMark());
-        RETURN_IF_ERROR(Append(std::move(items)));
-        break;
-      }
-      case 's': {
-        ASSIGN_OR_RETURN(IValue value, PopValue());
-        ASSIGN_OR_RETURN(IValue key, PopValue());
-        RETURN_IF_ERROR(SetItems({std::move(key), std::move(value)}));
-        break;
-      }
-      case 'u': {
-        ASSIGN_OR_RETURN(std::vector<IValue> items, PopToMark());
-        RETURN_IF_ERROR(SetItems(std::move(items)));
-        break;
-      }
-      case 'q': {
-        ASSIGN_OR_RETURN(uint8_t i, TakeLe<uint8_t>());
-        RETURN_IF_ERROR(Memoize(i));
-        break;
-      }
-      case 'r': {
-        ASSIGN_OR_RETURN(uint32_t i, TakeLe<uint32_t>());
-        RETURN_IF_ERROR(Memoize(i));
-        break;
-      }
-      case 0x94:  // MEMOIZE
-        RETURN_IF_ERROR(Memoize(memo_.size()));
-        break;
-      case 'h': {
-        ASSIGN_OR_RETURN(uint8_t i, TakeLe<uint8_t>());
-        RETURN_IF_ERROR(Get(i));
-        break;
-      }
-      case 'j': {
-        ASSIGN_OR_RETURN(uint32_t i, TakeLe<uint32_t>());
-        RETURN_IF_ERROR(Get(i));
-        break;
-      }
-      case 'c': {
-        ASSIGN_OR_RETURN(std::string module, TakeLine());
-        ASSIGN_OR_RETURN(std::string name, TakeLine());
-        RETURN_IF_ERROR(Global(std::move(module), std::move(name)));
-        break;
-      }
-      case 0x93:  // STACK_GLOBAL
-        RETURN_IF_ERROR(StackGlobal());
-        break;
-      case 'R':
-        RETURN_IF_ERROR(Reduce());
-        break;
-      case 'Q':
-        RETURN_IF_ERROR(PersistentLoad());
-        break;
-      case 0x81:  // NEWOBJ
-        RETURN_IF_ERROR(NewObject());
-        break;
-      case 'b':  // BUILD
-        RETURN_IF_ERROR(Build());
-        break;
-      default:
-        return PickleError(op_at_, absl::StrCat("opcode 0x", absl::Hex(op),
-                                                " is not supported (loom reads torch.save's "
-                                                "pickle protocols 2 to 5)"));
+    if (op == '.') return PopValue();  // STOP: the result
+    bool done = false;
+    for (auto family : {&Machine::StackOp, &Machine::ScalarOp, &Machine::ContainerOp,
+                        &Machine::MemoOp, &Machine::ObjectOp}) {
+      ASSIGN_OR_RETURN(done, (this->*family)(op));
+      if (done) break;
+    }
+    if (!done) {
+      return PickleError(op_at_, absl::StrCat("opcode 0x", absl::Hex(op),
+                                              " is not supported (loom reads torch.save's "
+                                              "pickle protocols 2 to 5)"));
     }
   }
+}
+
+// Framing and the stack itself: PROTO, FRAME, MARK, POP, POP_MARK, DUP.
+absl::StatusOr<bool> Machine::StackOp(unsigned char op) {
+  switch (op) {
+    case 0x80:  // PROTO
+      RETURN_IF_ERROR(Take(1).status());
+      break;
+    case 0x95:  // FRAME
+      RETURN_IF_ERROR(Take(8).status());
+      break;
+    case '(':
+      stack_.push_back(Item{Item::Kind::kMark, IValue(), {}});
+      break;
+    case '0':
+      RETURN_IF_ERROR(Pop().status());
+      break;
+    case '1':
+      RETURN_IF_ERROR(PopToMark().status());
+      break;
+    case '2':
+      if (stack_.empty()) return PickleError(op_at_, "DUP on an empty stack");
+      stack_.push_back(stack_.back());
+      break;
+    default:
+      return false;
+  }
+  return true;
+}
+
+// Pushes a scalar read from the program: None, booleans, integers, floats, strings, bytes.
+absl::StatusOr<bool> Machine::ScalarOp(unsigned char op) {
+  switch (op) {
+    case 'N':
+      RETURN_IF_ERROR(Push(IValue()));
+      break;
+    case 0x88:
+      RETURN_IF_ERROR(Push(IValue(true)));
+      break;
+    case 0x89:
+      RETURN_IF_ERROR(Push(IValue(false)));
+      break;
+    case 'K': {
+      ASSIGN_OR_RETURN(uint8_t v, TakeLe<uint8_t>());
+      RETURN_IF_ERROR(Push(IValue(int64_t{v})));
+      break;
+    }
+    case 'M': {
+      ASSIGN_OR_RETURN(uint16_t v, TakeLe<uint16_t>());
+      RETURN_IF_ERROR(Push(IValue(int64_t{v})));
+      break;
+    }
+    case 'J': {
+      ASSIGN_OR_RETURN(int32_t v, TakeLe<int32_t>());
+      RETURN_IF_ERROR(Push(IValue(int64_t{v})));
+      break;
+    }
+    case 0x8a:  // LONG1
+      RETURN_IF_ERROR(PushLong(1));
+      break;
+    case 0x8b:  // LONG4
+      RETURN_IF_ERROR(PushLong(4));
+      break;
+    case 'G':  // BINFLOAT
+      RETURN_IF_ERROR(PushBinFloat());
+      break;
+    case 'X':   // BINUNICODE
+    case 'T':   // BINSTRING
+    case 'B':   // BINBYTES
+    case 'C':   // SHORT_BINBYTES
+    case 'U':   // SHORT_BINSTRING
+    case 0x8c:  // SHORT_BINUNICODE
+    case 0x8d:  // BINUNICODE8
+    case 0x8e:  // BINBYTES8
+      RETURN_IF_ERROR(PushString(op));
+      break;
+    default:
+      return false;
+  }
+  return true;
+}
+
+// Builds containers: empty dict / list / tuple, TUPLE*, APPEND(S), SETITEM(S).
+absl::StatusOr<bool> Machine::ContainerOp(unsigned char op) {
+  switch (op) {
+    case '}':
+      RETURN_IF_ERROR(Push(NewDict()));
+      break;
+    case ']':
+      RETURN_IF_ERROR(Push(NewList()));
+      break;
+    case ')':
+      RETURN_IF_ERROR(Push(c10::ivalue::Tuple::create({})));
+      break;
+    case 't':   // TUPLE
+    case 0x85:  // TUPLE1
+    case 0x86:  // TUPLE2
+    case 0x87:  // TUPLE3
+      RETURN_IF_ERROR(PushTuple(op));
+      break;
+    case 'a': {
+      ASSIGN_OR_RETURN(IValue v, PopValue());
+      RETURN_IF_ERROR(Append({std::move(v)}));
+      break;
+    }
+    case 'e': {
+      ASSIGN_OR_RETURN(std::vector<IValue> items, PopToMark());
+      RETURN_IF_ERROR(Append(std::move(items)));
+      break;
+    }
+    case 's': {
+      ASSIGN_OR_RETURN(IValue value, PopValue());
+      ASSIGN_OR_RETURN(IValue key, PopValue());
+      RETURN_IF_ERROR(SetItems({std::move(key), std::move(value)}));
+      break;
+    }
+    case 'u': {
+      ASSIGN_OR_RETURN(std::vector<IValue> items, PopToMark());
+      RETURN_IF_ERROR(SetItems(std::move(items)));
+      break;
+    }
+    default:
+      return false;
+  }
+  return true;
+}
+
+// The memo: (BIN|LONG_BIN)PUT and MEMOIZE store the top of the stack, (BIN|LONG_BIN)GET push it.
+absl::StatusOr<bool> Machine::MemoOp(unsigned char op) {
+  switch (op) {
+    case 'q': {
+      ASSIGN_OR_RETURN(uint8_t i, TakeLe<uint8_t>());
+      RETURN_IF_ERROR(Memoize(i));
+      break;
+    }
+    case 'r': {
+      ASSIGN_OR_RETURN(uint32_t i, TakeLe<uint32_t>());
+      RETURN_IF_ERROR(Memoize(i));
+      break;
+    }
+    case 0x94:  // MEMOIZE
+      RETURN_IF_ERROR(Memoize(memo_.size()));
+      break;
+    case 'h': {
+      ASSIGN_OR_RETURN(uint8_t i, TakeLe<uint8_t>());
+      RETURN_IF_ERROR(Get(i));
+      break;
+    }
+    case 'j': {
+      ASSIGN_OR_RETURN(uint32_t i, TakeLe<uint32_t>());
+      RETURN_IF_ERROR(Get(i));
+      break;
+    }
+    default:
+      return false;
+  }
+  return true;
+}
+
+// Python objects, through the allowlist: GLOBAL, STACK_GLOBAL, REDUCE, BINPERSID, NEWOBJ, BUILD.
+absl::StatusOr<bool> Machine::ObjectOp(unsigned char op) {
+  switch (op) {
+    case 'c': {
+      ASSIGN_OR_RETURN(std::string module, TakeLine());
+      ASSIGN_OR_RETURN(std::string name, TakeLine());
+      RETURN_IF_ERROR(Global(std::move(module), std::move(name)));
+      break;
+    }
+    case 0x93:  // STACK_GLOBAL
+      RETURN_IF_ERROR(StackGlobal());
+      break;
+    case 'R':
+      RETURN_IF_ERROR(Reduce());
+      break;
+    case 'Q':
+      RETURN_IF_ERROR(PersistentLoad());
+      break;
+    case 0x81:  // NEWOBJ
+      RETURN_IF_ERROR(NewObject());
+      break;
+    case 'b':  // BUILD
+      RETURN_IF_ERROR(Build());
+      break;
+    default:
+      return false;
+  }
+  return true;
 }
 
 // Reads a whole in-memory buffer for PyTorchStreamReader.
