@@ -12,10 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "base/torch_compat.h"
 #include "base/torch_status.h"
 #include "checkpoint/optimizer_state_codec.h"
 #include "checkpoint/optimizer_state_internal.h"
 #include "checkpoint/torch_pickle.h"
+#include "optim/fused_cpu_optim.h"
 #include "optim/param_state.h"
 
 namespace loom::checkpoint {
@@ -145,6 +147,16 @@ void Commit(torch::optim::Optimizer& optimizer, LoadedGroups loaded, NewState st
   for (auto& [param, s] : state) optimizer.state()[optim::ParamStateKey(param)] = std::move(s);
 }
 
+// Python torch 2.x writes `fused=True` in the param_groups of a fused optimizer
+// (torch.optim.AdamW(fused=True), which transformers' `adamw_torch_fused` builds), and
+// load_state_dict takes it back: loom's fused CPU optimizers say so, so that a resumed Python
+// run stays fused. torch 1.13 had no fused CPU step; its layout keeps its False.
+void MarkFused(const torch::optim::Optimizer& optimizer, GenericDict& group) {
+  if (!LOOM_TORCH_AT_LEAST(2, 0) || !group.contains("fused")) return;
+  if (dynamic_cast<const optim::FusedCpuExtras*>(&optimizer) == nullptr) return;
+  group.insert_or_assign("fused", true);
+}
+
 }  // namespace
 
 absl::StatusOr<c10::IValue> OptimizerStateDict(const torch::optim::Optimizer& optimizer) {
@@ -155,6 +167,7 @@ absl::StatusOr<c10::IValue> OptimizerStateDict(const torch::optim::Optimizer& op
   try {
     for (const auto& group : optimizer.param_groups()) {
       GenericDict g = EncodeGroup(*layout, group.options());
+      MarkFused(optimizer, g);
       c10::List<int64_t> params;
       for (const at::Tensor& p : group.params()) {
         auto it = optimizer.state().find(optim::ParamStateKey(p));

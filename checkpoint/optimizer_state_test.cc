@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "optim/adafactor.h"
+#include "optim/fused_cpu_optim.h"
 #include "optim/hf_adamw.h"
 #include "optim/param_state.h"
 
@@ -27,9 +28,11 @@ namespace loom::checkpoint {
 namespace {
 
 using ::loom::base::testing::StatusIs;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::Eq;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Groups = std::vector<torch::optim::OptimizerParamGroup>;
 using Factory = std::function<std::unique_ptr<torch::optim::Optimizer>(Groups)>;
 
@@ -134,6 +137,30 @@ TEST(OptimizerStateTest, AdamWLayoutIsTorchs) {
       *opt.state().at(optim::ParamStateKey(params[1])));
   EXPECT_TRUE(at::equal(Get(s1, "exp_avg").toTensor(), live.exp_avg()));
   EXPECT_TRUE(at::equal(Get(s1, "exp_avg_sq").toTensor(), live.exp_avg_sq()));
+}
+
+TEST(OptimizerStateTest, FusedOptimizersSaySoOnTorch2) {
+  // torch 2.x's AdamW(fused=True) writes fused True (transformers' adamw_torch_fused), and
+  // its load_state_dict takes the flag back; torch 1.13's AdamW had no such key, its Adam False.
+  std::vector<at::Tensor> params = MakeParams();
+  optim::FusedCpuAdamW fused(GroupsOf(params), torch::optim::AdamWOptions(0.01));
+  torch::optim::AdamW plain(GroupsOf(params), torch::optim::AdamWOptions(0.01));
+  optim::FusedCpuAdam fused_adam(GroupsOf(params), torch::optim::AdamOptions(0.01));
+  ASSERT_OK_AND_ASSIGN(c10::IValue a, OptimizerStateDict(fused));
+  ASSERT_OK_AND_ASSIGN(c10::IValue b, OptimizerStateDict(plain));
+  ASSERT_OK_AND_ASSIGN(c10::IValue c, OptimizerStateDict(fused_adam));
+  const c10::IValue fused_group = Get(a, "param_groups").toList().get(1);
+  const c10::IValue plain_group = Get(b, "param_groups").toList().get(1);
+  const c10::IValue adam_group = Get(c, "param_groups").toList().get(1);
+  EXPECT_EQ(Keys(fused_group), Keys(plain_group));  // same keys, same order
+  if (LOOM_TORCH_AT_LEAST(2, 11)) {
+    EXPECT_TRUE(Get(fused_group, "fused").toBool());
+    EXPECT_TRUE(Get(plain_group, "fused").isNone());
+    EXPECT_TRUE(Get(adam_group, "fused").toBool());
+  } else {
+    EXPECT_THAT(Keys(fused_group), Not(Contains("fused")));
+    EXPECT_FALSE(Get(adam_group, "fused").toBool());
+  }
 }
 
 TEST(OptimizerStateTest, EveryOptimizerResumesExactly) {
