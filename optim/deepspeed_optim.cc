@@ -218,7 +218,7 @@ absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> CreateDeepSpeedOptimize
       return std::unique_ptr<torch::optim::Optimizer>(std::move(opt));
     }
     return std::unique_ptr<torch::optim::Optimizer>(
-        std::make_unique<torch::optim::Adam>(trainable, options));
+        std::make_unique<TorchAdam>(trainable, options));
   }
   if (type == "Adagrad") {
     ASSIGN_OR_RETURN(const double lr, Number(params, "lr", 1e-2));

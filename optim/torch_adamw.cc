@@ -15,12 +15,9 @@
 namespace loom::optim {
 namespace {
 
-using torch::optim::AdamWOptions;
-using torch::optim::AdamWParamState;
-
 // `states` is Optimizer::state(): parameter -> its state, created here at the first step.
-template <typename StateMap>
-AdamWParamState& StateOf(StateMap& states, const at::Tensor& p, const AdamWOptions& options) {
+template <typename State, typename Options, typename StateMap>
+State& StateOf(StateMap& states, const at::Tensor& p, const Options& options) {
   // LibTorch's own key for a parameter's state: its TensorImpl* (2.x), or that pointer
   // printed as text (1.13, c10::guts::to_string).
   typename StateMap::key_type key;
@@ -33,7 +30,7 @@ AdamWParamState& StateOf(StateMap& states, const at::Tensor& p, const AdamWOptio
   }
   auto it = states.find(key);
   if (it == states.end()) {
-    auto state = std::make_unique<AdamWParamState>();
+    auto state = std::make_unique<State>();
     state->step(0);
     state->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
     state->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
@@ -42,15 +39,23 @@ AdamWParamState& StateOf(StateMap& states, const at::Tensor& p, const AdamWOptio
     }
     it = states.emplace(std::move(key), std::move(state)).first;
   }
-  return static_cast<AdamWParamState&>(*it->second);
+  return static_cast<State&>(*it->second);
 }
 
-// One parameter's update, torch 2.x `_single_tensor_adam` (decoupled weight decay).
-void Update(at::Tensor p, const at::Tensor& grad, AdamWParamState& state,
-            const AdamWOptions& options) {
+// One parameter's update, torch 2.x `_single_tensor_adam` (decoupled weight decay for AdamW,
+// L2 decay added to the gradient for Adam).
+template <typename State, typename Options>
+void Update(at::Tensor p, at::Tensor grad, State& state, const Options& options,
+            bool decoupled) {
   const double lr = options.lr();
   const auto [beta1, beta2] = options.betas();
-  if (options.weight_decay() != 0) p.mul_(1 - lr * options.weight_decay());
+  if (options.weight_decay() != 0) {
+    if (decoupled) {
+      p.mul_(1 - lr * options.weight_decay());
+    } else {
+      grad = grad.add(p, options.weight_decay());
+    }
+  }
   state.step(state.step() + 1);
   state.exp_avg().lerp_(grad, 1 - beta1);
   state.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
@@ -67,25 +72,39 @@ void Update(at::Tensor p, const at::Tensor& grad, AdamWParamState& state,
   p.addcdiv_(state.exp_avg(), denom, -lr / bias_correction1);
 }
 
-}  // namespace
-
-at::Tensor TorchAdamW::step(LossClosure closure) {
-  if (!LOOM_TORCH_AT_LEAST(2, 0)) return torch::optim::AdamW::step(std::move(closure));
+// Optimizer::step of either class on LibTorch >= 2.0.
+template <typename Options, typename State>
+at::Tensor Step(torch::optim::Optimizer& optimizer,
+                torch::optim::Optimizer::LossClosure closure, bool decoupled) {
   torch::NoGradGuard no_grad;
   at::Tensor loss;
   if (closure != nullptr) {
     at::AutoGradMode enable_grad(true);
     loss = closure();
   }
-  for (auto& group : param_groups()) {
-    const auto& options = static_cast<const AdamWOptions&>(group.options());
+  for (auto& group : optimizer.param_groups()) {
+    const auto& options = static_cast<const Options&>(group.options());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      TORCH_CHECK(!p.grad().is_sparse(), "AdamW does not support sparse gradients");
-      Update(p, p.grad(), StateOf(state(), p, options), options);
+      TORCH_CHECK(!p.grad().is_sparse(), "Adam and AdamW do not support sparse gradients");
+      Update(p, p.grad(), StateOf<State>(optimizer.state(), p, options), options, decoupled);
     }
   }
   return loss;
+}
+
+}  // namespace
+
+at::Tensor TorchAdamW::step(LossClosure closure) {
+  if (!LOOM_TORCH_AT_LEAST(2, 0)) return torch::optim::AdamW::step(std::move(closure));
+  return Step<torch::optim::AdamWOptions, torch::optim::AdamWParamState>(
+      *this, std::move(closure), /*decoupled=*/true);
+}
+
+at::Tensor TorchAdam::step(LossClosure closure) {
+  if (!LOOM_TORCH_AT_LEAST(2, 0)) return torch::optim::Adam::step(std::move(closure));
+  return Step<torch::optim::AdamOptions, torch::optim::AdamParamState>(
+      *this, std::move(closure), /*decoupled=*/false);
 }
 
 }  // namespace loom::optim
