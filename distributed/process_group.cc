@@ -49,10 +49,7 @@ bool IsTimeout(absl::string_view what) {
 // A rendezvous failure as a Status naming where and who.
 absl::Status RendezvousFailure(absl::string_view what, bool timed_out, const DistributedEnv& env,
                                absl::string_view stage, absl::Duration timeout) {
-  const std::string where =
-      absl::StrCat("rank ", env.rank, " of WORLD_SIZE=", env.world_size,
-                   ": rendezvous at MASTER_ADDR:MASTER_PORT=", env.master_addr, ":",
-                   env.master_port, " (", stage, ")");
+  const std::string where = Where(env, stage);
   if (timed_out) {
     return absl::DeadlineExceededError(absl::StrCat(
         where, " did not complete within ddp_timeout=", absl::FormatDuration(timeout),
@@ -68,9 +65,7 @@ absl::Status RendezvousFailure(absl::string_view what, bool timed_out, const Dis
 absl::Status RendezvousError(const std::exception& e, const DistributedEnv& env,
                              absl::string_view stage, absl::Duration timeout) {
   const std::string what = base::TorchErrorMessage(e);
-  const bool timed_out = absl::StrContains(what, "imed out") || absl::StrContains(what, "imeout") ||
-                         absl::StrContains(what, "timeout");
-  return RendezvousFailure(what, timed_out, env, stage, timeout);
+  return RendezvousFailure(what, IsTimeout(what), env, stage, timeout);
 }
 
 // The backend this build can run, a positive timeout, a rank inside the world.
