@@ -1,6 +1,6 @@
 // The one place where loom's code meets the differences between the LibTorch versions it
-// builds against: Debian's 1.13 (the default configuration) and 2.11 from the pinned torch
-// wheel (--config=torch2 / --config=cuda). Code elsewhere in the tree uses these names and
+// builds against: 2.11 from the pinned torch wheel (the default, with CUDA; --config=torch2
+// without) and Debian's 1.13 (--config=debian). Code elsewhere in the tree uses these names and
 // never tests TORCH_VERSION_* itself.
 //
 // Contents:

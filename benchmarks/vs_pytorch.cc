@@ -1,7 +1,7 @@
 // vs_pytorch: loom's Trainer against the plain PyTorch training loop a user would write in
 // Python (benchmarks/vs_pytorch_loop.py, run by the Python torch of the same LibTorch:
-// @libtorch//:python.sh — Debian's python3-torch 1.13 by default, the pinned 2.11 wheel under
-// --config=torch2), on the same BERT weights, examples, optimizer and schedule.
+// @libtorch//:python.sh — the pinned 2.11 wheel by default, Debian's python3-torch 1.13 under
+// --config=debian), on the same BERT weights, examples, optimizer and schedule.
 //
 //   ./bazelw run -c opt //benchmarks:vs_pytorch [-- ROUNDS [ONLY]]
 //       ROUNDS default 3; ONLY runs the cases whose "<model> <precision> <attention>" contains

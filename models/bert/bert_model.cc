@@ -59,7 +59,7 @@ absl::StatusOr<AttnImplementation> ResolveAttnImplementation(
         "attn_implementation=\"sdpa\" needs at::scaled_dot_product_attention, which LibTorch ",
         base::kLibTorchVersion,
         " (this build) lacks: it needs LibTorch >= 2.1.1 (transformers 4.41 requires torch >= "
-        "2.1.1 for sdpa). Build with --config=torch2, or use attn_implementation=\"eager\""));
+        "2.1.1 for sdpa). Build against the default LibTorch 2.11 (without --config=debian), or use attn_implementation=\"eager\""));
   }
   return *requested;
 }

@@ -110,7 +110,7 @@ TEST(PretrainedTest, AttnImplementationFromTheOptionOrConfigJson) {
   } else {
     EXPECT_THAT(sdpa, StatusIs(absl::StatusCode::kFailedPrecondition,
                                AllOf(HasSubstr("attn_implementation=\"sdpa\""),
-                                     HasSubstr("--config=torch2"))));
+                                     HasSubstr("without --config=debian"))));
   }
 }
 

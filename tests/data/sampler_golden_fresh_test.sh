@@ -11,7 +11,7 @@ source tests/require_python_torch.sh  # sets py; FAILs without torch/numpy
 fresh="${TEST_TMPDIR:-/tmp}/sampler_golden.txt"
 "$py" "$script" --out "$fresh"
 # Line 1 names the torch that wrote the file; the data below it must be the same whichever
-# torch (Debian's 1.13, or the pinned 2.11 wheel under --config=torch2) regenerates it.
+# torch (the pinned 2.11 wheel, or Debian's 1.13 under --config=debian) regenerates it.
 if ! diff -q <(tail -n +2 "$committed") <(tail -n +2 "$fresh") >/dev/null; then
   echo "FAIL: $committed is stale; rerun $py tests/data/make_sampler_golden.py" >&2
   diff "$committed" "$fresh" | head -20 >&2

@@ -152,8 +152,8 @@ class _Recorder:
     ns = Namespace(__builtins__=builtins)
 
     def load(label, *names, **aliases):
-      # @libtorch//:defs.bzl's constants as the default configuration (Debian's LibTorch)
-      # defines them; other .bzl files define rules and macros, recorded when called.
+      # @libtorch//:defs.bzl's constants as the default configuration (LibTorch 2.11 from the
+      # torch wheel, with CUDA) defines them; other .bzl files define rules and macros, recorded when called.
       if label == "@libtorch//:defs.bzl":
         for local, name in [(n, n) for n in names] + list(aliases.items()):
           ns[local] = _LIBTORCH_DEFS[name]
@@ -170,10 +170,10 @@ class _Recorder:
 
 
 _LIBTORCH_DEFS = {
-    "LIBTORCH_HAS_CUDA": False,
-    "LIBTORCH_FLAVOR": "debian",
-    "LIBTORCH_ROOT": "/usr/lib/x86_64-linux-gnu",
-    "LIBTORCH_GOLDEN_DIR": "testdata",
+    "LIBTORCH_HAS_CUDA": True,
+    "LIBTORCH_FLAVOR": "cuda",
+    "LIBTORCH_ROOT": "/var/cache/loom/python/venv-torch/lib/python3.11/site-packages/torch",
+    "LIBTORCH_GOLDEN_DIR": "testdata/torch2.11",
 }
 
 

@@ -1,8 +1,8 @@
 """Python reference for //tests/models:bert_sdpa_parity_test.
 
 transformers 4.41's BERT attention on the same weights and batch as loom's (bert_sdpa_tool),
-in the Python torch of the LibTorch build (the pinned 2.11 wheel under --config=torch2,
-Debian's 1.13 by default), fp32, one intra-op thread, compared BITWISE:
+in the Python torch of the LibTorch build (the pinned 2.11 wheel by default,
+Debian's 1.13 under --config=debian), fp32, one intra-op thread, compared BITWISE:
   - torch >= 2.1.1: the tool must have used "sdpa"; bert_reference.py's Classifier with
     attn_implementation="sdpa" calls torch.nn.functional.scaled_dot_product_attention as
     BertSdpaSelfAttention does (q, k, v from transpose_for_scores, attn_mask from

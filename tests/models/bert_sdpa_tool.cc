@@ -6,7 +6,7 @@
 //   bert_sdpa_tool write DIR
 //     LibTorch >= 2.1.1 (base::kHasScaledDotProductAttention): asks for "sdpa" explicitly.
 //     Older LibTorch: first requires that the explicit sdpa request is refused
-//       (FailedPrecondition naming attn_implementation and --config=torch2), then runs the
+//       (FailedPrecondition naming attn_implementation and "without --config=debian"), then runs the
 //       twin with "eager", the only implementation there.
 //     Writes DIR/attn_implementation.txt ("sdpa" or "eager", the one used) and, per scenario,
 //     DIR/<scenario>/
@@ -111,11 +111,11 @@ absl::Status RequireRefusal() {
           .status();
   if (refused.code() != absl::StatusCode::kFailedPrecondition ||
       !absl::StrContains(refused.message(), "attn_implementation") ||
-      !absl::StrContains(refused.message(), "--config=torch2")) {
+      !absl::StrContains(refused.message(), "without --config=debian")) {
     return absl::InternalError(absl::StrCat(
         "LibTorch ", base::kLibTorchVersion,
         ": attn_implementation=\"sdpa\" should be FailedPrecondition naming attn_implementation "
-        "and --config=torch2, got: ",
+        "and 'without --config=debian', got: ",
         refused.ToString()));
   }
   std::cout << "LibTorch " << base::kLibTorchVersion << " refuses sdpa: " << refused << "\n";

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # loom's run_glue against the REAL Hugging Face Trainer: transformers 4.38.2 with accelerate
 # 0.27.2 (pinned in third_party/python/interop-transformers-4.38.txt, installed by ./bazelw),
-# run by the Python torch of the build (Debian's 1.13; the pinned 2.11 wheel's under
-# --config=torch2 / --config=cuda), CPU, one process, default threads (hf_trainer_glue.py
+# run by the Python torch of the build (the pinned 2.11 wheel's; Debian's 1.13 under
+# --config=debian), CPU, one process, default threads (hf_trainer_glue.py
 # makes the calls of transformers 4.38's run_glue.py: set_seed, from_pretrained, tokenize with
 # padding to max_seq_length, Trainer, train, save_model, evaluate).
 #

@@ -1,12 +1,15 @@
 """Repository rule exposing a LibTorch installation as @libtorch.
 
 LOOM_LIBTORCH (set by .bazelrc's configs; or in the environment) picks it:
-  (unset) or "debian"   Debian's `libtorch-dev` 1.13 (CPU only; headers under /usr/include,
-                        libraries under /usr/lib/x86_64-linux-gnu). The default.
-  "torch2"              LibTorch 2.11 from the pinned torch wheel (third_party/torch), CPU
-                        only: links libtorch_cpu.so and libc10.so. `--config=torch2`.
-  "cuda"                the same wheel with CUDA and NCCL (libtorch_cuda.so, libc10_cuda.so,
-                        the CUDA 13 toolkit's cudart; LOOM_HAS_CUDA=1). `--config=cuda`.
+  (unset) or "cuda"     LibTorch 2.11 from the pinned torch wheel (third_party/torch), a
+                        CUDA 13.0 build, with CUDA and NCCL (libtorch_cuda.so,
+                        libc10_cuda.so, the CUDA 13 toolkit's cudart; LOOM_HAS_CUDA=1). The
+                        default (`--config=cuda` names it). Without a GPU everything runs on
+                        the CPU, as Python's `pip install torch` does.
+  "torch2"              the same wheel, CPU only: links libtorch_cpu.so and libc10.so.
+                        `--config=torch2`.
+  "debian"              Debian's `libtorch-dev` 1.13 (CPU only; headers under /usr/include,
+                        libraries under /usr/lib/x86_64-linux-gnu). `--config=debian`.
   /path/to/libtorch     any LibTorch folder with include/ and lib/ (the libtorch zip, a torch
                         wheel's torch/ folder); CUDA is compiled in when it has libtorch_cuda.so.
 
@@ -59,7 +62,8 @@ def _wheel_libtorch(ctx, flavor):
     cuda_lib = cuda_home + "/lib64"
     if not ctx.path(cuda_lib + "/libcudart.so.13").exists:
         fail(("LibTorch 2.11 (the CUDA torch wheel) needs the CUDA 13 runtime: no %s/libcudart.so.13. " +
-              "Set LOOM_CUDA_HOME to the CUDA 13 toolkit.") % cuda_lib)
+              "Set LOOM_CUDA_HOME to the CUDA 13 toolkit, or build against Debian's LibTorch 1.13 " +
+              "(CPU only) with --config=debian.") % cuda_lib)
     for d in _WHEEL_INCLUDE_DIRS:
         ctx.symlink(torch_root + "/include/" + d, "include/" + d)
     libdir = torch_root + "/lib"
@@ -157,15 +161,16 @@ def _always_linked(libs):
 
 def _libtorch_repository_impl(ctx):
     choice = ctx.os.environ.get("LOOM_LIBTORCH", "").strip()
-    if choice in ("", "debian"):
+    if choice == "debian":
         flavor, t = "debian", _debian_libtorch(ctx)
-    elif choice in ("torch2", "cuda"):
-        flavor, t = choice, _wheel_libtorch(ctx, choice)
+    elif choice in ("", "cuda", "torch2"):
+        flavor = choice or "cuda"
+        t = _wheel_libtorch(ctx, flavor)
     elif choice.startswith("/"):
         flavor, t = "custom", _folder_libtorch(ctx, choice)
     else:
         fail(("LOOM_LIBTORCH=%s: expected debian, torch2, cuda or an absolute path to a " +
-              "LibTorch folder (use --config=torch2 or --config=cuda)") % choice)
+              "LibTorch folder (or leave it unset for the default, LibTorch 2.11 with CUDA)") % choice)
     _write_build(ctx, flavor, t)
 
 def _write_build(ctx, flavor, t):
