@@ -153,7 +153,8 @@ class _Recorder:
 
     def load(label, *names, **aliases):
       # @libtorch//:defs.bzl's constants as the default configuration (LibTorch 2.11 from the
-      # torch wheel, with CUDA) defines them; other .bzl files define rules and macros, recorded when called.
+      # torch wheel, with CUDA) defines them; other .bzl files define rules and macros,
+      # recorded when called.
       if label == "@libtorch//:defs.bzl":
         for local, name in [(n, n) for n in names] + list(aliases.items()):
           ns[local] = _LIBTORCH_DEFS[name]
