@@ -52,35 +52,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "text/basic_tokenizer.h"
+#include "text/encoding.h"
 #include "text/vocab.h"
 #include "text/wordpiece.h"
 
 namespace loom::text {
-
-enum class Truncation { kDoNotTruncate, kLongestFirst, kOnlyFirst, kOnlySecond };
-enum class Padding { kDoNotPad, kLongest, kMaxLength };
-
-// HF's spellings: "do_not_truncate" / "longest_first" / "only_first" / "only_second" and
-// "do_not_pad" / "longest" / "max_length". InvalidArgument lists the valid ones.
-absl::StatusOr<Truncation> ParseTruncation(absl::string_view name);
-absl::StatusOr<Padding> ParsePadding(absl::string_view name);
-absl::string_view TruncationName(Truncation truncation);
-absl::string_view PaddingName(Padding padding);
-
-struct EncodeOptions {
-  std::optional<int64_t> max_length;  // unset: the tokenizer's model_max_length
-  Truncation truncation = Truncation::kDoNotTruncate;
-  Padding padding = Padding::kDoNotPad;
-  bool add_special_tokens = true;
-  bool return_token_type_ids = true;
-  bool return_attention_mask = true;
-};
-
-struct Encoding {
-  std::vector<int64_t> input_ids;
-  std::vector<int64_t> token_type_ids;  // empty unless return_token_type_ids
-  std::vector<int64_t> attention_mask;  // empty unless return_attention_mask
-};
 
 struct SpecialTokens {
   std::string unk = "[UNK]";
@@ -145,7 +121,6 @@ class BertTokenizer {
   absl::StatusOr<Encoding> EncodeUnpadded(absl::string_view text,
                                           std::optional<absl::string_view> text_pair,
                                           const EncodeOptions& options) const;
-  void Pad(const EncodeOptions& options, size_t length, Encoding* encoding) const;
 
   std::shared_ptr<const Vocab> vocab_;
   BertTokenizerOptions options_;

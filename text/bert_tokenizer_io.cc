@@ -1,6 +1,4 @@
 // BertTokenizer::FromPretrained / SavePretrained: HF tokenizer folders.
-#include <sys/stat.h>
-
 #include <cmath>
 #include <utility>
 
@@ -9,73 +7,12 @@
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "text/bert_tokenizer.h"
+#include "text/tokenizer_json.h"
 
 namespace loom::text {
 namespace {
 
 using Json = nlohmann::json;
-
-bool FileExists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-absl::StatusOr<Json> ReadJsonObject(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string text, base::ReadFile(path));
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " is not valid JSON"));
-  }
-  if (!j.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " must hold a JSON object"));
-  }
-  return j;
-}
-
-absl::Status TypeError(const std::string& path, absl::string_view key, absl::string_view want) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(path, ": \"", key, "\" must be ", want, "; fix or remove the entry"));
-}
-
-// Sets *out from j[key] when present and not null.
-absl::Status ReadBool(const Json& j, const std::string& path, const char* key, bool* out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return absl::OkStatus();
-  if (!it->is_boolean()) return TypeError(path, key, "true or false");
-  *out = it->get<bool>();
-  return absl::OkStatus();
-}
-
-absl::Status ReadOptionalBool(const Json& j, const std::string& path, const char* key,
-                              std::optional<bool>* out) {
-  auto it = j.find(key);
-  if (it == j.end()) return absl::OkStatus();
-  if (it->is_null()) {
-    out->reset();
-    return absl::OkStatus();
-  }
-  if (!it->is_boolean()) return TypeError(path, key, "true, false or null");
-  *out = it->get<bool>();
-  return absl::OkStatus();
-}
-
-// A special token: a string or an AddedToken object {"content": ...}.
-absl::Status ReadToken(const Json& j, const std::string& path, const char* key, std::string* out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return absl::OkStatus();
-  if (it->is_string()) {
-    *out = it->get<std::string>();
-    return absl::OkStatus();
-  }
-  if (it->is_object()) {
-    auto content = it->find("content");
-    if (content != it->end() && content->is_string()) {
-      *out = content->get<std::string>();
-      return absl::OkStatus();
-    }
-  }
-  return TypeError(path, key, "a string or an object with a string \"content\"");
-}
 
 absl::Status ReadSpecialTokens(const Json& j, const std::string& path, SpecialTokens* sp) {
   RETURN_IF_ERROR(ReadToken(j, path, "unk_token", &sp->unk));
@@ -102,25 +39,14 @@ absl::Status ReadTokenizerConfig(const Json& j, const std::string& path, BertTok
   RETURN_IF_ERROR(ReadBool(j, path, "tokenize_chinese_chars", &o->tokenize_chinese_chars));
   RETURN_IF_ERROR(ReadOptionalBool(j, path, "strip_accents", &o->strip_accents));
   if (auto it = j.find("never_split"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) return TypeError(path, "never_split", "a list of strings or null");
+    if (!it->is_array()) return JsonTypeError(path, "never_split", "a list of strings or null");
     o->never_split.clear();
     for (const Json& v : *it) {
-      if (!v.is_string()) return TypeError(path, "never_split", "a list of strings or null");
+      if (!v.is_string()) return JsonTypeError(path, "never_split", "a list of strings or null");
       o->never_split.push_back(v.get<std::string>());
     }
   }
-  if (auto it = j.find("model_max_length"); it != j.end() && !it->is_null()) {
-    if (!it->is_number()) return TypeError(path, "model_max_length", "a positive integer");
-    const double v = it->get<double>();
-    // HF saves "no limit" as int(1e30); anything this large means no limit.
-    if (v >= 1e18) {
-      o->model_max_length.reset();
-    } else if (it->is_number_integer() && v >= 0) {
-      o->model_max_length = it->get<int64_t>();
-    } else {
-      return TypeError(path, "model_max_length", "a positive integer");
-    }
-  }
+  RETURN_IF_ERROR(ReadModelMaxLength(j, path, &o->model_max_length));
   return ReadSpecialTokens(j, path, &o->special_tokens);
 }
 
@@ -143,24 +69,24 @@ absl::StatusOr<VocabPairs> ReadWordPieceModel(const Json& j, const std::string& 
   }
   auto vocab_json = model->find("vocab");
   if (vocab_json == model->end() || !vocab_json->is_object()) {
-    return TypeError(path, "model.vocab", "an object mapping tokens to ids");
+    return JsonTypeError(path, "model.vocab", "an object mapping tokens to ids");
   }
   VocabPairs pairs;
   pairs.reserve(vocab_json->size());
   for (auto it = vocab_json->begin(); it != vocab_json->end(); ++it) {
     if (!it.value().is_number_integer()) {
-      return TypeError(path, "model.vocab[\"" + it.key() + "\"]", "an integer id");
+      return JsonTypeError(path, "model.vocab[\"" + it.key() + "\"]", "an integer id");
     }
     pairs.emplace_back(it.key(), it.value().get<int64_t>());
   }
   RETURN_IF_ERROR(ReadToken(*model, path, "unk_token", &o->special_tokens.unk));
   if (auto it = model->find("continuing_subword_prefix"); it != model->end() && !it->is_null()) {
-    if (!it->is_string()) return TypeError(path, "model.continuing_subword_prefix", "a string");
+    if (!it->is_string()) return JsonTypeError(path, "model.continuing_subword_prefix", "a string");
     o->continuing_subword_prefix = it->get<std::string>();
   }
   if (auto it = model->find("max_input_chars_per_word"); it != model->end() && !it->is_null()) {
     if (!it->is_number_unsigned() || it->get<uint64_t>() > 1000000000) {
-      return TypeError(path, "model.max_input_chars_per_word", "a non-negative integer");
+      return JsonTypeError(path, "model.max_input_chars_per_word", "a non-negative integer");
     }
     o->max_input_chars_per_word = static_cast<int>(it->get<uint64_t>());
   }
@@ -212,11 +138,11 @@ absl::Status CheckPreTokenizer(const Json& j, const std::string& path) {
 absl::Status ReadAddedTokens(const Json& j, const std::string& path, VocabPairs& pairs,
                              BertTokenizerOptions* o) {
   if (auto added = j.find("added_tokens"); added != j.end() && !added->is_null()) {
-    if (!added->is_array()) return TypeError(path, "added_tokens", "a list");
+    if (!added->is_array()) return JsonTypeError(path, "added_tokens", "a list");
     for (const Json& t : *added) {
       if (!t.is_object() || !t.contains("content") || !t["content"].is_string() ||
           !t.contains("id") || !t["id"].is_number_integer()) {
-        return TypeError(path, "added_tokens", "a list of {\"id\": int, \"content\": str, ...}");
+        return JsonTypeError(path, "added_tokens", "a list of {\"id\": int, \"content\": str, ...}");
       }
       const std::string content = t["content"].get<std::string>();
       if (t.value("normalized", false)) {
@@ -261,16 +187,16 @@ absl::StatusOr<BertTokenizer> BertTokenizer::FromPretrained(const std::string& d
   const std::string vocab_path = dir + "/vocab.txt";
   BertTokenizerOptions options;
   ConfigKeys present;
-  if (FileExists(config_path)) {
+  if (RegularFileExists(config_path)) {
     ASSIGN_OR_RETURN(Json config, ReadJsonObject(config_path));
     RETURN_IF_ERROR(ReadTokenizerConfig(config, config_path, &options, &present));
   }
-  const bool fast = use_fast && FileExists(json_path);
+  const bool fast = use_fast && RegularFileExists(json_path);
   Vocab vocab;
   if (fast) {
     ASSIGN_OR_RETURN(Json tj, ReadJsonObject(json_path));
     ASSIGN_OR_RETURN(vocab, ReadTokenizerJson(tj, json_path, present, &options));
-  } else if (FileExists(vocab_path)) {
+  } else if (RegularFileExists(vocab_path)) {
     ASSIGN_OR_RETURN(vocab, Vocab::FromFile(vocab_path));
   } else {
     return absl::NotFoundError(absl::StrCat(dir, " holds neither vocab.txt nor tokenizer.json",
@@ -279,7 +205,7 @@ absl::StatusOr<BertTokenizer> BertTokenizer::FromPretrained(const std::string& d
                                                        "needs vocab.txt)",
                                             "; point to a folder saved by a BERT tokenizer"));
   }
-  if (FileExists(map_path)) {
+  if (RegularFileExists(map_path)) {
     ASSIGN_OR_RETURN(Json map, ReadJsonObject(map_path));
     RETURN_IF_ERROR(ReadSpecialTokens(map, map_path, &options.special_tokens));
   }
