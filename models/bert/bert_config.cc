@@ -10,6 +10,8 @@
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "base/python_json.h"
+#include "modeling/config_json.h"
+#include "modeling/layers.h"
 
 namespace loom::models::bert {
 namespace {
@@ -17,74 +19,12 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-const std::set<std::string>& SupportedActivations() {
-  static const auto* names = new std::set<std::string>{
-      "gelu", "gelu_python", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "quick_gelu",
-      "relu", "silu",        "swish",    "tanh",      "sigmoid",           "linear"};
-  return *names;
-}
-
-absl::Status KeyError(absl::string_view source, absl::string_view key, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(source, ": key \"", key, "\" ", what));
-}
-
-// Readers of one key: leave `out` unchanged when the key is absent.
-absl::Status ReadInt(const json& j, absl::string_view source, const char* key, int64_t* out) {
-  auto it = j.find(key);
-  if (it == j.end()) return absl::OkStatus();
-  if (!it->is_number_integer()) {
-    return KeyError(source, key, absl::StrCat("must be an integer, got ", it->dump()));
-  }
-  *out = it->get<int64_t>();
-  return absl::OkStatus();
-}
-
-absl::Status ReadDouble(const json& j, absl::string_view source, const char* key, double* out) {
-  auto it = j.find(key);
-  if (it == j.end()) return absl::OkStatus();
-  if (!it->is_number()) {
-    return KeyError(source, key, absl::StrCat("must be a number, got ", it->dump()));
-  }
-  *out = it->get<double>();
-  return absl::OkStatus();
-}
-
-absl::Status ReadString(const json& j, absl::string_view source, const char* key,
-                        std::string* out) {
-  auto it = j.find(key);
-  if (it == j.end()) return absl::OkStatus();
-  if (!it->is_string()) {
-    return KeyError(source, key, absl::StrCat("must be a string, got ", it->dump()));
-  }
-  *out = it->get<std::string>();
-  return absl::OkStatus();
-}
-
-absl::Status ReadOptionalString(const json& j, absl::string_view source, const char* key,
-                                std::optional<std::string>* out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return absl::OkStatus();
-  if (!it->is_string()) {
-    return KeyError(source, key, absl::StrCat("must be a string or null, got ", it->dump()));
-  }
-  *out = it->get<std::string>();
-  return absl::OkStatus();
-}
-
-// Recursively sorted copy (json.dumps(sort_keys=True) for values we only carry).
-ojson Sorted(const json& v) {
-  if (v.is_object()) {
-    ojson out = ojson::object();
-    for (auto it = v.begin(); it != v.end(); ++it) out[it.key()] = Sorted(it.value());
-    return out;  // nlohmann::json iterates its std::map in key order
-  }
-  if (v.is_array()) {
-    ojson out = ojson::array();
-    for (const json& e : v) out.push_back(Sorted(e));
-    return out;
-  }
-  return ojson::parse(v.dump());
-}
+using modeling::KeyError;
+using modeling::ReadDouble;
+using modeling::ReadInt;
+using modeling::ReadOptionalString;
+using modeling::ReadString;
+using modeling::Sorted;
 
 std::map<int64_t, std::string> DefaultId2Label(int64_t n) {
   std::map<int64_t, std::string> m;
@@ -164,25 +104,6 @@ absl::StatusOr<BertConfig> BertConfig::FromFile(const std::string& path) {
 }
 
 namespace {
-
-absl::StatusOr<json> ParseConfigObject(absl::string_view text, absl::string_view source) {
-  json j;
-  try {
-    j = json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": not valid JSON (", e.what(), "); expected an HF config.json"));
-  }
-  if (!j.is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": expected a JSON object (an HF config.json), got ", j.type_name()));
-  }
-  if (auto it = j.find("model_type"); it != j.end() && *it != "bert") {
-    return KeyError(source, "model_type",
-                    absl::StrCat("is ", it->dump(), "; only \"bert\" configs can be read here"));
-  }
-  return j;
-}
 
 // The architecture's sizes, activation, dropouts and initialisation.
 absl::Status ReadArchitecture(const json& j, absl::string_view source, BertConfig& c) {
@@ -337,7 +258,7 @@ void KeepExtraKeys(const json& j, BertConfig& c) {
 }  // namespace
 
 absl::StatusOr<BertConfig> BertConfig::FromJson(absl::string_view text, absl::string_view source) {
-  ASSIGN_OR_RETURN(const json j, ParseConfigObject(text, source));
+  ASSIGN_OR_RETURN(const json j, modeling::ParseConfigObject(text, source, "bert"));
   BertConfig c;
   RETURN_IF_ERROR(ReadArchitecture(j, source, c));
   RETURN_IF_ERROR(ReadOptionalKeys(j, source, c));
@@ -393,10 +314,10 @@ absl::Status BertConfig::Validate(absl::string_view source) const {
         "\"; loom's BERT implements only \"absolute\" (relative_key and relative_key_query "
         "are not supported)"));
   }
-  if (!SupportedActivations().count(hidden_act)) {
+  if (!modeling::SupportedActivations().count(hidden_act)) {
     return absl::UnimplementedError(absl::StrCat(source, ": key \"hidden_act\" is \"", hidden_act,
                                                  "\"; loom implements ",
-                                                 absl::StrJoin(SupportedActivations(), ", ")));
+                                                 absl::StrJoin(modeling::SupportedActivations(), ", ")));
   }
   int64_t expected = 0;
   for (const auto& [id, label] : id2label) {

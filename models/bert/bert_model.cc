@@ -12,18 +12,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/torch_compat.h"
+#include "modeling/layers.h"
 
 namespace loom::models::bert {
 namespace {
 
 namespace F = torch::nn::functional;
-
-// HF's nn.Linear is at::linear (one addmm with the bias for 2-D and contiguous 3-D inputs;
-// under autocast the bias is cast too). LibTorch 1.13's C++ Linear::forward runs matmul then
-// `+= bias` for 3-D inputs, which rounds differently in bf16: call at::linear as Python does.
-at::Tensor Dense(const torch::nn::Linear& layer, const at::Tensor& x) {
-  return at::linear(x, layer->weight, layer->bias);
-}
+using modeling::Dense;
+using modeling::FinfoMin;
 
 torch::nn::LayerNorm MakeLayerNorm(const BertConfig& c) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps));
@@ -34,14 +30,6 @@ AttnImplementation ResolveOrThrow(std::optional<AttnImplementation> requested) {
   absl::StatusOr<AttnImplementation> resolved = ResolveAttnImplementation(requested);
   if (!resolved.ok()) throw std::invalid_argument(std::string(resolved.status().message()));
   return *resolved;
-}
-
-double FinfoMin(c10::ScalarType dtype) {
-  double min = 0;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "FinfoMin", [&] {
-    min = static_cast<double>(std::numeric_limits<scalar_t>::lowest());
-  });
-  return min;
 }
 
 }  // namespace
@@ -62,41 +50,6 @@ absl::StatusOr<AttnImplementation> ResolveAttnImplementation(
         "2.1.1 for sdpa). Build against the default LibTorch 2.11 (without --config=debian), or use attn_implementation=\"eager\""));
   }
   return *requested;
-}
-
-at::Tensor ApplyActivation(const std::string& name, const at::Tensor& x) {
-  constexpr double kPi = 3.14159265358979323846;
-  // The composite activations create their ops in the order Python evaluates HF's expressions
-  // (left to right), so their gradients reach x in the same order (it matters in bf16).
-  if (name == "gelu") return at::gelu(x);
-  if (name == "gelu_python") {  // input * 0.5 * (1.0 + torch.erf(input / math.sqrt(2.0)))
-    const at::Tensor half_x = x * 0.5;
-    const at::Tensor erf = at::erf(x / std::sqrt(2.0));
-    return half_x * (1.0 + erf);
-  }
-  if (name == "gelu_new") {
-    // 0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 *
-    // torch.pow(input, 3.0))))
-    const at::Tensor half_x = 0.5 * x;
-    const at::Tensor cubic = 0.044715 * at::pow(x, 3.0);
-    const at::Tensor inner = std::sqrt(2.0 / kPi) * (x + cubic);
-    return half_x * (1.0 + at::tanh(inner));
-  }
-  if (name == "gelu_fast") {
-    // 0.5 * input * (1.0 + torch.tanh(input * 0.7978845608 * (1.0 + 0.044715 * input * input)))
-    const at::Tensor half_x = 0.5 * x;
-    const at::Tensor scaled = x * 0.7978845608;
-    const at::Tensor quadratic = 0.044715 * x * x;
-    return half_x * (1.0 + at::tanh(scaled * (1.0 + quadratic)));
-  }
-  if (name == "gelu_pytorch_tanh") return at::gelu(x, "tanh");
-  if (name == "quick_gelu") return x * at::sigmoid(1.702 * x);
-  if (name == "relu") return at::relu(x);
-  if (name == "silu" || name == "swish") return at::silu(x);
-  if (name == "tanh") return at::tanh(x);
-  if (name == "sigmoid") return at::sigmoid(x);
-  if (name == "linear") return x;
-  throw std::invalid_argument(absl::StrCat("hidden_act \"", name, "\" is not implemented"));
 }
 
 BertEmbeddings::BertEmbeddings(const BertConfig& c) {

@@ -67,6 +67,7 @@
 #include "absl/status/statusor.h"
 #include "modeling/activation_checkpoint.h"
 #include "modeling/hooked_embedding.h"
+#include "modeling/layers.h"
 #include "modeling/unit_runner.h"
 #include "models/bert/bert_config.h"
 
@@ -76,8 +77,8 @@ namespace loom::models::bert {
 absl::StatusOr<AttnImplementation> ResolveAttnImplementation(
     std::optional<AttnImplementation> requested);
 
-// ACT2FN[name](x) for the names BertConfig accepts; throws std::invalid_argument otherwise.
-at::Tensor ApplyActivation(const std::string& name, const at::Tensor& x);
+// ACT2FN (modeling/layers.h).
+using ::loom::modeling::ApplyActivation;
 
 class BertEmbeddings : public torch::nn::Module {
  public:
