@@ -28,6 +28,9 @@
 
 namespace loom::modeling {
 
+// The transformers version loom's config.json files say they were written by.
+inline constexpr absl::string_view kTransformersVersion = "4.41.2";
+
 absl::StatusOr<nlohmann::json> ParseConfigObject(absl::string_view text, absl::string_view source,
                                                  absl::string_view model_type);
 absl::Status KeyError(absl::string_view source, absl::string_view key, absl::string_view what);

@@ -64,4 +64,19 @@ double FinfoMin(c10::ScalarType dtype) {
   return min;
 }
 
+std::string TorchDtypeName(c10::ScalarType type) {
+  switch (type) {
+    case at::kFloat:
+      return "float32";
+    case at::kDouble:
+      return "float64";
+    case at::kHalf:
+      return "float16";
+    case at::kBFloat16:
+      return "bfloat16";
+    default:
+      return std::string(c10::toString(type));
+  }
+}
+
 }  // namespace loom::modeling

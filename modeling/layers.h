@@ -10,6 +10,7 @@
 //     1.13's C++ Linear::forward adds the bias separately for 3-D inputs, which rounds
 //     differently in bf16).
 //   - FinfoMin(dtype) is torch.finfo(dtype).min for float, double, half and bfloat16.
+//   - TorchDtypeName(dtype) is str(dtype) without "torch." (config.json's torch_dtype).
 //
 // Example:
 //   at::Tensor h = modeling::ApplyActivation("gelu_new", modeling::Dense(wi, x));
@@ -28,6 +29,8 @@ const std::set<std::string>& SupportedActivations();
 at::Tensor ApplyActivation(const std::string& name, const at::Tensor& x);
 at::Tensor Dense(const torch::nn::Linear& layer, const at::Tensor& x);
 double FinfoMin(c10::ScalarType dtype);
+// config.json's torch_dtype spelling: "float32", "float16", "bfloat16", "float64".
+std::string TorchDtypeName(c10::ScalarType dtype);
 
 }  // namespace loom::modeling
 

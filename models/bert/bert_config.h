@@ -51,11 +51,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "modeling/config_json.h"
 
 namespace loom::models::bert {
 
 // The transformers version loom's files claim (the release whose behaviour loom reproduces).
-inline constexpr absl::string_view kTransformersVersion = "4.41.2";
+inline constexpr absl::string_view kTransformersVersion = modeling::kTransformersVersion;
 
 inline constexpr absl::string_view kRegression = "regression";
 inline constexpr absl::string_view kSingleLabelClassification = "single_label_classification";

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
+#include "modeling/layers.h"
 
 namespace loom::models::bert {
 namespace {
@@ -42,20 +43,6 @@ absl::Status CheckRange(const at::Tensor& t, const std::string& name, int64_t bo
   return absl::OkStatus();
 }
 
-std::string DtypeName(c10::ScalarType type) {
-  switch (type) {
-    case at::kFloat:
-      return "float32";
-    case at::kDouble:
-      return "float64";
-    case at::kHalf:
-      return "float16";
-    case at::kBFloat16:
-      return "bfloat16";
-    default:
-      return std::string(c10::toString(type));
-  }
-}
 
 }  // namespace
 
@@ -244,7 +231,7 @@ double BertForSequenceClassification::FloatingPointOps(const data::Batch& inputs
 std::string BertForSequenceClassification::ConfigJson() const {
   BertConfig saved = config_;
   saved.architectures = std::vector<std::string>{"BertForSequenceClassification"};
-  saved.extra["torch_dtype"] = DtypeName(classifier->weight.scalar_type());
+  saved.extra["torch_dtype"] = modeling::TorchDtypeName(classifier->weight.scalar_type());
   return saved.ToJson();
 }
 

@@ -1,0 +1,161 @@
+#include "models/t5/t5_for_conditional_generation.h"
+
+#include <torch/nn/modules/embedding.h>
+
+#include <exception>
+#include <stdexcept>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "base/torch_status.h"
+#include "modeling/layers.h"
+
+namespace loom::models::t5 {
+namespace {
+
+constexpr char kContext[] = "T5ForConditionalGeneration";
+
+std::string Shape(const at::Tensor& t) {
+  return absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]");
+}
+
+absl::Status InputError(absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(kContext, ": ", what));
+}
+
+at::Tensor Get(const data::Batch& inputs, const char* name) {
+  auto it = inputs.find(name);
+  return it == inputs.end() ? at::Tensor() : it->second;
+}
+
+// `t` must be a 2-D integer tensor with `batch` rows whose values lie in [lo, vocab) (or are
+// -100 when `labels`).
+absl::Status CheckIds(const at::Tensor& t, const char* name, int64_t batch, int64_t vocab,
+                      bool labels) {
+  if (t.dim() != 2 || !at::isIntegralType(t.scalar_type(), /*includeBool=*/false)) {
+    return InputError(absl::StrCat(name, " must be an integer [batch, length] tensor, got ",
+                                   c10::toString(t.scalar_type()), " ", Shape(t)));
+  }
+  if (t.size(0) != batch) {
+    return InputError(absl::StrCat(name, " has ", t.size(0), " rows but input_ids has ", batch));
+  }
+  if (t.numel() == 0) return absl::OkStatus();
+  const at::Tensor valid = labels ? t.masked_fill(t == -100, 0) : t;
+  const int64_t lo = valid.min().item<int64_t>(), hi = valid.max().item<int64_t>();
+  if (lo < 0 || hi >= vocab) {
+    return InputError(absl::StrCat(name, " values must be in [0, vocab_size = ", vocab, ")",
+                                   labels ? " or -100" : "", ", got values in [", lo, ", ", hi,
+                                   "]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckMask(const at::Tensor& mask, const char* name, const at::Tensor& ids,
+                       const char* ids_name) {
+  if (mask.defined() && !mask.sizes().equals(ids.sizes())) {
+    return InputError(absl::StrCat(name, " has shape ", Shape(mask), " but ", ids_name, " has ",
+                                   Shape(ids)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+T5ForConditionalGeneration::T5ForConditionalGeneration(const T5Config& config) {
+  // register_module with the body's children directly, so names are HF's (shared.weight, ...).
+  body = std::make_shared<T5Body>(config);
+  for (const auto& item : body->named_children()) register_module(item.key(), item.value());
+  int64_t total = 0;
+  for (const auto& p : parameters()) total += p.numel();
+  for (const auto& m : modules(/*include_self=*/false)) {
+    if (auto* e = m->as<torch::nn::Embedding>()) total -= e->weight.numel();
+  }
+  non_embedding_parameters_ = total;
+}
+
+absl::StatusOr<std::shared_ptr<T5ForConditionalGeneration>> T5ForConditionalGeneration::Create(
+    const T5Config& config, uint64_t seed) {
+  RETURN_IF_ERROR(config.Validate("T5Config"));
+  try {
+    auto model = std::make_shared<T5ForConditionalGeneration>(config);
+    InitT5Weights(*model->body, seed);
+    return model;
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, kContext);
+  }
+}
+
+absl::Status T5ForConditionalGeneration::CheckInputs(const data::Batch& inputs) const {
+  const at::Tensor ids = Get(inputs, "input_ids");
+  if (!ids.defined()) {
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : inputs) keys.push_back(k);
+    return InputError(
+        absl::StrCat("the batch has no \"input_ids\" (it has: ", absl::StrJoin(keys, ", "), ")"));
+  }
+  const int64_t vocab = config().vocab_size;
+  RETURN_IF_ERROR(CheckIds(ids, "input_ids", ids.dim() > 0 ? ids.size(0) : 0, vocab, false));
+  RETURN_IF_ERROR(CheckMask(Get(inputs, "attention_mask"), "attention_mask", ids, "input_ids"));
+  const at::Tensor decoder_ids = Get(inputs, "decoder_input_ids");
+  const at::Tensor labels = Get(inputs, "labels");
+  if (!decoder_ids.defined() && !labels.defined()) {
+    return InputError("the batch needs \"decoder_input_ids\" or \"labels\" (HF: \"You have to "
+                      "specify either decoder_input_ids or decoder_inputs_embeds\")");
+  }
+  if (decoder_ids.defined()) {
+    RETURN_IF_ERROR(CheckIds(decoder_ids, "decoder_input_ids", ids.size(0), vocab, false));
+  }
+  if (labels.defined()) RETURN_IF_ERROR(CheckIds(labels, "labels", ids.size(0), vocab, true));
+  const at::Tensor& decoder_shape = decoder_ids.defined() ? decoder_ids : labels;
+  return CheckMask(Get(inputs, "decoder_attention_mask"), "decoder_attention_mask",
+                   decoder_shape, decoder_ids.defined() ? "decoder_input_ids" : "labels");
+}
+
+absl::StatusOr<modeling::ModelOutput> T5ForConditionalGeneration::TryForward(
+    const data::Batch& inputs) {
+  RETURN_IF_ERROR(CheckInputs(inputs));
+  try {
+    const at::Tensor attention_mask = Get(inputs, "attention_mask");
+    const at::Tensor encoded = body->Encode(Get(inputs, "input_ids"), attention_mask);
+    const at::Tensor labels = Get(inputs, "labels");
+    at::Tensor decoder_ids = Get(inputs, "decoder_input_ids");
+    if (!decoder_ids.defined()) decoder_ids = body->ShiftRight(labels);
+    const at::Tensor hidden = body->Decode(decoder_ids, Get(inputs, "decoder_attention_mask"),
+                                           encoded, attention_mask, /*cache=*/nullptr);
+    const at::Tensor logits = body->Logits(hidden);
+    modeling::ModelOutput out;
+    if (labels.defined()) {
+      out.loss = at::cross_entropy_loss(logits.view({-1, logits.size(-1)}),
+                                        labels.to(logits.device()).view(-1).to(at::kLong),
+                                        /*weight=*/{}, at::Reduction::Mean, /*ignore_index=*/-100);
+    }
+    out.outputs.push_back({"logits", logits});
+    out.outputs.push_back({"encoder_last_hidden_state", encoded});
+    return out;
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, kContext);
+  }
+}
+
+modeling::ModelOutput T5ForConditionalGeneration::Forward(const data::Batch& inputs) {
+  absl::StatusOr<modeling::ModelOutput> out = TryForward(inputs);
+  if (!out.ok()) throw std::invalid_argument(std::string(out.status().message()));
+  return *std::move(out);
+}
+
+double T5ForConditionalGeneration::FloatingPointOps(const data::Batch& inputs) const {
+  const at::Tensor ids = Get(inputs, "input_ids");
+  if (!ids.defined()) return 0;
+  return 6.0 * static_cast<double>(ids.numel()) * static_cast<double>(non_embedding_parameters_);
+}
+
+std::string T5ForConditionalGeneration::ConfigJson() const {
+  T5Config saved = config();
+  saved.architectures = std::vector<std::string>{"T5ForConditionalGeneration"};
+  saved.torch_dtype = modeling::TorchDtypeName(body->shared->weight.scalar_type());
+  return saved.ToJson();
+}
+
+}  // namespace loom::models::t5
