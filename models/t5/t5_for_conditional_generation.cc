@@ -145,6 +145,20 @@ modeling::ModelOutput T5ForConditionalGeneration::Forward(const data::Batch& inp
   return *std::move(out);
 }
 
+at::Tensor T5ForConditionalGeneration::DecoderLogits(const at::Tensor& new_ids,
+                                                     const at::Tensor& encoder_hidden,
+                                                     const at::Tensor& encoder_mask,
+                                                     modeling::DecoderCache* cache) {
+  T5Cache* t5_cache = nullptr;
+  if (cache != nullptr) {
+    t5_cache = dynamic_cast<T5Cache*>(cache);
+    if (t5_cache == nullptr) {
+      throw std::invalid_argument("T5ForConditionalGeneration needs the cache NewDecoderCache made");
+    }
+  }
+  return body->Logits(body->Decode(new_ids, at::Tensor(), encoder_hidden, encoder_mask, t5_cache));
+}
+
 double T5ForConditionalGeneration::FloatingPointOps(const data::Batch& inputs) const {
   const at::Tensor ids = Get(inputs, "input_ids");
   if (!ids.defined()) return 0;

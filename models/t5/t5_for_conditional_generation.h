@@ -18,6 +18,8 @@
 //     (shared and the relative-attention biases excluded), HF's
 //     floating_point_ops(exclude_embeddings=True).
 //   ConfigJson() = config with architectures ["T5ForConditionalGeneration"] and torch_dtype.
+//   Seq2SeqLM (modeling/seq2seq_lm.h): Encode, DecoderLogits with a T5Cache, the config's
+//     decoder_start / eos / pad ids; what `generate` drives.
 //   UnitClassNames() = {"T5Block"}. Running blocks through a sharding strategy's unit runner
 //     and gradient checkpointing are refused (Unimplemented / InvalidArgument) until T5Block
 //     runs as a wrap unit.
@@ -37,12 +39,13 @@
 #include "absl/status/statusor.h"
 #include "data/batch.h"
 #include "modeling/model.h"
+#include "modeling/seq2seq_lm.h"
 #include "models/t5/t5_config.h"
 #include "models/t5/t5_model.h"
 
 namespace loom::models::t5 {
 
-class T5ForConditionalGeneration : public modeling::Model {
+class T5ForConditionalGeneration : public modeling::Model, public modeling::Seq2SeqLM {
  public:
   // Builds the modules with LibTorch's default initialisation; prefer Create(). `config` must
   // have passed Validate().
@@ -57,6 +60,19 @@ class T5ForConditionalGeneration : public modeling::Model {
   double FloatingPointOps(const data::Batch& inputs) const override;
   std::string ConfigJson() const override;
   std::vector<std::string> UnitClassNames() const override { return {"T5Block"}; }
+
+  // modeling::Seq2SeqLM (generation).
+  at::Tensor Encode(const at::Tensor& input_ids, const at::Tensor& attention_mask) override {
+    return body->Encode(input_ids, attention_mask);
+  }
+  std::unique_ptr<modeling::DecoderCache> NewDecoderCache() const override {
+    return std::make_unique<T5Cache>();
+  }
+  at::Tensor DecoderLogits(const at::Tensor& new_ids, const at::Tensor& encoder_hidden,
+                           const at::Tensor& encoder_mask, modeling::DecoderCache* cache) override;
+  modeling::GenerationTokens DefaultGenerationTokens() const override {
+    return {config().decoder_start_token_id, config().eos_token_id, config().pad_token_id};
+  }
 
   const T5Config& config() const { return body->config(); }
 

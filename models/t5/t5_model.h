@@ -56,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include "modeling/seq2seq_lm.h"
 #include "models/t5/t5_config.h"
 
 namespace loom::models::t5 {
@@ -105,13 +106,13 @@ struct T5LayerCache {
 };
 
 // The decoder's cache: one entry per decoder block (empty before the first step).
-struct T5Cache {
+struct T5Cache : public modeling::DecoderCache {
   std::vector<T5LayerCache> layers;
   int64_t Length() const {
     return layers.empty() || !layers[0].self_key.defined() ? 0 : layers[0].self_key.size(2);
   }
   // Keeps the rows `beam_idx` of every cached tensor (generation's _reorder_cache).
-  void Reorder(const at::Tensor& beam_idx);
+  void Reorder(const at::Tensor& beam_idx) override;
 };
 
 class T5Attention : public torch::nn::Module {

@@ -1,0 +1,34 @@
+// The logits processors of transformers 4.41 (generation/logits_process.py) that loom's
+// generate applies, in HF's order (_get_logits_processor): NoRepeatNGram, MinLength,
+// ForcedBOSToken, ForcedEOSToken.
+//
+// Contract:
+//   ProcessLogits(config, input_ids [N, cur_len], scores [N, vocab]) returns the processed
+//   scores (a new tensor):
+//     - no_repeat_ngram_size n > 0: for each row, every token that would complete an n-gram
+//       already in that row gets -inf (fairseq's rule as HF copies it; nothing before n - 1
+//       tokens exist);
+//     - min_length > 0 with eos ids: while cur_len < min_length every eos id gets -inf;
+//     - forced_bos_token_id: at cur_len == 1 every token but it gets -inf (it gets 0);
+//     - forced_eos_token_id: at cur_len == max_length - 1 likewise for it.
+//   `max_length` is the resolved one (max_new_tokens applied).
+//
+// Example:
+//   at::Tensor processed = ProcessLogits(config, max_length, input_ids, scores);
+#ifndef LOOM_GENERATION_LOGITS_PROCESS_H_
+#define LOOM_GENERATION_LOGITS_PROCESS_H_
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+#include "generation/generation_config.h"
+
+namespace loom::generation {
+
+at::Tensor ProcessLogits(const GenerationConfig& config, int64_t max_length,
+                         const at::Tensor& input_ids, const at::Tensor& scores);
+
+}  // namespace loom::generation
+
+#endif  // LOOM_GENERATION_LOGITS_PROCESS_H_

@@ -1,0 +1,56 @@
+// What generation needs from an encoder-decoder language model (transformers 4.41's
+// `generate` on a model with config.is_encoder_decoder): encode once, then decode step by step
+// with a key/value cache that beam search can reorder.
+//
+// Contract:
+//   - Encode(input_ids [N,S], attention_mask [N,S] or undefined) -> encoder hidden state.
+//   - NewDecoderCache() -> an empty cache for this model.
+//   - DecoderLogits(new_ids [N,k], encoder_hidden, encoder_mask, cache) -> logits [N,k,vocab]
+//     of the k new decoder positions, after the ones the cache already holds; the cache then
+//     holds them too. With a null cache, new_ids is the whole decoder input.
+//   - DecoderCache::Reorder(beam_idx [N]) keeps row beam_idx[i] of the cache as row i
+//     (_reorder_cache).
+//   - DefaultGenerationTokens(): the model config's decoder_start_token_id, eos_token_id and
+//     pad_token_id (GenerationConfig.from_model_config).
+//   Implementations throw c10::Error / std::invalid_argument on inputs that do not fit.
+//
+// Example:
+//   at::Tensor enc = model.Encode(ids, mask);
+//   std::unique_ptr<DecoderCache> cache = model.NewDecoderCache();
+//   at::Tensor logits = model.DecoderLogits(start_ids, enc, mask, cache.get());
+#ifndef LOOM_MODELING_SEQ2SEQ_LM_H_
+#define LOOM_MODELING_SEQ2SEQ_LM_H_
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+namespace loom::modeling {
+
+class DecoderCache {
+ public:
+  virtual ~DecoderCache() = default;
+  virtual void Reorder(const at::Tensor& beam_idx) = 0;
+};
+
+struct GenerationTokens {
+  std::optional<int64_t> decoder_start_token_id;
+  std::optional<int64_t> eos_token_id;
+  std::optional<int64_t> pad_token_id;
+};
+
+class Seq2SeqLM {
+ public:
+  virtual ~Seq2SeqLM() = default;
+  virtual at::Tensor Encode(const at::Tensor& input_ids, const at::Tensor& attention_mask) = 0;
+  virtual std::unique_ptr<DecoderCache> NewDecoderCache() const = 0;
+  virtual at::Tensor DecoderLogits(const at::Tensor& new_ids, const at::Tensor& encoder_hidden,
+                                   const at::Tensor& encoder_mask, DecoderCache* cache) = 0;
+  virtual GenerationTokens DefaultGenerationTokens() const = 0;
+};
+
+}  // namespace loom::modeling
+
+#endif  // LOOM_MODELING_SEQ2SEQ_LM_H_
