@@ -30,9 +30,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "generation/generation_config.h"
+#include "modeling/generation_config.h"
 
 namespace loom::generation {
+
+using modeling::EarlyStopping;
+using modeling::GenerationConfig;
 
 class BeamHypotheses {
  public:

@@ -23,7 +23,7 @@
 //   Model errors (c10::Error, std::invalid_argument) become InvalidArgument.
 //
 // Example:
-//   GenerationConfig g = GenerationConfig::FromModel(model.DefaultGenerationTokens());
+//   GenerationConfig g = model.generation_config();
 //   g.num_beams = 4;
 //   ASSIGN_OR_RETURN(at::Tensor ids, Generate(model, input_ids, attention_mask, g));
 #ifndef LOOM_GENERATION_GENERATE_H_
@@ -34,10 +34,13 @@
 #include <functional>
 
 #include "absl/status/statusor.h"
-#include "generation/generation_config.h"
+#include "modeling/generation_config.h"
 #include "modeling/seq2seq_lm.h"
 
 namespace loom::generation {
+
+using modeling::EarlyStopping;
+using modeling::GenerationConfig;
 
 struct GenerateOptions {
   std::function<bool(bool this_rank_finished)> any_rank_unfinished;

@@ -35,10 +35,11 @@ class TableModel : public modeling::Seq2SeqLM {
                            modeling::DecoderCache*) override {
     return table_.index_select(0, new_ids.view(-1)).view({new_ids.size(0), new_ids.size(1), -1});
   }
-  modeling::GenerationTokens DefaultGenerationTokens() const override { return {0, 1, 0}; }
+  modeling::GenerationConfig& generation_config() override { return generation_config_; }
 
  private:
   at::Tensor table_;
+  modeling::GenerationConfig generation_config_ = modeling::GenerationConfig::FromModel({0, 1, 0});
 };
 
 // Vocabulary {0 start/pad, 1 eos, 2, 3}: after 0 -> 2, after 2 -> 3, after 3 -> 2 (a loop) with
@@ -52,7 +53,7 @@ at::Tensor LoopTable() {
 
 TEST(GenerateTest, GreedyFollowsArgmaxUntilMaxLength) {
   TableModel model(LoopTable());
-  GenerationConfig g = GenerationConfig::FromModel(model.DefaultGenerationTokens());
+  GenerationConfig g = model.generation_config();
   g.max_length = 6;
   ASSERT_OK_AND_ASSIGN(at::Tensor ids, Generate(model, torch::zeros({1, 3}, torch::kLong),
                                                 at::Tensor(), g));
@@ -61,7 +62,7 @@ TEST(GenerateTest, GreedyFollowsArgmaxUntilMaxLength) {
 
 TEST(GenerateTest, NoRepeatNgramAndForcedEosChangeTheGreedyPath) {
   TableModel model(LoopTable());
-  GenerationConfig g = GenerationConfig::FromModel(model.DefaultGenerationTokens());
+  GenerationConfig g = model.generation_config();
   g.max_length = 8;
   g.no_repeat_ngram_size = 2;  // "2 3" may not repeat: after 0 2 3 2 the 3 is banned -> eos
   ASSERT_OK_AND_ASSIGN(at::Tensor ids, Generate(model, torch::zeros({1, 2}, torch::kLong),
@@ -79,7 +80,7 @@ TEST(GenerateTest, FinishedRowsArePaddedAndMinLengthHoldsEosBack) {
   at::Tensor table = LoopTable();
   table[2] = torch::tensor({-9.0, 5.0, 0.0, 3.0});
   TableModel model(table);
-  GenerationConfig g = GenerationConfig::FromModel(model.DefaultGenerationTokens());
+  GenerationConfig g = model.generation_config();
   g.max_length = 5;
   ASSERT_OK_AND_ASSIGN(at::Tensor ids, Generate(model, torch::zeros({2, 2}, torch::kLong),
                                                 at::Tensor(), g));
@@ -113,7 +114,7 @@ TEST(GenerateTest, BeamSearchFindsTheBetterLongPath) {
                                   {-50.0, 0.0, -50.0, -50.0},
                                   {-50.0, -3.0, -3.0, -3.0},
                                   {-50.0, 0.0, -50.0, -50.0}}));
-  GenerationConfig g = GenerationConfig::FromModel(model.DefaultGenerationTokens());
+  GenerationConfig g = model.generation_config();
   g.max_length = 5;
   g.num_beams = 2;
   ASSERT_OK_AND_ASSIGN(at::Tensor ids, Generate(model, torch::zeros({1, 2}, torch::kLong),

@@ -22,9 +22,12 @@
 
 #include <cstdint>
 
-#include "generation/generation_config.h"
+#include "modeling/generation_config.h"
 
 namespace loom::generation {
+
+using modeling::EarlyStopping;
+using modeling::GenerationConfig;
 
 at::Tensor ProcessLogits(const GenerationConfig& config, int64_t max_length,
                          const at::Tensor& input_ids, const at::Tensor& scores);

@@ -85,6 +85,9 @@ class Model : public torch::nn::Module {
   // The model's config.json text (HF PretrainedConfig), written next to its weights; empty
   // (the default, as for plain nn.Modules in HF) writes none.
   virtual std::string ConfigJson() const { return ""; }
+  // generation_config.json's text for models that generate (HF's save_pretrained writes it
+  // when model.can_generate()); empty (the default) writes none.
+  virtual std::string GenerationConfigJson() const { return ""; }
 
   virtual ForwardHooks* InputEmbeddingHooks() { return nullptr; }
   // The repeating layer types a sharding strategy may wrap ("BertLayer"; unit_runner.h), and

@@ -10,8 +10,9 @@
 //     holds them too. With a null cache, new_ids is the whole decoder input.
 //   - DecoderCache::Reorder(beam_idx [N]) keeps row beam_idx[i] of the cache as row i
 //     (_reorder_cache).
-//   - DefaultGenerationTokens(): the model config's decoder_start_token_id, eos_token_id and
-//     pad_token_id (GenerationConfig.from_model_config).
+//   - generation_config(): HF's model.generation_config (generation_config.json when the
+//     model folder has one, else GenerationConfig.from_model_config), which generate's
+//     arguments override and save_pretrained writes.
 //   Implementations throw c10::Error / std::invalid_argument on inputs that do not fit.
 //
 // Example:
@@ -27,18 +28,14 @@
 #include <memory>
 #include <optional>
 
+#include "modeling/generation_config.h"
+
 namespace loom::modeling {
 
 class DecoderCache {
  public:
   virtual ~DecoderCache() = default;
   virtual void Reorder(const at::Tensor& beam_idx) = 0;
-};
-
-struct GenerationTokens {
-  std::optional<int64_t> decoder_start_token_id;
-  std::optional<int64_t> eos_token_id;
-  std::optional<int64_t> pad_token_id;
 };
 
 class Seq2SeqLM {
@@ -48,7 +45,8 @@ class Seq2SeqLM {
   virtual std::unique_ptr<DecoderCache> NewDecoderCache() const = 0;
   virtual at::Tensor DecoderLogits(const at::Tensor& new_ids, const at::Tensor& encoder_hidden,
                                    const at::Tensor& encoder_mask, DecoderCache* cache) = 0;
-  virtual GenerationTokens DefaultGenerationTokens() const = 0;
+  // HF's model.generation_config: what generate starts from (kwargs override it).
+  virtual GenerationConfig& generation_config() = 0;
 };
 
 }  // namespace loom::modeling

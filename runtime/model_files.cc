@@ -32,6 +32,9 @@ absl::Status WriteModelFiles(const std::string& dir, const modeling::Model& mode
   if (const std::string config = model.ConfigJson(); !config.empty()) {
     RETURN_IF_ERROR(base::WriteFileAtomically(dir + "/" + kConfigFile, config));
   }
+  if (const std::string generation = model.GenerationConfigJson(); !generation.empty()) {
+    RETURN_IF_ERROR(base::WriteFileAtomically(dir + "/generation_config.json", generation));
+  }
   if (options.args == nullptr) return absl::OkStatus();
   return checkpoint::SaveTrainingArgs(*options.args, dir + "/" + kTrainingArgsFile);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <filesystem>
 #include <set>
 #include <utility>
 
@@ -91,6 +92,11 @@ absl::StatusOr<LoadedT5> LoadT5ForConditionalGeneration(const std::string& folde
   ASSIGN_OR_RETURN(checkpoint::LoadedWeights weights,
                    checkpoint::LoadModelWeights(folder, options.prefer_safetensors));
   ASSIGN_OR_RETURN(loaded.report, LoadT5Weights(*loaded.model, weights.tensors, weights.source));
+  const std::string generation = folder + "/generation_config.json";
+  if (std::filesystem::exists(generation)) {
+    ASSIGN_OR_RETURN(loaded.model->generation_config(),
+                     modeling::GenerationConfig::FromFile(generation));
+  }
   return loaded;
 }
 
@@ -100,10 +106,12 @@ absl::StatusOr<std::vector<std::string>> SaveT5ForConditionalGeneration(
   RETURN_IF_ERROR(base::MakeDirs(folder));
   const std::string config_path = folder + "/config.json";
   RETURN_IF_ERROR(base::WriteFileAtomically(config_path, model.ConfigJson()));
+  RETURN_IF_ERROR(base::WriteFileAtomically(folder + "/generation_config.json",
+                                             model.GenerationConfigJson()));
   ASSIGN_OR_RETURN(
       std::vector<std::string> files,
       checkpoint::SaveModelWeights(folder, checkpoint::ModuleStateDict(model), options));
-  files.insert(files.begin(), "config.json");
+  files.insert(files.begin(), {"config.json", "generation_config.json"});
   return files;
 }
 

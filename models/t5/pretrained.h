@@ -6,7 +6,8 @@
 //     1. reads <folder>/config.json (T5Config::FromFile);
 //     2. builds the model initialised from options.seed (HF's _init_weights);
 //     3. reads the weights with checkpoint::LoadModelWeights (model.safetensors, a sharded
-//        index, or pytorch_model.bin) and copies them in with LoadT5Weights.
+//        index, or pytorch_model.bin) and copies them in with LoadT5Weights;
+//     4. reads generation_config.json into generation_config() when the folder has one.
 //   LoadT5Weights(model, tensors, source) follows _load_pretrained_model for T5:
 //     - the tied aliases encoder.embed_tokens.weight and decoder.embed_tokens.weight (and
 //       lm_head.weight when tie_word_embeddings) are the `shared` weight: they stand in for
@@ -18,8 +19,8 @@
 //     - a shape mismatch is an InvalidArgument naming `source` (torch's "size mismatch" lines);
 //       a checkpoint none of whose tensors is a model key is an InvalidArgument (not a T5
 //       checkpoint).
-//   SaveT5ForConditionalGeneration(model, folder, options) writes config.json (ConfigJson())
-//     and the weights (ModuleStateDict: HF's save keys, model.safetensors by default); returns
+//   SaveT5ForConditionalGeneration(model, folder, options) writes config.json (ConfigJson()),
+//     generation_config.json and the weights (ModuleStateDict: HF's save keys, model.safetensors by default); returns
 //     the names of the files written, relative to `folder`.
 //
 // Example:

@@ -53,7 +53,8 @@ TEST(T5PretrainedTest, SaveThenLoadGivesTheSameModel) {
   const std::string dir = TempDir("roundtrip");
   ASSERT_OK_AND_ASSIGN(auto model, T5ForConditionalGeneration::Create(Tiny(), 1));
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> files, SaveT5ForConditionalGeneration(*model, dir));
-  EXPECT_THAT(files, ElementsAre("config.json", "model.safetensors"));
+  EXPECT_THAT(files,
+              ElementsAre("config.json", "generation_config.json", "model.safetensors"));
   ASSERT_OK_AND_ASSIGN(LoadedT5 loaded, LoadT5ForConditionalGeneration(dir, {.seed = 99}));
   EXPECT_EQ(loaded.Report(), "");
   EXPECT_TRUE(torch::equal(Logits(*model), Logits(*loaded.model)));

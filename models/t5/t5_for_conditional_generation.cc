@@ -73,6 +73,8 @@ T5ForConditionalGeneration::T5ForConditionalGeneration(const T5Config& config) {
     if (auto* e = m->as<torch::nn::Embedding>()) total -= e->weight.numel();
   }
   non_embedding_parameters_ = total;
+  generation_config_ = modeling::GenerationConfig::FromModel(
+      {config.decoder_start_token_id, config.eos_token_id, config.pad_token_id});
 }
 
 absl::StatusOr<std::shared_ptr<T5ForConditionalGeneration>> T5ForConditionalGeneration::Create(

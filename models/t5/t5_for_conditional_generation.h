@@ -18,8 +18,10 @@
 //     (shared and the relative-attention biases excluded), HF's
 //     floating_point_ops(exclude_embeddings=True).
 //   ConfigJson() = config with architectures ["T5ForConditionalGeneration"] and torch_dtype.
-//   Seq2SeqLM (modeling/seq2seq_lm.h): Encode, DecoderLogits with a T5Cache, the config's
-//     decoder_start / eos / pad ids; what `generate` drives.
+//   Seq2SeqLM (modeling/seq2seq_lm.h): Encode, DecoderLogits with a T5Cache and
+//     generation_config() (from the config's decoder_start / eos / pad ids until a loader or
+//     the caller sets it); what `generate` drives. GenerationConfigJson() is its
+//     generation_config.json.
 //   UnitClassNames() = {"T5Block"}. Running blocks through a sharding strategy's unit runner
 //     and gradient checkpointing are refused (Unimplemented / InvalidArgument) until T5Block
 //     runs as a wrap unit.
@@ -38,6 +40,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "data/batch.h"
+#include "modeling/generation_config.h"
 #include "modeling/model.h"
 #include "modeling/seq2seq_lm.h"
 #include "models/t5/t5_config.h"
@@ -70,9 +73,8 @@ class T5ForConditionalGeneration : public modeling::Model, public modeling::Seq2
   }
   at::Tensor DecoderLogits(const at::Tensor& new_ids, const at::Tensor& encoder_hidden,
                            const at::Tensor& encoder_mask, modeling::DecoderCache* cache) override;
-  modeling::GenerationTokens DefaultGenerationTokens() const override {
-    return {config().decoder_start_token_id, config().eos_token_id, config().pad_token_id};
-  }
+  modeling::GenerationConfig& generation_config() override { return generation_config_; }
+  std::string GenerationConfigJson() const override { return generation_config_.ToJson(); }
 
   const T5Config& config() const { return body->config(); }
 
@@ -81,6 +83,7 @@ class T5ForConditionalGeneration : public modeling::Model, public modeling::Seq2
  private:
   absl::Status CheckInputs(const data::Batch& inputs) const;
   int64_t non_embedding_parameters_ = 0;
+  modeling::GenerationConfig generation_config_;
 };
 
 }  // namespace loom::models::t5

@@ -22,7 +22,7 @@
 #include "checkpoint/safetensors.h"
 #include "logging/process_logging.h"
 #include "generation/generate.h"
-#include "generation/generation_config.h"
+#include "modeling/generation_config.h"
 #include "models/t5/pretrained.h"
 #include "nlohmann/json.hpp"
 
@@ -128,8 +128,7 @@ absl::Status WriteGenerations(T5ForConditionalGeneration& model, const std::stri
                               const std::string& prefix) {
   model.eval();
   for (const nlohmann::json& entry : GenerateCases()) {
-    generation::GenerationConfig g =
-        generation::GenerationConfig::FromModel(model.DefaultGenerationTokens());
+    modeling::GenerationConfig g = model.generation_config();
     for (auto it = entry["config"].begin(); it != entry["config"].end(); ++it) {
       RETURN_IF_ERROR(g.Set(it.key(), it.value()));
     }

@@ -25,11 +25,11 @@
 //     sort_keys=True) + "\n".
 //
 // Example:
-//   GenerationConfig g = GenerationConfig::FromModel(model.DefaultGenerationTokens());
+//   GenerationConfig g = model.generation_config();
 //   RETURN_IF_ERROR(g.Set("num_beams", 4));
 //   RETURN_IF_ERROR(g.Validate());
-#ifndef LOOM_GENERATION_GENERATION_CONFIG_H_
-#define LOOM_GENERATION_GENERATION_CONFIG_H_
+#ifndef LOOM_MODELING_GENERATION_CONFIG_H_
+#define LOOM_MODELING_GENERATION_CONFIG_H_
 
 #include <cstdint>
 #include <optional>
@@ -39,12 +39,18 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "modeling/seq2seq_lm.h"
 #include "nlohmann/json.hpp"
 
-namespace loom::generation {
+namespace loom::modeling {
 
 enum class EarlyStopping { kFalse, kTrue, kNever };
+
+// The model config's token ids generation starts from (GenerationConfig.from_model_config).
+struct GenerationTokens {
+  std::optional<int64_t> decoder_start_token_id;
+  std::optional<int64_t> eos_token_id;
+  std::optional<int64_t> pad_token_id;
+};
 
 struct GenerationConfig {
   int64_t max_length = 20;
@@ -64,7 +70,7 @@ struct GenerationConfig {
   bool from_model_config = false;
   nlohmann::json extra = nlohmann::json::object();
 
-  static GenerationConfig FromModel(const modeling::GenerationTokens& tokens);
+  static GenerationConfig FromModel(const GenerationTokens& tokens);
   static absl::StatusOr<GenerationConfig> FromJson(absl::string_view text,
                                                    absl::string_view source);
   static absl::StatusOr<GenerationConfig> FromFile(const std::string& path);
@@ -74,6 +80,6 @@ struct GenerationConfig {
   std::string ToJson() const;
 };
 
-}  // namespace loom::generation
+}  // namespace loom::modeling
 
-#endif  // LOOM_GENERATION_GENERATION_CONFIG_H_
+#endif  // LOOM_MODELING_GENERATION_CONFIG_H_

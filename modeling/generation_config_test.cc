@@ -1,10 +1,10 @@
-#include "generation/generation_config.h"
+#include "modeling/generation_config.h"
 
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace loom::generation {
+namespace loom::modeling {
 namespace {
 
 using ::loom::base::testing::StatusIs;
@@ -79,4 +79,4 @@ TEST(GenerationConfigTest, RefusesWhatItDoesNotImplementUnlessDefault) {
 }
 
 }  // namespace
-}  // namespace loom::generation
+}  // namespace loom::modeling

@@ -1,4 +1,4 @@
-#include "generation/generation_config.h"
+#include "modeling/generation_config.h"
 
 #include <map>
 #include <utility>
@@ -9,7 +9,7 @@
 #include "base/status_macros.h"
 #include "modeling/config_json.h"
 
-namespace loom::generation {
+namespace loom::modeling {
 namespace {
 
 using json = nlohmann::json;
@@ -112,7 +112,7 @@ absl::StatusOr<bool> SetIntField(GenerationConfig& g, const std::string& key, co
 
 }  // namespace
 
-GenerationConfig GenerationConfig::FromModel(const modeling::GenerationTokens& tokens) {
+GenerationConfig GenerationConfig::FromModel(const GenerationTokens& tokens) {
   GenerationConfig g;
   g.decoder_start_token_id = tokens.decoder_start_token_id;
   if (tokens.eos_token_id.has_value()) g.eos_token_id = {*tokens.eos_token_id};
@@ -192,7 +192,7 @@ absl::Status GenerationConfig::Validate() const {
 
 std::string GenerationConfig::ToJson() const {
   std::map<std::string, ojson> out;
-  for (auto it = extra.begin(); it != extra.end(); ++it) out[it.key()] = modeling::Sorted(it.value());
+  for (auto it = extra.begin(); it != extra.end(); ++it) out[it.key()] = Sorted(it.value());
   const GenerationConfig d;
   auto id = [&](const char* key, const std::optional<int64_t>& v) {
     if (v.has_value()) out[key] = *v;
@@ -213,10 +213,10 @@ std::string GenerationConfig::ToJson() const {
   id("forced_bos_token_id", forced_bos_token_id);
   id("forced_eos_token_id", forced_eos_token_id);
   if (from_model_config) out["_from_model_config"] = true;
-  out["transformers_version"] = std::string(modeling::kTransformersVersion);
+  out["transformers_version"] = std::string(kTransformersVersion);
   ojson result = ojson::object();
   for (auto& [key, value] : out) result[key] = std::move(value);
   return base::PyJsonDumps(result, /*indent=*/2, /*sort_keys=*/false) + "\n";
 }
 
-}  // namespace loom::generation
+}  // namespace loom::modeling
