@@ -54,8 +54,9 @@ struct Decoding {
     return model.DecoderLogits(last, encoder_hidden, encoder_mask, cache.get()).select(1, -1);
   }
   // HF's _has_unfinished_sequences.
-  bool Continue(bool finished) const {
-    return options.any_rank_unfinished ? options.any_rank_unfinished(finished) : !finished;
+  absl::StatusOr<bool> Continue(bool finished) const {
+    if (!options.any_rank_unfinished) return !finished;
+    return options.any_rank_unfinished(finished);
   }
 };
 
@@ -66,11 +67,13 @@ at::Tensor LastIsEos(const GenerationConfig& config, const at::Tensor& ids) {
   return is_eos;
 }
 
-at::Tensor Greedy(Decoding& d, const Resolved& r, at::Tensor ids) {
+absl::StatusOr<at::Tensor> Greedy(Decoding& d, const Resolved& r, at::Tensor ids) {
   const bool has_eos = !r.config.eos_token_id.empty();
   at::Tensor unfinished = at::ones({ids.size(0)}, ids.options());
   bool finished = false;
-  while (d.Continue(finished)) {
+  while (true) {
+    ASSIGN_OR_RETURN(const bool go_on, d.Continue(finished));
+    if (!go_on) break;
     const at::Tensor logits = d.NextLogits(ids);
     if (finished) continue;  // synced ranks: keep the collectives matched
     const at::Tensor scores = ProcessLogits(r.config, r.max_length, ids, logits);
@@ -93,7 +96,9 @@ absl::StatusOr<at::Tensor> Beam(Decoding& d, const Resolved& r, at::Tensor ids, 
   beam_scores = beam_scores.view(-1);
   const int64_t keep = std::max<int64_t>(2, 1 + r.config.eos_token_id.size()) * k;
   bool finished = false;
-  while (d.Continue(finished)) {
+  while (true) {
+    ASSIGN_OR_RETURN(const bool go_on, d.Continue(finished));
+    if (!go_on) break;
     const at::Tensor logits = d.NextLogits(ids);
     if (finished) continue;
     const at::Tensor processed =

@@ -43,7 +43,7 @@ using modeling::EarlyStopping;
 using modeling::GenerationConfig;
 
 struct GenerateOptions {
-  std::function<bool(bool this_rank_finished)> any_rank_unfinished;
+  std::function<absl::StatusOr<bool>(bool this_rank_finished)> any_rank_unfinished;
 };
 
 absl::StatusOr<at::Tensor> Generate(modeling::Seq2SeqLM& model, const at::Tensor& input_ids,

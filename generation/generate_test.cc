@@ -36,6 +36,7 @@ class TableModel : public modeling::Seq2SeqLM {
     return table_.index_select(0, new_ids.view(-1)).view({new_ids.size(0), new_ids.size(1), -1});
   }
   modeling::GenerationConfig& generation_config() override { return generation_config_; }
+  std::optional<int64_t> ConfigPadTokenId() const override { return 0; }
 
  private:
   at::Tensor table_;

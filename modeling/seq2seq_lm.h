@@ -47,6 +47,8 @@ class Seq2SeqLM {
                                    const at::Tensor& encoder_mask, DecoderCache* cache) = 0;
   // HF's model.generation_config: what generate starts from (kwargs override it).
   virtual GenerationConfig& generation_config() = 0;
+  // The model config's pad_token_id (Seq2SeqTrainer pads with it when there is no tokenizer).
+  virtual std::optional<int64_t> ConfigPadTokenId() const = 0;
 };
 
 }  // namespace loom::modeling

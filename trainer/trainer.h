@@ -136,6 +136,9 @@ struct TrainerOptions {
   // (tokenizer.save_pretrained(dir)) next to every saved model — SaveModel's folder and each
   // checkpoint (whose copy a hub push puts into output_dir). Unset: none.
   std::function<absl::Status(const std::string& dir)> save_tokenizer;
+  // The tokenizer's pad_token_id (its eos_token_id when it has no pad token): what
+  // Seq2SeqTrainer pads generated tokens and labels with (HF's _pad_tensors_to_max_len).
+  std::optional<int64_t> tokenizer_pad_token_id;
   ComputeMetricsFn compute_metrics;
   PreprocessLogitsFn preprocess_logits_for_metrics;
   std::vector<std::shared_ptr<TrainerCallback>> callbacks;

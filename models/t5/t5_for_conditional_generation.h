@@ -34,6 +34,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,7 @@ class T5ForConditionalGeneration : public modeling::Model, public modeling::Seq2
                            const at::Tensor& encoder_mask, modeling::DecoderCache* cache) override;
   modeling::GenerationConfig& generation_config() override { return generation_config_; }
   std::string GenerationConfigJson() const override { return generation_config_.ToJson(); }
+  std::optional<int64_t> ConfigPadTokenId() const override { return config().pad_token_id; }
 
   const T5Config& config() const { return body->config(); }
 

@@ -3,8 +3,8 @@
 A BERT sequence classifier written for this test from the published architecture (Devlin et
 al. 2019, as transformers 4.38-4.41 lays it out: post-LayerNorm encoder layers, a tanh pooler on
 the first token, a linear classifier, additive -finfo.min attention masking, HF's loss choice),
-using only the torch of this build (Debian's 1.13, or the pinned 2.11 wheel) and numpy, plus a
-small safetensors reader and writer.
+using only the torch of this build (Debian's 1.13, or the pinned 2.11 wheel) and numpy, with
+the small safetensors reader and writer of safetensors_io.py (re-exported here).
 
 Attention follows transformers 4.41's two BERT classes: "eager" (BertSelfAttention: matmul,
 softmax) and "sdpa" (BertSdpaSelfAttention: torch.nn.functional.scaled_dot_product_attention
@@ -27,76 +27,22 @@ import json
 import math
 import os
 import re
-import struct
 import sys
 
-import numpy as np
 import torch
 from torch import nn
 import torch.nn.functional as F
 
 TOLERANCE = 1e-5
 
-# --- safetensors: u64 little-endian header size, JSON header, raw little-endian data ---------
-
-_DTYPES = {
-    "F64": (np.float64, torch.float64),
-    "F32": (np.float32, torch.float32),
-    "F16": (np.float16, torch.float16),
-    "I64": (np.int64, torch.int64),
-    "I32": (np.int32, torch.int32),
-    "I16": (np.int16, torch.int16),
-    "I8": (np.int8, torch.int8),
-    "U8": (np.uint8, torch.uint8),
-    "BOOL": (np.bool_, torch.bool),
-}
-_NAMES = {torch_type: name for name, (_, torch_type) in _DTYPES.items()}
-
-
-def read_safetensors(path):
-    """Returns an ordered list of (name, tensor) in data order."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    (header_len,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + header_len].decode("utf-8"))
-    data = blob[8 + header_len:]
-    out = []
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        if info["dtype"] == "BF16":
-            raw = np.frombuffer(data[begin:end], dtype="<u2").astype(np.int32) << 16
-            tensor = torch.from_numpy(raw.view(np.float32).copy()).to(torch.bfloat16)
-        else:
-            np_type, _ = _DTYPES[info["dtype"]]
-            arr = np.frombuffer(data[begin:end], dtype=np.dtype(np_type).newbyteorder("<"))
-            tensor = torch.from_numpy(arr.copy())
-        out.append((begin, name, tensor.reshape(info["shape"])))
-    out.sort(key=lambda item: item[0])
-    return [(name, tensor) for _, name, tensor in out]
-
-
-def write_safetensors(path, tensors, metadata=None):
-    header = {}
-    chunks = []
-    offset = 0
-    for name in sorted(tensors):
-        t = tensors[name].detach().contiguous().cpu()
-        raw = t.numpy().astype(t.numpy().dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": _NAMES[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(raw)]}
-        chunks.append(raw)
-        offset += len(raw)
-    if metadata is not None:
-        header["__metadata__"] = metadata
-    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for raw in chunks:
-            f.write(raw)
+# The safetensors reader/writer lives in safetensors_io.py, next to this file. Its folder is on
+# sys.path when this runs as a script; importers that load this file by path
+# (importlib.util.spec_from_file_location, e.g. tests/run_glue/check_saved_model.py) may not
+# have it there, so add it.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
 
 
 # --- the reference model -------------------------------------------------------------------
