@@ -237,8 +237,8 @@ absl::StatusOr<DeepSpeedConfig> ParseDeepSpeedConfig(const nlohmann::ordered_jso
 DeepSpeedDtype DecideDtype(const nlohmann::ordered_json& raw);
 
 // The model's hidden size as HF's trainer_config_finalize finds it in a model config.json:
-// hidden_size, else max(hidden_sizes), else text_config.hidden_size, else
-// max(text_config.hidden_sizes); nullopt when none exists.
+// hidden_size, else max(hidden_sizes), else d_model (the attribute_map of T5, BART, ...), each
+// also looked up in text_config; nullopt when none exists.
 std::optional<int64_t> HiddenSizeOf(const nlohmann::ordered_json& model_config);
 
 // HF's HfTrainerDeepSpeedConfig: the config plus the mismatches found while resolving "auto".

@@ -125,6 +125,12 @@ std::optional<int64_t> HiddenSizeOf(const json& model_config) {
       }
       return true;
     }
+    // Encoder-decoder configs (T5, BART, Marian, ...) map hidden_size to d_model through
+    // their attribute_map, so HF's `hasattr(model.config, "hidden_size")` sees d_model.
+    if (cfg.contains("d_model")) {
+      if (cfg["d_model"].is_number_integer()) *out = cfg["d_model"].get<int64_t>();
+      return true;
+    }
     return false;
   };
   std::optional<int64_t> size;

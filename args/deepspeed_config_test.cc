@@ -469,6 +469,7 @@ TEST(DeepSpeedConfigHelpersTest, HiddenSizeOfModelConfig) {
   EXPECT_EQ(HiddenSizeOf(json::parse(R"({"hidden_sizes": [96, 768, 192]})")), 768);
   EXPECT_EQ(HiddenSizeOf(json::parse(R"({"text_config": {"hidden_size": 512}})")), 512);
   EXPECT_EQ(HiddenSizeOf(json::parse(R"({"text_config": {"hidden_sizes": [8, 16]}})")), 16);
+  EXPECT_EQ(HiddenSizeOf(json::parse(R"({"model_type": "t5", "d_model": 512})")), 512);
   EXPECT_EQ(HiddenSizeOf(json::parse(R"({"vocab_size": 10})")), std::nullopt);
 }
 
