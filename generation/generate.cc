@@ -48,8 +48,12 @@ struct Decoding {
   std::unique_ptr<modeling::DecoderCache> cache;
   const GenerateOptions& options;
 
-  // Logits [N, vocab] of the last position after `ids`' newest token.
+  // Logits [N, vocab] of the last position after `ids`' newest token: with the cache, the
+  // newest token alone; without (use_cache false), the whole prefix again.
   at::Tensor NextLogits(const at::Tensor& ids) {
+    if (cache == nullptr) {
+      return model.DecoderLogits(ids, encoder_hidden, encoder_mask, nullptr).select(1, -1);
+    }
     const at::Tensor last = ids.narrow(1, ids.size(1) - 1, 1);
     return model.DecoderLogits(last, encoder_hidden, encoder_mask, cache.get()).select(1, -1);
   }
@@ -113,7 +117,7 @@ absl::StatusOr<at::Tensor> Beam(Decoding& d, const Resolved& r, at::Tensor ids, 
     beam_scores = step.scores;
     const at::Tensor rows = step.indices.to(ids.device());
     ids = at::cat({ids.index_select(0, rows), step.tokens.to(ids.device()).unsqueeze(1)}, 1);
-    d.cache->Reorder(rows);
+    if (d.cache != nullptr) d.cache->Reorder(rows);
     finished = scorer.IsDone() || ids.size(1) >= r.max_length ||
                LastIsEos(r.config, ids).all().item<bool>();
   }
@@ -131,7 +135,8 @@ absl::StatusOr<at::Tensor> Run(modeling::Seq2SeqLM& model, const at::Tensor& inp
     encoded = encoded.repeat_interleave(k, 0);
     if (mask.defined()) mask = mask.repeat_interleave(k, 0);
   }
-  Decoding d{model, encoded, mask, model.NewDecoderCache(), options};
+  Decoding d{model, encoded, mask, r.config.use_cache ? model.NewDecoderCache() : nullptr,
+             options};
   const at::Tensor start = at::full({batch * k, 1}, *r.config.decoder_start_token_id,
                                     input_ids.options().dtype(at::kLong));
   if (k == 1) return Greedy(d, r, start);

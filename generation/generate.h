@@ -10,6 +10,8 @@
 //       InvalidArgument;
 //     - max_length = max_new_tokens + 1 when max_new_tokens is set, else config.max_length;
 //     - the encoder runs once on the batch; beam search repeats its output num_beams times;
+//     - use_cache (default): the decoder sees each new token once, its keys and values cached
+//       (reordered with the beams); use_cache false reruns it over the whole prefix per step;
 //     - greedy: argmax of ProcessLogits(logits) per step; finished rows continue with pad;
 //       stops when every row has produced an eos or the length reaches max_length;
 //     - beam search: log_softmax, ProcessLogits, plus the running beam scores (-1e9 for every

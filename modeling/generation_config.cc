@@ -127,6 +127,9 @@ absl::Status GenerationConfig::Set(const std::string& key, const json& value) {
   if (key == "length_penalty") {
     if (!value.is_number()) return TypeError(key, value, "a number");
     length_penalty = value.get<double>();
+  } else if (key == "use_cache") {
+    if (!value.is_boolean()) return TypeError(key, value, "true or false");
+    use_cache = value.get<bool>();
   } else if (key == "early_stopping") {
     ASSIGN_OR_RETURN(early_stopping, ParseEarlyStopping(value));
   } else if (key == "eos_token_id") {
@@ -205,6 +208,7 @@ std::string GenerationConfig::ToJson() const {
   if (early_stopping != d.early_stopping) out["early_stopping"] = EarlyStoppingJson(early_stopping);
   if (no_repeat_ngram_size != 0) out["no_repeat_ngram_size"] = no_repeat_ngram_size;
   if (num_return_sequences != 1) out["num_return_sequences"] = num_return_sequences;
+  if (!use_cache) out["use_cache"] = false;
   id("decoder_start_token_id", decoder_start_token_id);
   if (eos_token_id.size() == 1) out["eos_token_id"] = eos_token_id[0];
   if (eos_token_id.size() > 1) out["eos_token_id"] = eos_token_id;

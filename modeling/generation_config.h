@@ -3,8 +3,8 @@
 //
 // Contract:
 //   - Defaults are HF's (max_length 20, min_length 0, num_beams 1, length_penalty 1.0,
-//     early_stopping false, no_repeat_ngram_size 0, num_return_sequences 1, every token id
-//     unset). eos_token_id is an int or a list of ints (any of them ends a sequence).
+//     early_stopping false, no_repeat_ngram_size 0, num_return_sequences 1, use_cache true,
+//     every token id unset). eos_token_id is an int or a list of ints (any of them ends a sequence).
 //   - FromModel(tokens): GenerationConfig.from_model_config — the model config's
 //     decoder_start / eos / pad ids, _from_model_config true.
 //   - FromJson(text, source): generation_config.json. Keys that change what greedy or beam
@@ -61,6 +61,7 @@ struct GenerationConfig {
   EarlyStopping early_stopping = EarlyStopping::kFalse;
   int64_t no_repeat_ngram_size = 0;
   int64_t num_return_sequences = 1;
+  bool use_cache = true;  // false: the decoder reruns over the whole prefix every step
   std::optional<int64_t> decoder_start_token_id;
   std::vector<int64_t> eos_token_id;  // empty: none
   std::optional<int64_t> pad_token_id;

@@ -119,7 +119,9 @@ nlohmann::json GenerateCases() {
     {"name": "beam4_never_lp06", "case": 0, "config": {"num_beams": 4, "early_stopping": "never", "length_penalty": 0.6, "max_length": 14}},
     {"name": "beam3_lp2", "case": 1, "config": {"num_beams": 3, "length_penalty": 2.0, "max_new_tokens": 11}},
     {"name": "beam4_ngram_min", "case": 0, "config": {"num_beams": 4, "no_repeat_ngram_size": 2, "min_length": 6, "max_length": 14}},
-    {"name": "beam2_forced", "case": 1, "config": {"num_beams": 2, "forced_bos_token_id": 5, "forced_eos_token_id": 1, "max_length": 8}}
+    {"name": "beam2_forced", "case": 1, "config": {"num_beams": 2, "forced_bos_token_id": 5, "forced_eos_token_id": 1, "max_length": 8}},
+    {"name": "greedy_no_cache", "case": 0, "config": {"max_length": 14, "use_cache": false}},
+    {"name": "beam4_no_cache", "case": 0, "config": {"num_beams": 4, "max_length": 14, "use_cache": false}}
   ])");
 }
 
