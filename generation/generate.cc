@@ -52,10 +52,10 @@ struct Decoding {
   // newest token alone; without (use_cache false), the whole prefix again.
   at::Tensor NextLogits(const at::Tensor& ids) {
     if (cache == nullptr) {
-      return model.DecoderLogits(ids, encoder_hidden, encoder_mask, nullptr).select(1, -1);
+      return model.NextTokenLogits(ids, encoder_hidden, encoder_mask, nullptr);
     }
     const at::Tensor last = ids.narrow(1, ids.size(1) - 1, 1);
-    return model.DecoderLogits(last, encoder_hidden, encoder_mask, cache.get()).select(1, -1);
+    return model.NextTokenLogits(last, encoder_hidden, encoder_mask, cache.get());
   }
   // HF's _has_unfinished_sequences.
   absl::StatusOr<bool> Continue(bool finished) const {

@@ -31,9 +31,9 @@ class TableModel : public modeling::Seq2SeqLM {
     };
     return std::make_unique<NoCache>();
   }
-  at::Tensor DecoderLogits(const at::Tensor& new_ids, const at::Tensor&, const at::Tensor&,
-                           modeling::DecoderCache*) override {
-    return table_.index_select(0, new_ids.view(-1)).view({new_ids.size(0), new_ids.size(1), -1});
+  at::Tensor NextTokenLogits(const at::Tensor& new_ids, const at::Tensor&, const at::Tensor&,
+                             modeling::DecoderCache*) override {
+    return table_.index_select(0, new_ids.select(1, -1));
   }
   modeling::GenerationConfig& generation_config() override { return generation_config_; }
   std::optional<int64_t> ConfigPadTokenId() const override { return 0; }

@@ -5,9 +5,10 @@
 // Contract:
 //   - Encode(input_ids [N,S], attention_mask [N,S] or undefined) -> encoder hidden state.
 //   - NewDecoderCache() -> an empty cache for this model.
-//   - DecoderLogits(new_ids [N,k], encoder_hidden, encoder_mask, cache) -> logits [N,k,vocab]
-//     of the k new decoder positions, after the ones the cache already holds; the cache then
-//     holds them too. With a null cache, new_ids is the whole decoder input.
+//   - NextTokenLogits(new_ids [N,k], encoder_hidden, encoder_mask, cache) -> logits [N,vocab]
+//     of the last of the k new decoder positions, after the ones the cache already holds; the
+//     cache then holds all k. With a null cache, new_ids is the whole decoder input (the output
+//     projection runs on the last position only, which is all generate reads).
 //   - DecoderCache::Reorder(beam_idx [N]) keeps row beam_idx[i] of the cache as row i
 //     (_reorder_cache).
 //   - generation_config(): HF's model.generation_config (generation_config.json when the
@@ -18,7 +19,7 @@
 // Example:
 //   at::Tensor enc = model.Encode(ids, mask);
 //   std::unique_ptr<DecoderCache> cache = model.NewDecoderCache();
-//   at::Tensor logits = model.DecoderLogits(start_ids, enc, mask, cache.get());
+//   at::Tensor logits = model.NextTokenLogits(start_ids, enc, mask, cache.get());
 #ifndef LOOM_MODELING_SEQ2SEQ_LM_H_
 #define LOOM_MODELING_SEQ2SEQ_LM_H_
 
@@ -43,7 +44,7 @@ class Seq2SeqLM {
   virtual ~Seq2SeqLM() = default;
   virtual at::Tensor Encode(const at::Tensor& input_ids, const at::Tensor& attention_mask) = 0;
   virtual std::unique_ptr<DecoderCache> NewDecoderCache() const = 0;
-  virtual at::Tensor DecoderLogits(const at::Tensor& new_ids, const at::Tensor& encoder_hidden,
+  virtual at::Tensor NextTokenLogits(const at::Tensor& new_ids, const at::Tensor& encoder_hidden,
                                    const at::Tensor& encoder_mask, DecoderCache* cache) = 0;
   // HF's model.generation_config: what generate starts from (kwargs override it).
   virtual GenerationConfig& generation_config() = 0;

@@ -147,7 +147,7 @@ modeling::ModelOutput T5ForConditionalGeneration::Forward(const data::Batch& inp
   return *std::move(out);
 }
 
-at::Tensor T5ForConditionalGeneration::DecoderLogits(const at::Tensor& new_ids,
+at::Tensor T5ForConditionalGeneration::NextTokenLogits(const at::Tensor& new_ids,
                                                      const at::Tensor& encoder_hidden,
                                                      const at::Tensor& encoder_mask,
                                                      modeling::DecoderCache* cache) {
@@ -158,7 +158,9 @@ at::Tensor T5ForConditionalGeneration::DecoderLogits(const at::Tensor& new_ids,
       throw std::invalid_argument("T5ForConditionalGeneration needs the cache NewDecoderCache made");
     }
   }
-  return body->Logits(body->Decode(new_ids, at::Tensor(), encoder_hidden, encoder_mask, t5_cache));
+  const at::Tensor hidden =
+      body->Decode(new_ids, at::Tensor(), encoder_hidden, encoder_mask, t5_cache);
+  return body->Logits(hidden.select(1, -1));
 }
 
 double T5ForConditionalGeneration::FloatingPointOps(const data::Batch& inputs) const {

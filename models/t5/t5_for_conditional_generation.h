@@ -18,7 +18,7 @@
 //     (shared and the relative-attention biases excluded), HF's
 //     floating_point_ops(exclude_embeddings=True).
 //   ConfigJson() = config with architectures ["T5ForConditionalGeneration"] and torch_dtype.
-//   Seq2SeqLM (modeling/seq2seq_lm.h): Encode, DecoderLogits with a T5Cache and
+//   Seq2SeqLM (modeling/seq2seq_lm.h): Encode, NextTokenLogits with a T5Cache and
 //     generation_config() (from the config's decoder_start / eos / pad ids until a loader or
 //     the caller sets it); what `generate` drives. GenerationConfigJson() is its
 //     generation_config.json.
@@ -72,7 +72,7 @@ class T5ForConditionalGeneration : public modeling::Model, public modeling::Seq2
   std::unique_ptr<modeling::DecoderCache> NewDecoderCache() const override {
     return std::make_unique<T5Cache>();
   }
-  at::Tensor DecoderLogits(const at::Tensor& new_ids, const at::Tensor& encoder_hidden,
+  at::Tensor NextTokenLogits(const at::Tensor& new_ids, const at::Tensor& encoder_hidden,
                            const at::Tensor& encoder_mask, modeling::DecoderCache* cache) override;
   modeling::GenerationConfig& generation_config() override { return generation_config_; }
   std::string GenerationConfigJson() const override { return generation_config_.ToJson(); }
