@@ -23,6 +23,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "benchmarks/python_side.h"
 #include "checkpoint/safetensors.h"
 #include "generation/generate.h"
 #include "logging/process_logging.h"
@@ -86,26 +87,11 @@ double LoomSeconds(models::t5::T5ForConditionalGeneration& model, const at::Tens
 
 nlohmann::json PythonSeconds(const std::string& runfiles, const std::string& scratch, int rounds,
                              const nlohmann::json& configs) {
-  const std::string cmd = absl::StrCat(
-      ". ", runfiles, "/../libtorch/python.sh && LD_LIBRARY_PATH=",
-      "$LOOM_TORCH_PYTHON_LD_LIBRARY_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ",
-      "\"$LOOM_TORCH_PYTHON\" ", runfiles, "/benchmarks/generate_loop.py ", runfiles,
-      "/tests/models/t5_reference.py ", scratch, "/model ", scratch, "/inputs.safetensors ",
-      rounds, " '", configs.dump(), "'");
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (pipe != nullptr && fgets(buf, sizeof(buf), pipe) != nullptr) out += buf;
-  if (pipe == nullptr || pclose(pipe) != 0) {
-    std::cerr << "the Python loop failed: " << cmd << "\n" << out;
-    std::exit(1);
-  }
-  return nlohmann::json::parse(out.substr(out.rfind('{')));
-}
-
-std::string Runfiles(const char* argv0) {
-  if (const char* dir = std::getenv("RUNFILES_DIR")) return std::string(dir) + "/loom";
-  return std::string(argv0) + ".runfiles/loom";
+  return RunPythonForJson(
+      runfiles, "",
+      absl::StrCat(runfiles, "/benchmarks/generate_loop.py ", runfiles,
+                   "/tests/models/t5_reference.py ", scratch, "/model ", scratch,
+                   "/inputs.safetensors ", rounds, " '", configs.dump(), "'"));
 }
 
 int Run(int rounds, int64_t new_tokens, const std::string& runfiles) {

@@ -42,6 +42,7 @@
 #include "logging/process_logging.h"
 #include "models/bert/pretrained.h"
 #include "nlohmann/json.hpp"
+#include "benchmarks/python_side.h"
 #include "precision/cpu_features.h"
 #include "threads/thread_plan.h"
 #include "trainer/flow_callbacks.h"
@@ -147,32 +148,16 @@ double LoomSamplesPerSecond(const Workload& w, bool bf16, const std::optional<Th
 
 double PythonSamplesPerSecond(const Workload& w, bool bf16, const std::optional<Threads>& t,
                               const std::string& runfiles, const std::string& scratch) {
-  // @libtorch//:python.sh names the Python torch of this LibTorch and what it needs to load.
   std::string env =
-      absl::StrCat(". ", runfiles, "/../libtorch/python.sh && LD_LIBRARY_PATH=",
-                   "$LOOM_TORCH_PYTHON_LD_LIBRARY_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ",
-                   "env -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS -u GOTO_NUM_THREADS -u "
-                   "MKL_NUM_THREADS -u LOCAL_WORLD_SIZE");
+      "env -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS -u GOTO_NUM_THREADS -u MKL_NUM_THREADS -u "
+      "LOCAL_WORLD_SIZE";
   if (t) absl::StrAppend(&env, " OMP_NUM_THREADS=", t->torch, " OPENBLAS_NUM_THREADS=", t->blas);
-  const std::string cmd = absl::StrCat(
-      env, " \"$LOOM_TORCH_PYTHON\" ", runfiles, "/benchmarks/vs_pytorch_loop.py ", runfiles,
-      "/tests/models/bert_reference.py ", scratch, "/model ", scratch, "/data.safetensors",
-      " --steps ", w.steps, " --batch ", w.batch, " --lr ", kLr, " --warmup ", kWarmup,
-      " --attn_implementation ", w.Attention(), bf16 ? " --bf16" : "");
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (pipe != nullptr && fgets(buf, sizeof(buf), pipe) != nullptr) out += buf;
-  if (pipe == nullptr || pclose(pipe) != 0) {
-    std::cerr << "the Python loop failed: " << cmd << "\n" << out;
-    std::exit(1);
-  }
-  return nlohmann::json::parse(out.substr(out.rfind('{')))["samples_per_second"].get<double>();
-}
-
-std::string Runfiles(const char* argv0) {
-  if (const char* dir = std::getenv("RUNFILES_DIR")) return std::string(dir) + "/loom";
-  return std::string(argv0) + ".runfiles/loom";
+  const std::string script = absl::StrCat(
+      runfiles, "/benchmarks/vs_pytorch_loop.py ", runfiles, "/tests/models/bert_reference.py ",
+      scratch, "/model ", scratch, "/data.safetensors", " --steps ", w.steps, " --batch ",
+      w.batch, " --lr ", kLr, " --warmup ", kWarmup, " --attn_implementation ", w.Attention(),
+      bf16 ? " --bf16" : "");
+  return RunPythonForJson(runfiles, env, script)["samples_per_second"].get<double>();
 }
 
 void Compare(const Workload& w, bool bf16, int rounds, const std::string& runfiles) {
