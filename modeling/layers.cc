@@ -1,6 +1,7 @@
 #include "modeling/layers.h"
 
 #include <ATen/Dispatch.h>
+#include <torch/nn/modules/embedding.h>
 
 #include <cmath>
 #include <limits>
@@ -77,6 +78,15 @@ std::string TorchDtypeName(c10::ScalarType type) {
     default:
       return std::string(c10::toString(type));
   }
+}
+
+int64_t NonEmbeddingParameterCount(const torch::nn::Module& module) {
+  int64_t total = 0;
+  for (const auto& p : module.parameters()) total += p.numel();
+  for (const auto& m : module.modules(/*include_self=*/false)) {
+    if (auto* e = m->as<torch::nn::Embedding>()) total -= e->weight.numel();
+  }
+  return total;
 }
 
 }  // namespace loom::modeling

@@ -11,6 +11,8 @@
 //     differently in bf16).
 //   - FinfoMin(dtype) is torch.finfo(dtype).min for float, double, half and bfloat16.
 //   - TorchDtypeName(dtype) is str(dtype) without "torch." (config.json's torch_dtype).
+//   - NonEmbeddingParameterCount(module) is num_parameters(exclude_embeddings=True): every
+//     parameter but the weights of nn.Embedding submodules (what floating_point_ops counts).
 //
 // Example:
 //   at::Tensor h = modeling::ApplyActivation("gelu_new", modeling::Dense(wi, x));
@@ -18,8 +20,10 @@
 #define LOOM_MODELING_LAYERS_H_
 
 #include <ATen/ATen.h>
+#include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
 
+#include <cstdint>
 #include <set>
 #include <string>
 
@@ -31,6 +35,7 @@ at::Tensor Dense(const torch::nn::Linear& layer, const at::Tensor& x);
 double FinfoMin(c10::ScalarType dtype);
 // config.json's torch_dtype spelling: "float32", "float16", "bfloat16", "float64".
 std::string TorchDtypeName(c10::ScalarType dtype);
+int64_t NonEmbeddingParameterCount(const torch::nn::Module& module);
 
 }  // namespace loom::modeling
 

@@ -32,17 +32,6 @@ bool IsCjkIdeograph(char32_t cp) {
          (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
-std::vector<std::u32string> SplitOnPythonWhitespace(std::u32string_view text) {
-  std::vector<std::u32string> out;
-  size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && IsPythonSpace(text[i])) ++i;
-    const size_t start = i;
-    while (i < text.size() && !IsPythonSpace(text[i])) ++i;
-    if (i > start) out.emplace_back(text.substr(start, i - start));
-  }
-  return out;
-}
 
 BasicTokenizer::BasicTokenizer(BasicTokenizerOptions options) : options_(std::move(options)) {}
 

@@ -64,31 +64,23 @@ std::u32string RegexpRules(const std::u32string& line) {
   return s;
 }
 
-// Python's str.split(): runs of whitespace separate, none at either end.
-std::vector<std::string> PythonSplit(const std::u32string& s) {
-  std::vector<std::string> words;
-  std::u32string word;
-  for (char32_t c : s) {
-    if (IsPythonSpace(c)) {
-      if (!word.empty()) words.push_back(EncodeUtf8(word));
-      word.clear();
-    } else {
-      word += c;
+// sacrebleu's Tokenizer13a as a list of words (Tokenize13a joins them with spaces).
+absl::StatusOr<std::vector<std::string>> Words13a(absl::string_view line) {
+  std::string text = absl::StrReplaceAll(line, {{"<skipped>", ""}});
+  text = absl::StrReplaceAll(text, {{"-\n", ""}});
+  text = absl::StrReplaceAll(text, {{"\n", " "}});
+  if (text.find('&') != std::string::npos) {
+    for (const auto& [from, to] : std::vector<std::pair<const char*, const char*>>{
+             {"&quot;", "\""}, {"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}}) {
+      text = absl::StrReplaceAll(text, {{from, to}});
     }
   }
-  if (!word.empty()) words.push_back(EncodeUtf8(word));
+  ASSIGN_OR_RETURN(std::u32string cps, DecodeUtf8(absl::StrCat(" ", text, " ")));
+  std::vector<std::string> words;
+  for (const std::u32string& word : SplitOnPythonWhitespace(RegexpRules(cps))) {
+    words.push_back(EncodeUtf8(word));
+  }
   return words;
-}
-
-std::u32string RStrip(std::u32string s) {
-  while (!s.empty() && IsPythonSpace(s.back())) s.pop_back();
-  return s;
-}
-
-absl::StatusOr<std::vector<std::string>> Words(absl::string_view line) {
-  ASSIGN_OR_RETURN(std::string tokenized, Tokenize13a(line));
-  ASSIGN_OR_RETURN(std::u32string cps, DecodeUtf8(tokenized));
-  return PythonSplit(cps);
 }
 
 using NgramCounts = absl::flat_hash_map<std::string, int64_t>;
@@ -130,14 +122,14 @@ absl::Status AddSegment(const std::string& hypothesis, const std::vector<std::st
   NgramCounts ref_max;
   std::vector<int64_t> ref_lens;
   for (const std::string& ref : refs) {
-    ASSIGN_OR_RETURN(std::vector<std::string> words, Words(ref));
+    ASSIGN_OR_RETURN(std::vector<std::string> words, Words13a(ref));
     ref_lens.push_back(static_cast<int64_t>(words.size()));
     for (const auto& [ngram, count] : Ngrams(words)) {
       int64_t& slot = ref_max[ngram];
       slot = std::max(slot, count);
     }
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> hyp, Words(hypothesis));
+  ASSIGN_OR_RETURN(std::vector<std::string> hyp, Words13a(hypothesis));
   const int64_t hyp_len = static_cast<int64_t>(hyp.size());
   score.sys_len += hyp_len;
   score.ref_len += ClosestRefLength(hyp_len, ref_lens);
@@ -183,17 +175,8 @@ void ComputeBleu(BleuScore& s) {
 }  // namespace
 
 absl::StatusOr<std::string> Tokenize13a(absl::string_view line) {
-  std::string text = absl::StrReplaceAll(line, {{"<skipped>", ""}});
-  text = absl::StrReplaceAll(text, {{"-\n", ""}});
-  text = absl::StrReplaceAll(text, {{"\n", " "}});
-  if (text.find('&') != std::string::npos) {
-    for (const auto& [from, to] : std::vector<std::pair<const char*, const char*>>{
-             {"&quot;", "\""}, {"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}}) {
-      text = absl::StrReplaceAll(text, {{from, to}});
-    }
-  }
-  ASSIGN_OR_RETURN(std::u32string cps, DecodeUtf8(absl::StrCat(" ", text, " ")));
-  return absl::StrJoin(PythonSplit(RegexpRules(cps)), " ");
+  ASSIGN_OR_RETURN(std::vector<std::string> words, Words13a(line));
+  return absl::StrJoin(words, " ");
 }
 
 absl::StatusOr<BleuScore> CorpusBleu(const std::vector<std::string>& hypotheses,
@@ -215,9 +198,9 @@ absl::StatusOr<BleuScore> CorpusBleu(const std::vector<std::string>& hypotheses,
     std::vector<std::string> refs;
     for (const std::string& r : references[i]) {
       ASSIGN_OR_RETURN(std::u32string ref, DecodeUtf8(r), absl::StrCat("reference of prediction ", i));
-      refs.push_back(EncodeUtf8(RStrip(ref)));
+      refs.push_back(EncodeUtf8(PythonRStrip(ref)));
     }
-    RETURN_IF_ERROR(AddSegment(EncodeUtf8(RStrip(hyp)), refs, score));
+    RETURN_IF_ERROR(AddSegment(EncodeUtf8(PythonRStrip(hyp)), refs, score));
   }
   ComputeBleu(score);
   return score;

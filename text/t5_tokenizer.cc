@@ -18,23 +18,11 @@ namespace {
 
 constexpr absl::string_view kPrefixSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 
-std::u32string StripLeft(const std::u32string& s) {
-  size_t i = 0;
-  while (i < s.size() && IsPythonSpace(s[i])) ++i;
-  return s.substr(i);
-}
-
-std::u32string StripRight(const std::u32string& s) {
-  size_t n = s.size();
-  while (n > 0 && IsPythonSpace(s[n - 1])) --n;
-  return s.substr(0, n);
-}
-
 // Python's str.strip() on UTF-8 text (valid: it comes out of SentencePiece).
 std::string PythonStrip(const std::string& utf8) {
   absl::StatusOr<std::u32string> cps = DecodeUtf8(utf8);
   if (!cps.ok()) return utf8;
-  return EncodeUtf8(StripRight(StripLeft(*cps)));
+  return EncodeUtf8(PythonRStrip(PythonLStrip(*cps)));
 }
 
 // transformers 4.41 `PreTrainedTokenizerBase.clean_up_tokenization`.
@@ -153,8 +141,8 @@ std::vector<T5Tokenizer::Chunk> T5Tokenizer::SplitOnAddedTokens(const std::u32st
   if (start < text.size()) chunks.push_back({text.substr(start), false, false});
   for (size_t k = 0; k < chunks.size(); ++k) {
     if (!chunks[k].strips) continue;
-    if (k + 1 < chunks.size()) chunks[k + 1].text = StripLeft(chunks[k + 1].text);
-    if (k > 0) chunks[k - 1].text = StripRight(chunks[k - 1].text);
+    if (k + 1 < chunks.size()) chunks[k + 1].text = std::u32string(PythonLStrip(chunks[k + 1].text));
+    if (k > 0) chunks[k - 1].text = std::u32string(PythonRStrip(chunks[k - 1].text));
   }
   return chunks;
 }

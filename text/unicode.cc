@@ -134,6 +134,30 @@ bool IsNonspacingMark(char32_t cp) {
   return u_charType(static_cast<UChar32>(cp)) == U_NON_SPACING_MARK;
 }
 
+std::vector<std::u32string> SplitOnPythonWhitespace(std::u32string_view text) {
+  std::vector<std::u32string> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && IsPythonSpace(text[i])) ++i;
+    const size_t start = i;
+    while (i < text.size() && !IsPythonSpace(text[i])) ++i;
+    if (i > start) out.emplace_back(text.substr(start, i - start));
+  }
+  return out;
+}
+
+std::u32string_view PythonLStrip(std::u32string_view text) {
+  size_t i = 0;
+  while (i < text.size() && IsPythonSpace(text[i])) ++i;
+  return text.substr(i);
+}
+
+std::u32string_view PythonRStrip(std::u32string_view text) {
+  size_t n = text.size();
+  while (n > 0 && IsPythonSpace(text[n - 1])) --n;
+  return text.substr(0, n);
+}
+
 bool IsPythonSpace(char32_t cp) {
   if (cp == ' ' || (cp >= '\t' && cp <= '\r')) return true;
   if (cp < 0x80) return cp >= 0x1C && cp <= 0x1F;

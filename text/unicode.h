@@ -14,6 +14,8 @@
 //   - Nfd / Nfc are unicodedata.normalize("NFD"/"NFC").
 //   - IsPythonSpace is Python's str.isspace() for one character (bidi class WS, B or S, or
 //     category Zs), the separator set of str.split() with no arguments.
+//   - SplitOnPythonWhitespace is str.split() with no arguments; PythonLStrip / PythonRStrip
+//     are str.lstrip() / str.rstrip() (views into the argument).
 //
 // Example:
 //   ASSIGN_OR_RETURN(std::u32string cps, text::DecodeUtf8(line));
@@ -23,6 +25,8 @@
 #define LOOM_TEXT_UNICODE_H_
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -38,6 +42,9 @@ bool IsSpaceSeparator(char32_t cp);
 bool IsPunctuationCategory(char32_t cp);
 bool IsNonspacingMark(char32_t cp);
 bool IsPythonSpace(char32_t cp);
+std::vector<std::u32string> SplitOnPythonWhitespace(std::u32string_view text);
+std::u32string_view PythonLStrip(std::u32string_view text);
+std::u32string_view PythonRStrip(std::u32string_view text);
 
 // Appends Python's `chr(cp).lower()` to `out`.
 void AppendLower(char32_t cp, std::u32string* out);

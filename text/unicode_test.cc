@@ -81,5 +81,15 @@ TEST(NormalizeTest, NfdAndNfcMatchPython) {
   EXPECT_EQ(Nfd(U"plain"), U"plain");
 }
 
+TEST(UnicodeTest, PythonSplitAndStripUseStrIsspace) {
+  // U+3000 (ideographic space) and U+0085 (NEL) are whitespace to Python; U+200B is not.
+  const std::u32string text = U"\u3000 a\tb\u0085c\u200Bd  ";
+  EXPECT_EQ(SplitOnPythonWhitespace(text),
+            (std::vector<std::u32string>{U"a", U"b", U"c\u200Bd"}));
+  EXPECT_EQ(PythonLStrip(text), std::u32string_view(U"a\tb\u0085c\u200Bd  "));
+  EXPECT_EQ(PythonRStrip(text), std::u32string_view(U"\u3000 a\tb\u0085c\u200Bd"));
+  EXPECT_TRUE(SplitOnPythonWhitespace(U" \t ").empty());
+}
+
 }  // namespace
 }  // namespace loom::text

@@ -54,13 +54,7 @@ BertForSequenceClassification::BertForSequenceClassification(BertConfig config)
   dropout = register_module("dropout", torch::nn::Dropout(config_.ClassifierDropout()));
   classifier =
       register_module("classifier", torch::nn::Linear(config_.hidden_size, config_.num_labels()));
-  // HF's num_parameters(exclude_embeddings=True): every parameter but nn.Embedding weights.
-  int64_t total = 0;
-  for (const auto& p : parameters()) total += p.numel();
-  for (const auto& m : modules(/*include_self=*/false)) {
-    if (auto* e = m->as<torch::nn::Embedding>()) total -= e->weight.numel();
-  }
-  non_embedding_parameters_ = total;
+  non_embedding_parameters_ = modeling::NonEmbeddingParameterCount(*this);
 }
 
 absl::StatusOr<std::shared_ptr<BertForSequenceClassification>>

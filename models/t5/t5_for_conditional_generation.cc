@@ -1,7 +1,5 @@
 #include "models/t5/t5_for_conditional_generation.h"
 
-#include <torch/nn/modules/embedding.h>
-
 #include <exception>
 #include <stdexcept>
 #include <utility>
@@ -67,12 +65,7 @@ T5ForConditionalGeneration::T5ForConditionalGeneration(const T5Config& config) {
   // register_module with the body's children directly, so names are HF's (shared.weight, ...).
   body = std::make_shared<T5Body>(config);
   for (const auto& item : body->named_children()) register_module(item.key(), item.value());
-  int64_t total = 0;
-  for (const auto& p : parameters()) total += p.numel();
-  for (const auto& m : modules(/*include_self=*/false)) {
-    if (auto* e = m->as<torch::nn::Embedding>()) total -= e->weight.numel();
-  }
-  non_embedding_parameters_ = total;
+  non_embedding_parameters_ = modeling::NonEmbeddingParameterCount(*this);
   generation_config_ = modeling::GenerationConfig::FromModel(
       {config.decoder_start_token_id, config.eos_token_id, config.pad_token_id});
 }
