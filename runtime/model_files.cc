@@ -2,13 +2,12 @@
 
 #include <filesystem>
 
-#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "checkpoint/model_weights.h"
-#include "checkpoint/module_state.h"
 #include "checkpoint/torch_pickle.h"
 #include "checkpoint/training_args_file.h"
 #include "glog/logging.h"
+#include "modeling/save_pretrained.h"
 
 namespace loom::runtime {
 
@@ -22,19 +21,11 @@ ModelFilesOptions TrainerModelFiles(const args::TrainingArguments& args, bool we
 
 absl::Status WriteModelFiles(const std::string& dir, const modeling::Model& model,
                              const ModelFilesOptions& options) {
-  if (options.weights) {
-    checkpoint::SaveModelWeightsOptions weights;
-    weights.safe_serialization = options.safe_serialization;
-    weights.max_shard_size = options.max_shard_size;
-    RETURN_IF_ERROR(
-        checkpoint::SaveModelWeights(dir, checkpoint::ModuleStateDict(model), weights).status());
-  }
-  if (const std::string config = model.ConfigJson(); !config.empty()) {
-    RETURN_IF_ERROR(base::WriteFileAtomically(dir + "/" + kConfigFile, config));
-  }
-  if (const std::string generation = model.GenerationConfigJson(); !generation.empty()) {
-    RETURN_IF_ERROR(base::WriteFileAtomically(dir + "/generation_config.json", generation));
-  }
+  modeling::SavePretrainedOptions save;
+  save.weights = options.weights;
+  save.weights_options.safe_serialization = options.safe_serialization;
+  save.weights_options.max_shard_size = options.max_shard_size;
+  RETURN_IF_ERROR(modeling::SavePretrained(model, dir, save).status());
   if (options.args == nullptr) return absl::OkStatus();
   return checkpoint::SaveTrainingArgs(*options.args, dir + "/" + kTrainingArgsFile);
 }

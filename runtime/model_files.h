@@ -6,8 +6,9 @@
 // 0.27 `save_accelerator_state` writes).
 //
 // Contract:
-//   - WriteModelFiles writes into an existing `dir` (each file atomically); weights=false writes
-//     config.json (and training_args.bin) only — ZeRO-3 without 16-bit weights on save.
+//   - WriteModelFiles is modeling::SavePretrained (config.json, generation_config.json, the
+//     weights; each file atomically) plus training_args.bin; weights=false writes the JSON files
+//     (and training_args.bin) only — ZeRO-3 without 16-bit weights on save.
 //   - LoadModelFiles: the Trainer's lookup (model.safetensors, pytorch_model.bin, or a sharded
 //     index); errors name the file and list missing / unexpected keys and shape mismatches.
 //   - LoadGradScalerFile: a folder without scaler.pt (HF's, or saved without --fp16) leaves the

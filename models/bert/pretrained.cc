@@ -10,10 +10,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "checkpoint/module_state.h"
+#include "modeling/save_pretrained.h"
 #include "models/bert/bert_model.h"
 
 namespace loom::models::bert {
@@ -187,14 +187,9 @@ absl::StatusOr<LoadedBert> LoadBertForSequenceClassification(const std::string& 
 absl::StatusOr<std::vector<std::string>> SaveBertForSequenceClassification(
     const BertForSequenceClassification& model, const std::string& folder,
     const checkpoint::SaveModelWeightsOptions& options) {
-  RETURN_IF_ERROR(base::MakeDirs(folder));
-  const std::string config_path = folder + "/config.json";
-  RETURN_IF_ERROR(base::WriteFileAtomically(config_path, model.ConfigJson()));
-  ASSIGN_OR_RETURN(
-      std::vector<std::string> files,
-      checkpoint::SaveModelWeights(folder, checkpoint::ModuleStateDict(model), options));
-  files.insert(files.begin(), config_path);
-  return files;
+  modeling::SavePretrainedOptions save;
+  save.weights_options = options;
+  return modeling::SavePretrained(model, folder, save);
 }
 
 }  // namespace loom::models::bert

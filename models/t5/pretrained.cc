@@ -8,10 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "checkpoint/module_state.h"
+#include "modeling/save_pretrained.h"
 
 namespace loom::models::t5 {
 namespace {
@@ -103,16 +103,9 @@ absl::StatusOr<LoadedT5> LoadT5ForConditionalGeneration(const std::string& folde
 absl::StatusOr<std::vector<std::string>> SaveT5ForConditionalGeneration(
     const T5ForConditionalGeneration& model, const std::string& folder,
     const checkpoint::SaveModelWeightsOptions& options) {
-  RETURN_IF_ERROR(base::MakeDirs(folder));
-  const std::string config_path = folder + "/config.json";
-  RETURN_IF_ERROR(base::WriteFileAtomically(config_path, model.ConfigJson()));
-  RETURN_IF_ERROR(base::WriteFileAtomically(folder + "/generation_config.json",
-                                             model.GenerationConfigJson()));
-  ASSIGN_OR_RETURN(
-      std::vector<std::string> files,
-      checkpoint::SaveModelWeights(folder, checkpoint::ModuleStateDict(model), options));
-  files.insert(files.begin(), {"config.json", "generation_config.json"});
-  return files;
+  modeling::SavePretrainedOptions save;
+  save.weights_options = options;
+  return modeling::SavePretrained(model, folder, save);
 }
 
 }  // namespace loom::models::t5
