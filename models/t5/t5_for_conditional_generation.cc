@@ -108,6 +108,28 @@ absl::Status T5ForConditionalGeneration::CheckInputs(const data::Batch& inputs) 
                    decoder_shape, decoder_ids.defined() ? "decoder_input_ids" : "labels");
 }
 
+absl::Status T5ForConditionalGeneration::SetUnitRunner(modeling::UnitRunner* runner) {
+  body->encoder->unit_runner = runner;
+  body->decoder->unit_runner = runner;
+  return absl::OkStatus();
+}
+
+absl::Status T5ForConditionalGeneration::EnableGradientCheckpointing(
+    const modeling::CheckpointingOptions& options) {
+  body->encoder->gradient_checkpointing = options;
+  body->decoder->gradient_checkpointing = options;
+  return absl::OkStatus();
+}
+
+void T5ForConditionalGeneration::DisableGradientCheckpointing() {
+  body->encoder->gradient_checkpointing.reset();
+  body->decoder->gradient_checkpointing.reset();
+}
+
+bool T5ForConditionalGeneration::IsGradientCheckpointing() const {
+  return body->encoder->gradient_checkpointing.has_value();
+}
+
 absl::StatusOr<modeling::ModelOutput> T5ForConditionalGeneration::TryForward(
     const data::Batch& inputs) {
   RETURN_IF_ERROR(CheckInputs(inputs));

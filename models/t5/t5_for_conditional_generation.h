@@ -22,9 +22,10 @@
 //     generation_config() (from the config's decoder_start / eos / pad ids until a loader or
 //     the caller sets it); what `generate` drives. GenerationConfigJson() is its
 //     generation_config.json.
-//   UnitClassNames() = {"T5Block"}. Running blocks through a sharding strategy's unit runner
-//     and gradient checkpointing are refused (Unimplemented / InvalidArgument) until T5Block
-//     runs as a wrap unit.
+//   UnitClassNames() = {"T5Block"}: SetUnitRunner runs every encoder and decoder block through
+//     a sharding strategy's runner (block 0 computes the relative position bias inside its
+//     unit, as HF's T5Block does). EnableGradientCheckpointing recomputes each block in
+//     backward while training (HF's T5 gradient checkpointing; the cache is off then).
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto model, T5ForConditionalGeneration::Create(config, /*seed=*/42));
@@ -64,6 +65,11 @@ class T5ForConditionalGeneration : public modeling::Model, public modeling::Seq2
   double FloatingPointOps(const data::Batch& inputs) const override;
   std::string ConfigJson() const override;
   std::vector<std::string> UnitClassNames() const override { return {"T5Block"}; }
+  absl::Status SetUnitRunner(modeling::UnitRunner* runner) override;
+  // HF's T5PreTrainedModel.supports_gradient_checkpointing: every block of both stacks.
+  absl::Status EnableGradientCheckpointing(const modeling::CheckpointingOptions& options) override;
+  void DisableGradientCheckpointing() override;
+  bool IsGradientCheckpointing() const override;
 
   // modeling::Seq2SeqLM (generation).
   at::Tensor Encode(const at::Tensor& input_ids, const at::Tensor& attention_mask) override {

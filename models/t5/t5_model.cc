@@ -154,6 +154,14 @@ at::Tensor T5Attention::ComputeBias(int64_t query_length, int64_t key_length) {
   return relative_attention_bias->forward(bucket).permute({2, 0, 1}).unsqueeze(0);
 }
 
+at::Tensor T5Attention::BiasWithMask(int64_t query_length, int64_t key_length,
+                                     const at::Tensor& mask, const at::TensorOptions& options) {
+  at::Tensor bias = has_relative_attention_bias_
+                        ? ComputeBias(query_length, key_length)
+                        : at::zeros({1, n_heads_, query_length, key_length}, options);
+  return mask.defined() ? bias + mask : bias;
+}
+
 at::Tensor T5Attention::Forward(const at::Tensor& hidden, const at::Tensor& mask,
                                 const at::Tensor& key_value_states,
                                 const at::Tensor& position_bias, at::Tensor* position_bias_out,
@@ -180,11 +188,7 @@ at::Tensor T5Attention::Forward(const at::Tensor& hidden, const at::Tensor& mask
   at::Tensor scores = at::matmul(query, key.transpose(3, 2));
   at::Tensor bias = position_bias;
   if (!bias.defined()) {
-    const int64_t query_length = hidden.size(1);
-    bias = has_relative_attention_bias_
-               ? ComputeBias(query_length, key.size(2))
-               : at::zeros({1, n_heads_, query_length, key.size(2)}, scores.options());
-    if (mask.defined()) bias = bias + mask;
+    bias = BiasWithMask(hidden.size(1), key.size(2), mask, scores.options());
     *position_bias_out = bias;
   }
   scores += bias;
@@ -246,6 +250,16 @@ at::Tensor T5Block::Forward(at::Tensor hidden, T5BlockContext& ctx) {
   return ClampFp16(ff_layer_->Forward(hidden));
 }
 
+void T5Block::PrepareBiases(int64_t seq, T5BlockContext& ctx, const at::TensorOptions& options) {
+  if (!ctx.position_bias.defined()) {
+    ctx.position_bias = self_layer_->self_attention->BiasWithMask(seq, seq, ctx.mask, options);
+  }
+  if (is_decoder_ && ctx.encoder_hidden.defined() && !ctx.encoder_decoder_bias.defined()) {
+    ctx.encoder_decoder_bias = cross_layer_->enc_dec_attention->BiasWithMask(
+        seq, ctx.encoder_hidden.size(1), ctx.encoder_mask, options);
+  }
+}
+
 T5Stack::T5Stack(const T5Config& c, torch::nn::Embedding embed_tokens, bool is_decoder)
     : embed_tokens_(std::move(embed_tokens)), is_decoder_(is_decoder) {
   block = register_module("block", torch::nn::ModuleList());
@@ -303,11 +317,45 @@ at::Tensor T5Stack::Forward(const at::Tensor& input_ids, const at::Tensor& atten
   }
   if (cache != nullptr && cache->layers.empty()) cache->layers.resize(block->size());
   at::Tensor hidden = dropout->forward(embeds);
+  // HF's T5Stack turns use_cache off under gradient checkpointing while training.
+  const bool checkpoint = gradient_checkpointing.has_value() && is_training() && cache == nullptr;
   for (size_t i = 0; i < block->size(); ++i) {
     ctx.cache = cache != nullptr ? &cache->layers[i] : nullptr;
-    hidden = block[i]->as<T5Block>()->Forward(hidden, ctx);
+    hidden = RunBlock(*block[i]->as<T5Block>(), hidden, ctx, checkpoint);
   }
   return dropout->forward(final_layer_norm->Forward(hidden));
+}
+
+// One block, through the unit runner; checkpointed, the block's inputs (the hidden state, the
+// masks, the encoder's output and block 0's biases) are the recomputation's inputs.
+at::Tensor T5Stack::RunBlock(T5Block& blk, const at::Tensor& hidden, T5BlockContext& ctx,
+                             bool checkpoint) {
+  return modeling::RunUnit(unit_runner, blk, [&]() -> at::Tensor {
+    if (!checkpoint) return blk.Forward(hidden, ctx);
+    blk.PrepareBiases(hidden.size(1), ctx, hidden.options());
+    // The context's defined tensors, in a fixed order; undefined ones stay undefined.
+    std::vector<at::Tensor*> slots = {&ctx.mask, &ctx.encoder_hidden, &ctx.encoder_mask,
+                                      &ctx.position_bias, &ctx.encoder_decoder_bias};
+    std::vector<at::Tensor> inputs = {hidden};
+    std::vector<bool> present;
+    for (at::Tensor* slot : slots) {
+      present.push_back(slot->defined());
+      if (slot->defined()) inputs.push_back(*slot);
+    }
+    return modeling::Checkpoint(
+        [&blk, present](const std::vector<at::Tensor>& in) {
+          T5BlockContext local;
+          std::vector<at::Tensor*> local_slots = {&local.mask, &local.encoder_hidden,
+                                                  &local.encoder_mask, &local.position_bias,
+                                                  &local.encoder_decoder_bias};
+          size_t next = 1;
+          for (size_t s = 0; s < local_slots.size(); ++s) {
+            if (present[s]) *local_slots[s] = in[next++];
+          }
+          return blk.Forward(in[0], local);
+        },
+        inputs, blk.parameters(), *gradient_checkpointing);
+  });
 }
 
 T5Body::T5Body(const T5Config& c) : config_(c) {

@@ -53,10 +53,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "modeling/activation_checkpoint.h"
 #include "modeling/seq2seq_lm.h"
+#include "modeling/unit_runner.h"
 #include "models/t5/t5_config.h"
 
 namespace loom::models::t5 {
@@ -130,6 +133,10 @@ class T5Attention : public torch::nn::Module {
   // [1, heads, query_length, key_length]: the bias of query positions
   // key_length - query_length .. key_length - 1 (HF's compute_bias, sliced as with a cache).
   at::Tensor ComputeBias(int64_t query_length, int64_t key_length);
+  // What block 0 hands on: ComputeBias (zeros in a layer without relative_attention_bias,
+  // `dtype`) plus `mask` when defined.
+  at::Tensor BiasWithMask(int64_t query_length, int64_t key_length, const at::Tensor& mask,
+                          const at::TensorOptions& options);
 
   torch::nn::Linear q{nullptr}, k{nullptr}, v{nullptr}, o{nullptr};
   torch::nn::Embedding relative_attention_bias{nullptr};
@@ -172,6 +179,11 @@ class T5Block : public torch::nn::Module {
  public:
   T5Block(const T5Config& config, bool has_relative_attention_bias, bool is_decoder);
   at::Tensor Forward(at::Tensor hidden, T5BlockContext& context);
+  // Fills context.position_bias (and encoder_decoder_bias in the decoder) when still undefined,
+  // for `seq` new positions without a cache: what Forward would compute, done before a
+  // checkpointed Forward so the biases are inputs of the recomputation (HF passes them to the
+  // checkpointed block in the same way).
+  void PrepareBiases(int64_t seq, T5BlockContext& context, const at::TensorOptions& options);
 
   torch::nn::ModuleList layer{nullptr};
 
@@ -195,8 +207,15 @@ class T5Stack : public torch::nn::Module {
   torch::nn::ModuleList block{nullptr};
   std::shared_ptr<T5LayerNorm> final_layer_norm;
   torch::nn::Dropout dropout{nullptr};
+  // Each T5Block runs through this runner (modeling/unit_runner.h) when set: block 0's
+  // position biases are computed inside its unit, while its parameters are gathered.
+  modeling::UnitRunner* unit_runner = nullptr;
+  // Set: every block's activations are recomputed in backward while training without a cache.
+  std::optional<modeling::CheckpointingOptions> gradient_checkpointing;
 
  private:
+  at::Tensor RunBlock(T5Block& block, const at::Tensor& hidden, T5BlockContext& ctx,
+                      bool checkpoint);
   at::Tensor SelfAttentionMask(const at::Tensor& attention_mask, int64_t batch, int64_t seq,
                                int64_t past, c10::ScalarType dtype, const at::Device& device) const;
   torch::nn::Embedding embed_tokens_;  // not registered: it is the model's `shared`
