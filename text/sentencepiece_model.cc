@@ -1,42 +1,35 @@
-// Includes no abseil header: see sentencepiece_model.h.
+// Includes no SentencePiece header: the library is reached through sentencepiece_backend.h.
 #include "text/sentencepiece_model.h"
 
-#include <sentencepiece_processor.h>
+#include "text/sentencepiece_backend.h"
 
 namespace loom::text {
 
 std::unique_ptr<SentencePieceModel> SentencePieceModel::Load(const std::string& serialized,
                                                              std::string* error) {
+  const SentencePieceApi* api = LoadSentencePieceApi(error);
+  if (api == nullptr) return nullptr;
+  std::unique_ptr<SentencePieceProcessorBackend> sp(api->load(serialized, error));
+  if (sp == nullptr) return nullptr;
   std::unique_ptr<SentencePieceModel> model(new SentencePieceModel());
-  model->sp_ = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  const sentencepiece::util::Status status = model->sp_->LoadFromSerializedProto(serialized);
-  if (!status.ok()) {
-    *error = status.ToString();
-    return nullptr;
-  }
+  model->sp_ = std::move(sp);
   return model;
 }
 
 SentencePieceModel::~SentencePieceModel() = default;
 
-int SentencePieceModel::PieceSize() const { return sp_->GetPieceSize(); }
-int SentencePieceModel::UnkId() const { return sp_->unk_id(); }
+int SentencePieceModel::PieceSize() const { return sp_->PieceSize(); }
+int SentencePieceModel::UnkId() const { return sp_->UnkId(); }
 int SentencePieceModel::PieceToId(const std::string& piece) const { return sp_->PieceToId(piece); }
 std::string SentencePieceModel::IdToPiece(int id) const { return sp_->IdToPiece(id); }
 
 bool SentencePieceModel::Encode(const std::string& text, std::vector<std::string>* pieces,
                                 std::string* error) const {
-  pieces->clear();
-  const sentencepiece::util::Status status = sp_->Encode(text, pieces);
-  if (!status.ok()) *error = status.ToString();
-  return status.ok();
+  return sp_->Encode(text, pieces, error);
 }
 
 std::string SentencePieceModel::Decode(const std::vector<std::string>& pieces) const {
-  std::string text;
-  // Pieces of this model's own vocabulary (or unknown surfaces) always decode.
-  sp_->Decode(pieces, &text).IgnoreError();
-  return text;
+  return sp_->Decode(pieces);
 }
 
 }  // namespace loom::text

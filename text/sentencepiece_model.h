@@ -1,8 +1,7 @@
 // SentencePieceModel: the few calls loom's T5Tokenizer makes into Google's SentencePiece
 // library (Debian's libsentencepiece 0.1.97), behind a header of standard types only.
-// sentencepiece_processor.h declares `namespace absl { using std::string_view; }`, which
-// collides with Debian's abseil inside one translation unit, so no file that includes abseil
-// may include it: sentencepiece_model.cc is the one place that does.
+// The library itself lives in libloom_sentencepiece.so (sentencepiece_backend.h says why);
+// Load fails with the reason when that cannot be opened.
 //
 // Contract:
 //   - Load(serialized, &error): the model from the bytes of a spiece.model file; null with
@@ -23,9 +22,9 @@
 #include <string>
 #include <vector>
 
-namespace sentencepiece {
-class SentencePieceProcessor;
-}  // namespace sentencepiece
+namespace loom::text {
+class SentencePieceProcessorBackend;
+}  // namespace loom::text
 
 namespace loom::text {
 
@@ -44,7 +43,7 @@ class SentencePieceModel {
 
  private:
   SentencePieceModel() = default;
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::unique_ptr<SentencePieceProcessorBackend> sp_;
 };
 
 }  // namespace loom::text
