@@ -90,6 +90,22 @@ absl::StatusOr<PredictionOutput> Seq2SeqTrainer::PredictWithGeneration(
   return Trainer::Predict(std::move(dataset), ignore_keys, metric_key_prefix);
 }
 
+absl::StatusOr<modeling::GenerationConfig> Seq2SeqTrainer::ApplyGenKwargs(
+    modeling::GenerationConfig config, const nlohmann::json& kwargs) {
+  for (auto it = kwargs.begin(); it != kwargs.end(); ++it) {
+    if (!it.value().is_null()) RETURN_IF_ERROR_CTX(config.Set(it.key(), it.value()), "gen_kwargs");
+  }
+  RETURN_IF_ERROR_CTX(config.Validate(), "gen_kwargs");
+  return config;
+}
+
+absl::Status Seq2SeqTrainer::CheckGenKwargs(const nlohmann::json& gen_kwargs) const {
+  if (!args_.predict_with_generate()) return absl::OkStatus();
+  auto* lm = dynamic_cast<modeling::Seq2SeqLM*>(options_.model.get());
+  if (lm == nullptr) return absl::OkStatus();  // a model_init run: checked at generation
+  return ApplyGenKwargs(lm->generation_config(), ResolveGenKwargs(gen_kwargs)).status();
+}
+
 // prediction_step's rule with _pad_tensors_to_max_len: shorter than the MODEL generation
 // config's max_length -> to it; else shorter than its max_new_tokens + 1 -> to that.
 absl::StatusOr<at::Tensor> Seq2SeqTrainer::PadToMaxLength(const at::Tensor& t,
@@ -130,10 +146,8 @@ absl::StatusOr<PredictionStepOutput> Seq2SeqTrainer::PredictionStep(
         "generation from a batch's own decoder_input_ids (a decoder prompt) is not implemented; "
         "batches for predict_with_generate carry input_ids, attention_mask and labels");
   }
-  modeling::GenerationConfig config = lm->generation_config();
-  for (auto it = gen_kwargs_.begin(); it != gen_kwargs_.end(); ++it) {
-    if (!it.value().is_null()) RETURN_IF_ERROR_CTX(config.Set(it.key(), it.value()), "gen_kwargs");
-  }
+  ASSIGN_OR_RETURN(const modeling::GenerationConfig config,
+                   ApplyGenKwargs(lm->generation_config(), gen_kwargs_));
   generation::GenerateOptions options;
   if (parallel_.world_size() > 1) {
     options.any_rank_unfinished = [this](bool finished) -> absl::StatusOr<bool> {

@@ -62,6 +62,11 @@ class Seq2SeqTrainer : public Trainer {
       std::shared_ptr<const data::Dataset> dataset, const std::vector<std::string>& ignore_keys,
       const std::string& metric_key_prefix, const nlohmann::json& gen_kwargs);
 
+  // With predict_with_generate: the generation config a call with `gen_kwargs` would use (the
+  // precedence above) is valid — e.g. num_return_sequences <= num_beams — so a script can
+  // refuse bad settings before training. InvalidArgument naming the setting otherwise.
+  absl::Status CheckGenKwargs(const nlohmann::json& gen_kwargs) const;
+
   absl::StatusOr<PredictionStepOutput> PredictionStep(
       Model& model, data::Batch& inputs, bool prediction_loss_only,
       const std::vector<std::string>& ignore_keys) override;
@@ -69,6 +74,8 @@ class Seq2SeqTrainer : public Trainer {
  private:
   // The call's gen_kwargs completed from the arguments (Seq2SeqTrainer.evaluate's rule).
   nlohmann::json ResolveGenKwargs(const nlohmann::json& call) const;
+  static absl::StatusOr<modeling::GenerationConfig> ApplyGenKwargs(
+      modeling::GenerationConfig config, const nlohmann::json& kwargs);
   absl::StatusOr<at::Tensor> PadToMaxLength(const at::Tensor& t, modeling::Seq2SeqLM& model) const;
 
   nlohmann::json gen_kwargs_ = nlohmann::json::object();

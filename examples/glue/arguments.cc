@@ -1,14 +1,14 @@
 #include "examples/glue/arguments.h"
 
-#include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "examples/script_setup.h"
 #include "glue/tasks.h"
-#include "hub/hub_config.h"
 
 namespace loom::examples::glue_script {
 namespace {
@@ -22,23 +22,13 @@ std::string Extension(const std::string& path) {
 }  // namespace
 
 absl::Status CheckModelPaths(const ModelArguments& m) {
-  const std::pair<const char*, const std::string*> paths[] = {
-      {"--model_name_or_path", m.has_model_name_or_path() ? &m.model_name_or_path() : nullptr},
-      {"--config_name", m.has_config_name() ? &m.config_name() : nullptr},
-      {"--tokenizer_name", m.has_tokenizer_name() ? &m.tokenizer_name() : nullptr}};
-  for (const auto& [flag, path] : paths) {
-    if (path == nullptr || std::filesystem::exists(*path)) continue;
-    const bool hub_id = hub::IsHubRepoId(*path);
-    return absl::NotFoundError(absl::StrCat(
-        flag, " ", *path, ": no such model folder",
-        hub_id ? " (it looks like a Hugging Face Hub id; loom does not download)"
-               : " (loom does not download)",
-        ". Pass a local folder holding config.json, the weights (model.safetensors or "
-        "pytorch_model.bin) and the tokenizer files, e.g. one written by save_pretrained or by "
-        "`huggingface-cli download ", hub_id ? *path : std::string("MODEL_ID"),
-        " --local-dir DIR`."));
-  }
-  return absl::OkStatus();
+  auto path = [](bool has, const std::string& value) {
+    return has ? std::optional<std::string>(value) : std::nullopt;
+  };
+  return CheckLocalModelPaths(
+      {{"--model_name_or_path", path(m.has_model_name_or_path(), m.model_name_or_path())},
+       {"--config_name", path(m.has_config_name(), m.config_name())},
+       {"--tokenizer_name", path(m.has_tokenizer_name(), m.tokenizer_name())}});
 }
 
 absl::Status ValidateArguments(const ModelArguments& m, DataTrainingArguments* d,

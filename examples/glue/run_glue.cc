@@ -23,14 +23,13 @@
 #include "examples/glue/preprocess.h"
 #include "examples/glue/synthetic_task.h"
 #include "examples/script_resume.h"
+#include "examples/script_setup.h"
 #include "glog/logging.h"
 #include "glue/data_files.h"
 #include "glue/tasks.h"
-#include "logging/log_level.h"
 #include "hub/repository.h"
 #include "models/bert/pretrained.h"
 #include "runtime/parallel_context.h"
-#include "runtime/run_setup.h"
 #include "trainer/trainer.h"
 
 namespace loom::examples::glue_script {
@@ -48,11 +47,6 @@ using trainer::TrainOutput;
 
 bool IsDirectory(const std::string& path) {
   return std::filesystem::is_directory(std::filesystem::path(path));
-}
-
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v == nullptr || *v == '\0' ? fallback : std::atoi(v);
 }
 
 struct Loaded {
@@ -192,30 +186,7 @@ absl::StatusOr<bool> ResolveArguments(const ModelArguments& m, DataTrainingArgum
 // and HF's setup log lines.
 absl::Status SetUpRun(const ModelArguments& m, const DataTrainingArguments& d,
                       const args::TrainingArguments& t) {
-  // HF's run_glue.py: the main process logs at info, replicas at log_level_replica (warning),
-  // so a launched run prints its arguments once.
-  RETURN_IF_ERROR(logging::ApplyScriptLogLevel(
-      {.log_level = t.log_level(),
-       .log_level_replica = t.log_level_replica(),
-       .log_on_each_node = t.log_on_each_node()},
-      logging::PlacementFromEnvironment()));
-  // The Trainer decides the same way; its errors (e.g. --fp16 on a CPU, a --deepspeed config
-  // loom cannot train with, HF's --fsdp rules) stop the run here, as they stop show_args.
-  ASSIGN_OR_RETURN(const runtime::RunSetup setup,
-                   runtime::PreflightRun(t, EnvInt("LOCAL_RANK", 0), EnvInt("WORLD_SIZE", 1)));
-  // The thread counts hold from here on (tokenizing too); the Trainer logs them.
-  RETURN_IF_ERROR(threads::ApplyThreadPlan(setup.threads));
-  LOG(WARNING) << "Process rank: " << EnvInt("LOCAL_RANK", -1) << ", device: " << setup.device.str()
-               << ", n_gpu: " << (setup.device.is_cuda() ? 1 : 0)
-               << ", distributed training: " << (EnvInt("WORLD_SIZE", 1) > 1 ? "True" : "False")
-               << ", 16-bits training: "
-               << (setup.precision.policy.SixteenBit() ? "True" : "False");
-  LOG(INFO) << "Training/evaluation parameters " << args::ToJsonString(t);
-  nlohmann::ordered_json model_dict = args::ToDict(m);
-  if (m.has_token()) model_dict["token"] = "<TOKEN>";
-  LOG(INFO) << "Model arguments " << model_dict.dump(2);
-  LOG(INFO) << "Data arguments " << args::ToDict(d).dump(2);
-  return absl::OkStatus();
+  return SetUpScriptRun(t, args::ToDict(m), args::ToDict(d));
 }
 
 // Stage 3: the embedded demo's generated files (main_process_first: each node's local main

@@ -1,0 +1,40 @@
+// What HF's example scripts (run_glue.py, run_translation.py; transformers 4.41) do before they
+// read data, shared by loom's //examples/glue:run_glue and //examples/translation:run_translation.
+//
+// Contract:
+//   - CheckLocalModelPaths({{flag, path}, ...}): a set path naming nothing on this machine is
+//     NotFound saying that loom reads local folders only (a Hub id such as t5-small is not
+//     downloaded) and how to get one; unset paths (nullopt) are skipped.
+//   - SetUpScriptRun(training_args, model_args, data_args): the scripts' logging setup (the main
+//     process logs at info, replicas at log_level_replica), runtime::PreflightRun (device,
+//     precision and strategy decided and checked for this process; its errors stop the run),
+//     the thread plan applied, and HF's log lines: "Process rank: ..." and the three argument
+//     groups (`model_args` / `data_args` as JSON objects; "token" is shown as "<TOKEN>").
+//
+// Example:
+//   RETURN_IF_ERROR(CheckLocalModelPaths({{"--model_name_or_path", std::nullopt}}));
+//   RETURN_IF_ERROR(SetUpScriptRun(t, args::ToDict(m), args::ToDict(d)));
+#ifndef LOOM_EXAMPLES_SCRIPT_SETUP_H_
+#define LOOM_EXAMPLES_SCRIPT_SETUP_H_
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "args/training_args.pb.h"
+#include "nlohmann/json.hpp"
+
+namespace loom::examples {
+
+absl::Status CheckLocalModelPaths(
+    const std::vector<std::pair<std::string, std::optional<std::string>>>& flag_paths);
+
+absl::Status SetUpScriptRun(const args::TrainingArguments& training_args,
+                            nlohmann::ordered_json model_args,
+                            const nlohmann::ordered_json& data_args);
+
+}  // namespace loom::examples
+
+#endif  // LOOM_EXAMPLES_SCRIPT_SETUP_H_
