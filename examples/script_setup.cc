@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "args/serialize.h"
@@ -37,6 +38,14 @@ absl::Status CheckLocalModelPaths(
         hub_id ? *path : std::string("MODEL_ID"), " --local-dir DIR`."));
   }
   return absl::OkStatus();
+}
+
+void AnnounceEmbeddedDemo(const std::string& program, const std::string& what,
+                          const std::vector<std::string>& chosen, const std::string& real_use) {
+  std::cout << program << ": no model and no data given: running loom's embedded demo — " << what
+            << ".\n";
+  for (const std::string& line : chosen) std::cout << program << ":   " << line << "\n";
+  std::cout << program << ": " << real_use << "; --help lists every flag.\n" << std::flush;
 }
 
 absl::Status SetUpScriptRun(const args::TrainingArguments& t, nlohmann::ordered_json model_args,

@@ -1,5 +1,9 @@
 #include "modeling/config_json.h"
 
+#include <functional>
+#include <optional>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 
 namespace loom::modeling {
@@ -11,47 +15,57 @@ absl::Status KeyError(absl::string_view source, absl::string_view key, absl::str
   return absl::InvalidArgumentError(absl::StrCat(source, ": key \"", key, "\" ", what));
 }
 
-// Readers of one key: leave `out` unchanged when the key is absent.
-absl::Status ReadInt(const json& j, absl::string_view source, const char* key, int64_t* out) {
+namespace {
+
+using JsonIs = bool (json::*)() const noexcept;
+
+// One key read as T: absent leaves *out unchanged; null runs `on_null` when given (else it is a
+// type error like any other); a value `is` rejects is an InvalidArgument saying what it must be.
+template <typename T, typename Out>
+absl::Status ReadKey(const json& j, absl::string_view source, const char* key, JsonIs is,
+                     absl::string_view must_be, Out* out,
+                     const std::function<void()>& on_null = nullptr) {
   auto it = j.find(key);
   if (it == j.end()) return absl::OkStatus();
-  if (!it->is_number_integer()) {
-    return KeyError(source, key, absl::StrCat("must be an integer, got ", it->dump()));
+  if (on_null != nullptr && it->is_null()) {
+    on_null();
+    return absl::OkStatus();
   }
-  *out = it->get<int64_t>();
+  if (!((*it).*is)()) {
+    return KeyError(source, key, absl::StrCat("must be ", must_be, ", got ", it->dump()));
+  }
+  *out = it->get<T>();
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status ReadInt(const json& j, absl::string_view source, const char* key, int64_t* out) {
+  return ReadKey<int64_t>(j, source, key, &json::is_number_integer, "an integer", out);
+}
+
 absl::Status ReadDouble(const json& j, absl::string_view source, const char* key, double* out) {
-  auto it = j.find(key);
-  if (it == j.end()) return absl::OkStatus();
-  if (!it->is_number()) {
-    return KeyError(source, key, absl::StrCat("must be a number, got ", it->dump()));
-  }
-  *out = it->get<double>();
-  return absl::OkStatus();
+  return ReadKey<double>(j, source, key, &json::is_number, "a number", out);
 }
 
 absl::Status ReadString(const json& j, absl::string_view source, const char* key,
                         std::string* out) {
-  auto it = j.find(key);
-  if (it == j.end()) return absl::OkStatus();
-  if (!it->is_string()) {
-    return KeyError(source, key, absl::StrCat("must be a string, got ", it->dump()));
-  }
-  *out = it->get<std::string>();
-  return absl::OkStatus();
+  return ReadKey<std::string>(j, source, key, &json::is_string, "a string", out);
 }
 
 absl::Status ReadOptionalString(const json& j, absl::string_view source, const char* key,
                                 std::optional<std::string>* out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return absl::OkStatus();
-  if (!it->is_string()) {
-    return KeyError(source, key, absl::StrCat("must be a string or null, got ", it->dump()));
-  }
-  *out = it->get<std::string>();
-  return absl::OkStatus();
+  return ReadKey<std::string>(j, source, key, &json::is_string, "a string or null", out, [] {});
+}
+
+absl::Status ReadBool(const json& j, absl::string_view source, const char* key, bool* out) {
+  return ReadKey<bool>(j, source, key, &json::is_boolean, "true or false", out);
+}
+
+absl::Status ReadOptionalInt(const json& j, absl::string_view source, const char* key,
+                             std::optional<int64_t>* out) {
+  return ReadKey<int64_t>(j, source, key, &json::is_number_integer, "an integer or null", out,
+                          [out] { out->reset(); });
 }
 
 // Recursively sorted copy (json.dumps(sort_keys=True) for values we only carry).
@@ -67,31 +81,6 @@ ojson Sorted(const json& v) {
     return out;
   }
   return ojson::parse(v.dump());
-}
-
-absl::Status ReadBool(const json& j, absl::string_view source, const char* key, bool* out) {
-  auto it = j.find(key);
-  if (it == j.end()) return absl::OkStatus();
-  if (!it->is_boolean()) {
-    return KeyError(source, key, absl::StrCat("must be true or false, got ", it->dump()));
-  }
-  *out = it->get<bool>();
-  return absl::OkStatus();
-}
-
-absl::Status ReadOptionalInt(const json& j, absl::string_view source, const char* key,
-                             std::optional<int64_t>* out) {
-  auto it = j.find(key);
-  if (it == j.end()) return absl::OkStatus();
-  if (it->is_null()) {
-    out->reset();
-    return absl::OkStatus();
-  }
-  if (!it->is_number_integer()) {
-    return KeyError(source, key, absl::StrCat("must be an integer or null, got ", it->dump()));
-  }
-  *out = it->get<int64_t>();
-  return absl::OkStatus();
 }
 
 absl::StatusOr<json> ParseConfigObject(absl::string_view text, absl::string_view source,

@@ -1,8 +1,8 @@
 // TrainSentencePieceModel: trains a SentencePiece model with Google's trainer (Debian's
 // libsentencepiece 0.1.97, libsentencepiece_train — the trainer python3-sentencepiece's
 // SentencePieceTrainer.train wraps), in memory, with T5's id layout. The embedded run_translation
-// demo builds its tokenizer this way from the generated corpus. Standard types only in this
-// header, for the reason sentencepiece_model.h gives.
+// demo builds its tokenizer this way from the generated corpus. The trainer runs inside
+// libloom_sentencepiece.so (sentencepiece_backend.h says why).
 //
 // Contract:
 //   - TrainSentencePieceModel(sentences, options, &model, &error) trains a unigram model on
@@ -11,7 +11,8 @@
 //     so the same sentences and options give the same model bytes on every run. vocab_size is
 //     a soft limit (hard_vocab_limit false): a corpus with fewer pieces gives a smaller model.
 //     On success *model holds the spiece.model bytes; false with SentencePiece's message in
-//     *error otherwise (an empty corpus, a vocab_size below the special pieces, ...).
+//     *error otherwise (an empty corpus, a vocab_size below the special pieces, the shim not
+//     found, ...).
 //
 // Example:
 //   std::string bytes, error;

@@ -1,6 +1,5 @@
 #include "examples/glue/arguments.h"
 
-#include <optional>
 #include <string>
 #include <utility>
 
@@ -21,15 +20,7 @@ std::string Extension(const std::string& path) {
 
 }  // namespace
 
-absl::Status CheckModelPaths(const ModelArguments& m) {
-  auto path = [](bool has, const std::string& value) {
-    return has ? std::optional<std::string>(value) : std::nullopt;
-  };
-  return CheckLocalModelPaths(
-      {{"--model_name_or_path", path(m.has_model_name_or_path(), m.model_name_or_path())},
-       {"--config_name", path(m.has_config_name(), m.config_name())},
-       {"--tokenizer_name", path(m.has_tokenizer_name(), m.tokenizer_name())}});
-}
+absl::Status CheckModelPaths(const ModelArguments& m) { return CheckModelArgumentPaths(m); }
 
 absl::Status ValidateArguments(const ModelArguments& m, DataTrainingArguments* d,
                                const args::TrainingArguments& t) {

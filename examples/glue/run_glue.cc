@@ -163,15 +163,12 @@ absl::StatusOr<bool> ResolveArguments(const ModelArguments& m, DataTrainingArgum
                                       args::TrainingArguments* t) {
   const bool embedded = IsEmbeddedDemo(m, *d);
   if (embedded) {
-    std::cout << "run_glue: no model and no data given: running loom's embedded demo — a tiny "
-                 "BERT trained from scratch on a generated SST-2-format sentiment task.\n";
-    for (const std::string& line : ApplyEmbeddedDefaults(d, t)) {
-      std::cout << "run_glue:   " << line << "\n";
-    }
-    std::cout << "run_glue: pass --model_name_or_path DIR --task_name TASK --data_dir DIR (or "
-                 "--train_file/--validation_file) to fine-tune on real data; --help lists "
-                 "every flag.\n"
-              << std::flush;  // before glog's lines (stderr) when both go to one file
+    AnnounceEmbeddedDemo("run_glue",
+                         "a tiny BERT trained from scratch on a generated SST-2-format sentiment "
+                         "task",
+                         ApplyEmbeddedDefaults(d, t),
+                         "pass --model_name_or_path DIR --task_name TASK --data_dir DIR (or "
+                         "--train_file/--validation_file) to fine-tune on real data");
     d->set_task_name("sst2");
     d->set_data_dir(t->output_dir() + "/synthetic_data");
   }

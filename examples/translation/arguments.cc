@@ -63,6 +63,15 @@ absl::Status ValidateArguments(const ModelArguments& m, DataTrainingArguments* d
         "Need to specify the source language and the target language: pass --source_lang and "
         "--target_lang (keys of each record's \"translation\" object, e.g. en and ro).");
   }
+  // HF's script warns for the t5-* checkpoints, which were trained with task prefixes; every
+  // pretrained model here is a T5, so the prefix is asked for (an empty one is a choice too).
+  if (m.has_model_name_or_path() && !d->has_source_prefix()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "You're running a t5 model (", m.model_name_or_path(),
+        ") but didn't provide a source prefix, which is expected, e.g. with `--source_prefix "
+        "'translate English to German: ' `. Pass the prefix the model was trained with, or "
+        "--source_prefix '' to train without one."));
+  }
   if (d->has_forced_bos_token()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--forced_bos_token ", d->forced_bos_token(),

@@ -9,6 +9,8 @@
 //   - --train_file / --validation_file / --test_file must end in .json or .jsonl (HF's
 //     "`train_file` should be a jsonlines file.");
 //   - the split each --do_* flag uses must be given (HF: "--do_train requires a train dataset");
+//   - a --model_name_or_path (a pretrained T5) without --source_prefix: HF's t5 warning, as an
+//     error saying that --source_prefix '' trains without one;
 //   - without --model_name_or_path the tiny T5 is trained from scratch, so --do_train is needed;
 //   - --val_max_target_length defaults to --max_target_length (set in `data_args`).
 //

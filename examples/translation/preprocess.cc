@@ -38,6 +38,11 @@ absl::StatusOr<std::string> Strip(const std::string& s) {
   return text::EncodeUtf8(text::PythonRStrip(text::PythonLStrip(cps)));
 }
 
+// np.where(ids != -100, ids, pad_token_id): what run_translation decodes and counts.
+at::Tensor IgnoredToPad(const at::Tensor& ids, int64_t pad) {
+  return at::where(ids == -100, at::full_like(ids, pad), ids).to(at::kLong);
+}
+
 // Each row of `ids` ([N, L]) with -100 replaced by the pad id, decoded and stripped.
 absl::StatusOr<std::vector<std::string>> DecodeRows(const text::T5Tokenizer& tokenizer,
                                                    const at::Tensor& ids,
@@ -46,8 +51,7 @@ absl::StatusOr<std::vector<std::string>> DecodeRows(const text::T5Tokenizer& tok
     return absl::InvalidArgumentError(absl::StrCat(
         "expected generated token ids [examples, length], got ", ids.dim(), " dimensions"));
   }
-  const at::Tensor rows =
-      at::where(ids == -100, at::full_like(ids, tokenizer.pad_token_id()), ids).to(at::kLong);
+  const at::Tensor rows = IgnoredToPad(ids, tokenizer.pad_token_id());
   std::vector<std::string> out;
   out.reserve(static_cast<size_t>(rows.size(0)));
   for (int64_t r = 0; r < rows.size(0); ++r) {
@@ -113,12 +117,8 @@ trainer::ComputeMetricsFn TranslationComputeMetrics(const text::T5Tokenizer& tok
     references.reserve(labels.size());
     for (std::string& label : labels) references.push_back({std::move(label)});
     ASSIGN_OR_RETURN(const text::BleuScore bleu, text::CorpusBleu(predictions, references));
-    const at::Tensor preds = p.predictions.front();
-    const at::Tensor lengths =
-        (at::where(preds == -100, at::full_like(preds, tokenizer.pad_token_id()), preds) !=
-         tokenizer.pad_token_id())
-            .sum(1)
-            .to(at::kDouble);
+    const at::Tensor preds = IgnoredToPad(p.predictions.front(), tokenizer.pad_token_id());
+    const at::Tensor lengths = (preds != tokenizer.pad_token_id()).sum(1).to(at::kDouble);
     const double gen_len = preds.size(0) > 0 ? lengths.mean().item<double>() : std::nan("");
     trainer::Metrics m = trainer::Metrics::object();
     m["bleu"] = trainer::PyRound(bleu.score, 4);

@@ -1,6 +1,7 @@
 #include "examples/translation/run_translation.h"
 
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -38,10 +39,6 @@ using trainer::ResumeFrom;
 using trainer::Seq2SeqTrainer;
 using trainer::TrainOutput;
 
-std::optional<std::string> Opt(bool has, const std::string& value) {
-  return has ? std::optional<std::string>(value) : std::nullopt;
-}
-
 // The splits as read from the files (HF's raw_datasets).
 struct RawSplits {
   std::vector<TranslationPair> train, validation, test;
@@ -62,24 +59,17 @@ absl::StatusOr<bool> ResolveArguments(const ModelArguments& m, DataTrainingArgum
                                       args::TrainingArguments* t) {
   const bool embedded = IsEmbeddedDemo(m, *d);
   if (embedded) {
-    std::cout << "run_translation: no model and no data given: running loom's embedded demo — "
-                 "a tiny T5 trained from scratch on a generated English -> Romanian task.\n";
-    for (const std::string& line : ApplyEmbeddedDefaults(d, t)) {
-      std::cout << "run_translation:   " << line << "\n";
-    }
-    std::cout << "run_translation: pass --model_name_or_path DIR --train_file/--validation_file "
-                 "FILE.json --source_lang en --target_lang ro to fine-tune on real data; --help "
-                 "lists every flag.\n"
-              << std::flush;
+    AnnounceEmbeddedDemo("run_translation",
+                         "a tiny T5 trained from scratch on a generated English -> Romanian task",
+                         ApplyEmbeddedDefaults(d, t),
+                         "pass --model_name_or_path DIR --train_file/--validation_file FILE.json "
+                         "--source_lang en --target_lang ro to fine-tune on real data");
     const std::string dir = t->output_dir() + "/synthetic_data";
     d->set_train_file(dir + "/train.json");
     d->set_validation_file(dir + "/validation.json");
     d->set_test_file(dir + "/test.json");
   }
-  RETURN_IF_ERROR(CheckLocalModelPaths(
-      {{"--model_name_or_path", Opt(m.has_model_name_or_path(), m.model_name_or_path())},
-       {"--config_name", Opt(m.has_config_name(), m.config_name())},
-       {"--tokenizer_name", Opt(m.has_tokenizer_name(), m.tokenizer_name())}}));
+  RETURN_IF_ERROR(CheckModelArgumentPaths(m));
   RETURN_IF_ERROR(ValidateArguments(m, d, *t));
   ASSIGN_OR_RETURN(std::vector<std::string> warnings, args::PostInit(t));
   for (const std::string& w : warnings) LOG(WARNING) << w;
@@ -167,7 +157,6 @@ absl::StatusOr<std::shared_ptr<T5ForConditionalGeneration>> LoadModel(
 
 // Stage 4: tokenizer and model, with run_translation's checks of the pair.
 absl::StatusOr<Loaded> LoadModelAndTokenizer(const ModelArguments& m,
-                                             const DataTrainingArguments& d,
                                              const args::TrainingArguments& t,
                                              const RawSplits& raw) {
   ASSIGN_OR_RETURN(text::T5Tokenizer tokenizer, LoadTokenizer(m, raw));
@@ -186,13 +175,6 @@ absl::StatusOr<Loaded> LoadModelAndTokenizer(const ModelArguments& m,
     return absl::InvalidArgumentError(
         "Make sure that `config.decoder_start_token_id` is correctly defined (set "
         "decoder_start_token_id in the model's config.json; T5 uses the pad id, 0)");
-  }
-  if (m.has_model_name_or_path() && !d.has_source_prefix()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "You're running a t5 model (", m.model_name_or_path(),
-        ") but didn't provide a source prefix, which is expected, e.g. with `--source_prefix "
-        "'translate English to German: ' `. Pass the prefix the model was trained with, or "
-        "--source_prefix '' to train without one."));
   }
   return loaded;
 }
@@ -400,7 +382,7 @@ absl::Status RunTranslation(const ModelArguments& m, DataTrainingArguments d,
   RETURN_IF_ERROR(parallel.Barrier());
 
   ASSIGN_OR_RETURN(const RawSplits raw, LoadRunData(embedded, d, &parallel));
-  ASSIGN_OR_RETURN(const Loaded loaded, LoadModelAndTokenizer(m, d, t, raw));
+  ASSIGN_OR_RETURN(const Loaded loaded, LoadModelAndTokenizer(m, t, raw));
   ASSIGN_OR_RETURN(const TokenizedSplits splits, TokenizeSplits(d, t, raw, *loaded.tokenizer));
   ASSIGN_OR_RETURN(std::unique_ptr<Seq2SeqTrainer> trainer,
                    BuildTrainer(d, t, loaded, splits, parallel));

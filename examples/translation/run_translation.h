@@ -16,8 +16,8 @@
 //     the trained model.
 //   - Without --model_name_or_path but with data files, the same tiny T5 and a SentencePiece
 //     model trained on the training file's two languages are trained from scratch.
-//   - A pretrained T5 folder without --source_prefix is refused with HF's warning (T5 checkpoints
-//     expect their task prefix); --source_prefix '' trains without one.
+//   - The demo's untrained evaluation is logged with the metric prefix "untrained" (so it is in
+//     trainer_state.json's log_history, as any evaluate call is).
 //   - Errors: InvalidArgument for bad arguments and data (named flag or file:line and the fix),
 //     NotFound for missing model folders, others from the libraries.
 #ifndef LOOM_EXAMPLES_TRANSLATION_RUN_TRANSLATION_H_

@@ -1,6 +1,5 @@
 #include "examples/translation/synthetic_task.h"
 
-#include <filesystem>
 #include <random>
 #include <string>
 #include <utility>
@@ -124,9 +123,7 @@ SyntheticTranslation MakeSyntheticTranslation(const SyntheticTranslationOptions&
 }
 
 absl::Status WriteTranslationJsonLines(const std::string& dir, const SyntheticTranslation& data) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  RETURN_IF_ERROR(base::MakeDirs(dir));
   RETURN_IF_ERROR(base::WriteFileAtomically(dir + "/train.json", JsonLines(data.train)));
   RETURN_IF_ERROR(base::WriteFileAtomically(dir + "/validation.json", JsonLines(data.validation)));
   return base::WriteFileAtomically(dir + "/test.json", JsonLines(data.test));

@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 #include <torch/nn/functional/dropout.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -326,6 +327,12 @@ at::Tensor T5Stack::Forward(const at::Tensor& input_ids, const at::Tensor& atten
   return dropout->forward(final_layer_norm->Forward(hidden));
 }
 
+// The context tensors a checkpointed block takes as inputs, in a fixed order.
+static std::array<at::Tensor*, 5> ContextTensors(T5BlockContext& ctx) {
+  return {&ctx.mask, &ctx.encoder_hidden, &ctx.encoder_mask, &ctx.position_bias,
+          &ctx.encoder_decoder_bias};
+}
+
 // One block, through the unit runner; checkpointed, the block's inputs (the hidden state, the
 // masks, the encoder's output and block 0's biases) are the recomputation's inputs.
 at::Tensor T5Stack::RunBlock(T5Block& blk, const at::Tensor& hidden, T5BlockContext& ctx,
@@ -333,24 +340,20 @@ at::Tensor T5Stack::RunBlock(T5Block& blk, const at::Tensor& hidden, T5BlockCont
   return modeling::RunUnit(unit_runner, blk, [&]() -> at::Tensor {
     if (!checkpoint) return blk.Forward(hidden, ctx);
     blk.PrepareBiases(hidden.size(1), ctx, hidden.options());
-    // The context's defined tensors, in a fixed order; undefined ones stay undefined.
-    std::vector<at::Tensor*> slots = {&ctx.mask, &ctx.encoder_hidden, &ctx.encoder_mask,
-                                      &ctx.position_bias, &ctx.encoder_decoder_bias};
+    // The defined context tensors follow the hidden state; undefined ones stay undefined.
     std::vector<at::Tensor> inputs = {hidden};
     std::vector<bool> present;
-    for (at::Tensor* slot : slots) {
+    for (at::Tensor* slot : ContextTensors(ctx)) {
       present.push_back(slot->defined());
       if (slot->defined()) inputs.push_back(*slot);
     }
     return modeling::Checkpoint(
         [&blk, present](const std::vector<at::Tensor>& in) {
           T5BlockContext local;
-          std::vector<at::Tensor*> local_slots = {&local.mask, &local.encoder_hidden,
-                                                  &local.encoder_mask, &local.position_bias,
-                                                  &local.encoder_decoder_bias};
+          const std::array<at::Tensor*, 5> slots = ContextTensors(local);
           size_t next = 1;
-          for (size_t s = 0; s < local_slots.size(); ++s) {
-            if (present[s]) *local_slots[s] = in[next++];
+          for (size_t s = 0; s < slots.size(); ++s) {
+            if (present[s]) *slots[s] = in[next++];
           }
           return blk.Forward(in[0], local);
         },
