@@ -110,15 +110,17 @@ absl::StatusOr<RawSplits> LoadRunData(bool embedded, const DataTrainingArguments
 }
 
 // The tokenizer: --tokenizer_name, the model's folder, or (no model) a SentencePiece model
-// trained on the training pairs' two languages.
-absl::StatusOr<text::T5Tokenizer> LoadTokenizer(const ModelArguments& m, const RawSplits& raw) {
+// trained on what the model will read: the prefixed sources and the targets.
+absl::StatusOr<text::T5Tokenizer> LoadTokenizer(const ModelArguments& m,
+                                                const DataTrainingArguments& d,
+                                                const RawSplits& raw) {
   if (m.has_tokenizer_name() || m.has_model_name_or_path()) {
     const std::string dir = m.has_tokenizer_name() ? m.tokenizer_name() : m.model_name_or_path();
     return text::T5Tokenizer::FromPretrained(dir);
   }
   std::vector<std::string> corpus;
   for (const TranslationPair& p : raw.train) {
-    corpus.push_back(p.source);
+    corpus.push_back(d.source_prefix() + p.source);
     corpus.push_back(p.target);
   }
   return BuiltinTokenizer(corpus);
@@ -157,9 +159,10 @@ absl::StatusOr<std::shared_ptr<T5ForConditionalGeneration>> LoadModel(
 
 // Stage 4: tokenizer and model, with run_translation's checks of the pair.
 absl::StatusOr<Loaded> LoadModelAndTokenizer(const ModelArguments& m,
+                                             const DataTrainingArguments& d,
                                              const args::TrainingArguments& t,
                                              const RawSplits& raw) {
-  ASSIGN_OR_RETURN(text::T5Tokenizer tokenizer, LoadTokenizer(m, raw));
+  ASSIGN_OR_RETURN(text::T5Tokenizer tokenizer, LoadTokenizer(m, d, raw));
   Loaded loaded;
   loaded.tokenizer = std::make_shared<text::T5Tokenizer>(std::move(tokenizer));
   ASSIGN_OR_RETURN(loaded.model,
@@ -356,8 +359,8 @@ std::vector<std::string> ApplyEmbeddedDefaults(DataTrainingArguments* d,
   choose(!d->has_source_prefix(),
          [&] { d->set_source_prefix("translate English to Romanian: "); },
          "--source_prefix 'translate English to Romanian: '");
-  choose(!d->has_max_source_length(), [&] { d->set_max_source_length(48); },
-         "--max_source_length 48 --max_target_length 32 (the sentences are short)");
+  choose(!d->has_max_source_length(), [&] { d->set_max_source_length(64); },
+         "--max_source_length 64 --max_target_length 32 (the sentences are short)");
   if (!d->has_max_target_length()) d->set_max_target_length(32);
   choose(!t->has_learning_rate(), [&] { t->set_learning_rate(3e-3); }, "--learning_rate 3e-3");
   choose(!t->has_num_train_epochs(), [&] { t->set_num_train_epochs(12); },
@@ -382,7 +385,7 @@ absl::Status RunTranslation(const ModelArguments& m, DataTrainingArguments d,
   RETURN_IF_ERROR(parallel.Barrier());
 
   ASSIGN_OR_RETURN(const RawSplits raw, LoadRunData(embedded, d, &parallel));
-  ASSIGN_OR_RETURN(const Loaded loaded, LoadModelAndTokenizer(m, t, raw));
+  ASSIGN_OR_RETURN(const Loaded loaded, LoadModelAndTokenizer(m, d, t, raw));
   ASSIGN_OR_RETURN(const TokenizedSplits splits, TokenizeSplits(d, t, raw, *loaded.tokenizer));
   ASSIGN_OR_RETURN(std::unique_ptr<Seq2SeqTrainer> trainer,
                    BuildTrainer(d, t, loaded, splits, parallel));

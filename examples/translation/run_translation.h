@@ -15,7 +15,8 @@
 //     SentencePiece model and a tiny T5 from scratch, and prints the BLEU of the untrained and
 //     the trained model.
 //   - Without --model_name_or_path but with data files, the same tiny T5 and a SentencePiece
-//     model trained on the training file's two languages are trained from scratch.
+//     model trained on the training file (its sources with --source_prefix, and its targets)
+//     are trained from scratch.
 //   - The demo's untrained evaluation is logged with the metric prefix "untrained" (so it is in
 //     trainer_state.json's log_history, as any evaluate call is).
 //   - Errors: InvalidArgument for bad arguments and data (named flag or file:line and the fix),
