@@ -324,6 +324,7 @@ absl::StatusOr<EvalLoopOutput> Trainer::EvaluationLoop(data::DataLoader& dataloa
   // (--eval_do_concat_batches false and --batch_eval_metrics are refused when the arguments
   // are resolved: args/field_support.h.)
   const bool prediction_loss_only = prediction_loss_only_opt.value_or(args_.prediction_loss_only());
+  RETURN_IF_ERROR(SetUpZeroInference());
   try {
     // HF: outside training, --fp16_full_eval / --bf16_full_eval cast the model itself (it
     // stays in that dtype afterwards, as in HF).

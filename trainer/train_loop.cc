@@ -1,8 +1,12 @@
 // Trainer::Train: HF's _inner_training_loop and _maybe_log_save_evaluate (transformers
 // 4.38–4.41 semantics).
+#include <torch/optim/sgd.h>
+
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -167,7 +171,18 @@ absl::Status Trainer::SetUpTraining(const TrainingPlan& plan) {
     if (deepspeed_progress_) deepspeed_progress_->set_steps_per_print(deepspeed_->steps_per_print);
   }
   RETURN_IF_ERROR(CreateOptimizerAndScheduler(plan.max_steps));
-  // The data-parallel strategy, chosen once per run (runtime/strategy_setup.h).
+  RETURN_IF_ERROR(ReplaceStrategy(optimizer_.get()));
+  const sharding::ModelStateBytes bytes = strategy_->StateBytes();
+  LOG(INFO) << "data parallelism: " << strategy_->Name()
+            << "; model state on this rank: " << bytes.Describe()
+            << (bytes.optimizer_states == 0 ? " (the optimizer allocates its states at the first "
+                                              "step; their size is logged then)"
+                                            : "");
+  return absl::OkStatus();
+}
+
+// The data-parallel strategy, chosen once per run (runtime/strategy_setup.h), over `optimizer`.
+absl::Status Trainer::ReplaceStrategy(torch::optim::Optimizer* optimizer) {
   if (strategy_ != nullptr) {
     // A strategy of an earlier run (or attempt) may hold the parameters as shards: whole again
     // before it goes.
@@ -177,18 +192,41 @@ absl::Status Trainer::SetUpTraining(const TrainingPlan& plan) {
   ASSIGN_OR_RETURN(strategy_,
                    runtime::SetUpStrategy({.args = &args_,
                                            .model = model_.get(),
-                                           .optimizer = optimizer_.get(),
+                                           .optimizer = optimizer,
                                            .precision = precision_.get(),
                                            .parallel = &parallel_,
                                            .deepspeed = deepspeed_ ? &*deepspeed_ : nullptr,
                                            .factory = options_.strategy_factory}),
                    "setting up data parallelism");
-  const sharding::ModelStateBytes bytes = strategy_->StateBytes();
-  LOG(INFO) << "data parallelism: " << strategy_->Name()
-            << "; model state on this rank: " << bytes.Describe()
-            << (bytes.optimizer_states == 0 ? " (the optimizer allocates its states at the first "
-                                              "step; their size is logged then)"
-                                            : "");
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::SetUpZeroInference() {
+  if (strategy_ != nullptr || is_in_train_ || args_.deepspeed().empty()) return absl::OkStatus();
+  // HF's deepspeed_init(inference=True): the config without its optimizer and scheduler
+  // sections, which must be ZeRO stage 3.
+  ASSIGN_OR_RETURN(deepspeed_, runtime::PlanDeepSpeedForModel(args_, topology_.data_parallel_size,
+                                                              *model_, /*num_training_steps=*/0),
+                   "--deepspeed inference");
+  if (deepspeed_->stage != 3) {
+    const int stage = deepspeed_->stage;
+    deepspeed_.reset();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--deepspeed: ZeRO inference only makes sense with ZeRO Stage 3 - please adjust your "
+        "config (evaluating or predicting without training under ZeRO stage ",
+        stage, "; set zero_optimization.stage to 3, or drop --deepspeed)"));
+  }
+  // The parameter shards are laid out per optimizer group: a placeholder optimizer with one
+  // group over every parameter, never stepped and stateless (plain SGD), stands in for the one
+  // inference has none of.
+  std::vector<at::Tensor> params;
+  for (const at::Tensor& p : model_->parameters()) params.push_back(p);
+  inference_optimizer_ = std::make_unique<torch::optim::SGD>(
+      params, torch::optim::SGDOptions(/*lr=*/0.0));
+  RETURN_IF_ERROR(ReplaceStrategy(inference_optimizer_.get()));
+  LOG(INFO) << "ZeRO-3 inference: " << strategy_->Name()
+            << "; model state on this rank: " << strategy_->StateBytes().Describe()
+            << " (no optimizer state)";
   return absl::OkStatus();
 }
 

@@ -346,8 +346,11 @@ class Trainer {
   bool is_in_train_ = false;
   runtime::ParallelContext parallel_;
   sharding::DataParallelTopology topology_;
+  // ZeRO-3 inference's stand-in optimizer (SetUpZeroInference); declared before strategy_,
+  // which refers to it, so it outlives it.
+  std::unique_ptr<torch::optim::Optimizer> inference_optimizer_;
   // Chosen once per Train() (runtime/strategy_setup.h): one process, DDP, ZeRO, FSDP, or the
-  // program's own (TrainerOptions::strategy_factory).
+  // program's own (TrainerOptions::strategy_factory); or by SetUpZeroInference.
   std::unique_ptr<sharding::ShardingStrategy> strategy_;
   // The --deepspeed plan of the run in progress (sharding/zero/deepspeed_plan.h), made when Train
   // starts; unset without --deepspeed.
@@ -450,6 +453,13 @@ class Trainer {
   // A fresh TrainerState for the plan, the DeepSpeed plan, the optimizer and scheduler, and the
   // data-parallel strategy.
   absl::Status SetUpTraining(const TrainingPlan& plan);
+  // strategy_ (an earlier one made whole and dropped) over `optimizer`.
+  absl::Status ReplaceStrategy(torch::optim::Optimizer* optimizer);
+  // HF's evaluation_loop with --deepspeed and no engine yet (deepspeed_init(inference=True)):
+  // outside training, without a strategy, --deepspeed ZeRO stage 3 shards the parameters
+  // for evaluate / predict (no optimizer state); other stages are InvalidArgument with HF's
+  // "ZeRO inference only makes sense with ZeRO Stage 3". A no-op otherwise.
+  absl::Status SetUpZeroInference();
   // The position the run starts from (the beginning, or the resumed checkpoint's), and the
   // loop's running totals from it.
   absl::StatusOr<std::optional<ResumedCheckpoint>> StartPosition(
