@@ -9,6 +9,7 @@
 #include "base/status_macros.h"
 #include "glog/logging.h"
 #include "hub/hub_config.h"
+#include "hub/repository.h"
 #include "logging/log_level.h"
 #include "runtime/run_setup.h"
 #include "threads/thread_plan.h"
@@ -46,6 +47,24 @@ void AnnounceEmbeddedDemo(const std::string& program, const std::string& what,
             << ".\n";
   for (const std::string& line : chosen) std::cout << program << ":   " << line << "\n";
   std::cout << program << ": " << real_use << "; --help lists every flag.\n" << std::flush;
+}
+
+absl::Status TrainAndSave(trainer::Trainer& trainer,
+                          const std::optional<trainer::ResumeFrom>& resume, int64_t train_samples) {
+  ASSIGN_OR_RETURN(trainer::TrainOutput result, trainer.Train(resume));
+  trainer::Metrics metrics = result.metrics;
+  metrics["train_samples"] = train_samples;
+  // With the tokenizer (TrainerOptions.save_tokenizer). With --push_to_hub this pushes "Model
+  // save"; when the remote fails, the run still writes its metrics and evaluates (output_dir
+  // complete), and the final push reports it.
+  absl::Status saved = trainer.SaveModel();
+  if (!saved.ok() && !hub::IsPushFailure(saved)) return saved;
+  if (!saved.ok()) {
+    LOG(WARNING) << saved.message() << " (the \"End of training\" push tries again)";
+  }
+  trainer.LogMetrics("train", metrics);
+  RETURN_IF_ERROR(trainer.SaveMetrics("train", metrics));
+  return trainer.SaveState();
 }
 
 absl::Status SetUpScriptRun(const args::TrainingArguments& t, nlohmann::ordered_json model_args,

@@ -14,6 +14,10 @@
 //   - AnnounceEmbeddedDemo(program, what, chosen, real_use): the lines a script's embedded demo
 //     prints on stdout before logging starts — what it runs, each value it chose, and how to
 //     run on real data — flushed, so they precede glog's lines when both go to one file.
+//   - TrainAndSave(trainer, resume, train_samples): the scripts' training stanza — train
+//     (resuming from `resume`), save the model (with the tokenizer; with --push_to_hub a failed
+//     "Model save" push is a warning, the final push reports it), log and save the train
+//     metrics with train_samples, save trainer_state.json.
 //
 // Example:
 //   RETURN_IF_ERROR(CheckLocalModelPaths({{"--model_name_or_path", std::nullopt}}));
@@ -29,6 +33,8 @@
 #include "absl/status/status.h"
 #include "args/training_args.pb.h"
 #include "nlohmann/json.hpp"
+#include "trainer/resume_position.h"
+#include "trainer/trainer.h"
 
 namespace loom::examples {
 
@@ -50,6 +56,9 @@ absl::Status CheckModelArgumentPaths(const ModelArgs& m) {
        {"--config_name", path(m.has_config_name(), m.config_name())},
        {"--tokenizer_name", path(m.has_tokenizer_name(), m.tokenizer_name())}});
 }
+
+absl::Status TrainAndSave(trainer::Trainer& trainer,
+                          const std::optional<trainer::ResumeFrom>& resume, int64_t train_samples);
 
 absl::Status SetUpScriptRun(const args::TrainingArguments& training_args,
                             nlohmann::ordered_json model_args,

@@ -27,7 +27,6 @@
 #include "glog/logging.h"
 #include "glue/data_files.h"
 #include "glue/tasks.h"
-#include "hub/repository.h"
 #include "models/bert/pretrained.h"
 #include "runtime/parallel_context.h"
 #include "trainer/trainer.h"
@@ -43,7 +42,6 @@ using trainer::PredictionOutput;
 using trainer::ResumeFrom;
 using trainer::Trainer;
 using trainer::TrainerOptions;
-using trainer::TrainOutput;
 
 bool IsDirectory(const std::string& path) {
   return std::filesystem::is_directory(std::filesystem::path(path));
@@ -339,25 +337,6 @@ absl::StatusOr<std::unique_ptr<Trainer>> BuildTrainer(
             .set_pad_to_multiple_of(t.fp16() ? std::optional<int64_t>(8) : std::nullopt));
   }
   return Trainer::Create(std::move(options));
-}
-
-// Stage 7: train (resuming as HF's scripts do), save the model, the train metrics and the state.
-absl::Status TrainAndSave(Trainer& trainer, const std::optional<ResumeFrom>& resume,
-                          int64_t train_samples) {
-  ASSIGN_OR_RETURN(TrainOutput result, trainer.Train(resume));
-  Metrics metrics = result.metrics;
-  metrics["train_samples"] = train_samples;
-  // With the tokenizer (TrainerOptions.save_tokenizer). With --push_to_hub this pushes "Model
-  // save"; when the remote fails, the run still writes its metrics and evaluates (output_dir
-  // complete), and the final push below reports it.
-  absl::Status saved = trainer.SaveModel();
-  if (!saved.ok() && !hub::IsPushFailure(saved)) return saved;
-  if (!saved.ok()) {
-    LOG(WARNING) << saved.message() << " (the \"End of training\" push tries again)";
-  }
-  trainer.LogMetrics("train", metrics);
-  RETURN_IF_ERROR(trainer.SaveMetrics("train", metrics));
-  return trainer.SaveState();
 }
 
 // Stage 8: evaluate each validation set (MNLI's mismatched one with "_mm" metric names).

@@ -21,7 +21,6 @@
 #include "examples/translation/synthetic_task.h"
 #include "examples/translation/translation_data.h"
 #include "glog/logging.h"
-#include "hub/repository.h"
 #include "models/t5/pretrained.h"
 #include "models/t5/t5_for_conditional_generation.h"
 #include "runtime/parallel_context.h"
@@ -37,7 +36,6 @@ using trainer::Metrics;
 using trainer::PredictionOutput;
 using trainer::ResumeFrom;
 using trainer::Seq2SeqTrainer;
-using trainer::TrainOutput;
 
 // The splits as read from the files (HF's raw_datasets).
 struct RawSplits {
@@ -269,22 +267,6 @@ absl::Status EvaluateUntrained(Seq2SeqTrainer& trainer, const DataTrainingArgume
             << ", gen_len " << before.value("untrained_gen_len", 0.0) << "\n"
             << std::flush;
   return absl::OkStatus();
-}
-
-// Stage 7: train (resuming as HF's scripts do), save the model, the train metrics and the state.
-absl::Status TrainAndSave(Seq2SeqTrainer& trainer, const std::optional<ResumeFrom>& resume,
-                          int64_t train_samples) {
-  ASSIGN_OR_RETURN(TrainOutput result, trainer.Train(resume));
-  Metrics metrics = result.metrics;
-  metrics["train_samples"] = train_samples;
-  absl::Status saved = trainer.SaveModel();  // with the tokenizer
-  if (!saved.ok() && !hub::IsPushFailure(saved)) return saved;
-  if (!saved.ok()) {
-    LOG(WARNING) << saved.message() << " (the \"End of training\" push tries again)";
-  }
-  trainer.LogMetrics("train", metrics);
-  RETURN_IF_ERROR(trainer.SaveMetrics("train", metrics));
-  return trainer.SaveState();
 }
 
 // Stage 8: evaluate with generation.
