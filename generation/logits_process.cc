@@ -1,6 +1,8 @@
 #include "generation/logits_process.h"
 
+#include <algorithm>
 #include <limits>
+#include <tuple>
 #include <map>
 #include <vector>
 
@@ -41,12 +43,49 @@ at::Tensor ForceToken(const at::Tensor& scores, const std::vector<int64_t>& toke
   return forced;
 }
 
+// RepetitionPenaltyLogitsProcessor: every token already in the row is divided by the penalty
+// when positive, multiplied when negative.
+at::Tensor RepetitionPenalty(double penalty, const at::Tensor& input_ids, const at::Tensor& scores) {
+  const at::Tensor ids = input_ids.to(scores.device()).to(at::kLong);
+  const at::Tensor score = at::gather(scores, 1, ids);
+  const at::Tensor penalised = at::where(score < 0, score * penalty, score / penalty);
+  return scores.scatter(1, ids, penalised);
+}
+
+at::Tensor TopK(int64_t top_k, int64_t min_tokens_to_keep, const at::Tensor& scores) {
+  const int64_t k = std::min(std::max(top_k, min_tokens_to_keep), scores.size(-1));
+  const at::Tensor kth = std::get<0>(at::topk(scores, k)).narrow(-1, k - 1, 1);
+  return scores.masked_fill(scores < kth, kNegInf);
+}
+
+at::Tensor TopP(double top_p, int64_t min_tokens_to_keep, const at::Tensor& scores) {
+  auto [sorted, order] = at::sort(scores, /*dim=*/-1, /*descending=*/false);
+  const at::Tensor cumulative = sorted.softmax(-1).cumsum(-1);
+  at::Tensor remove_sorted = cumulative <= (1 - top_p);
+  remove_sorted.narrow(-1, remove_sorted.size(-1) - min_tokens_to_keep, min_tokens_to_keep)
+      .fill_(false);
+  const at::Tensor remove = remove_sorted.scatter(1, order, remove_sorted);
+  return scores.masked_fill(remove, kNegInf);
+}
+
 }  // namespace
+
+at::Tensor WarpLogits(const GenerationConfig& config, const at::Tensor& scores) {
+  const int64_t min_tokens_to_keep = config.num_beams > 1 ? 2 : 1;
+  at::Tensor out = scores;
+  if (config.temperature != 1.0) out = out / config.temperature;
+  if (config.top_k != 0) out = TopK(config.top_k, min_tokens_to_keep, out);
+  if (config.top_p < 1.0) out = TopP(config.top_p, min_tokens_to_keep, out);
+  return out;
+}
 
 at::Tensor ProcessLogits(const GenerationConfig& config, int64_t max_length,
                          const at::Tensor& input_ids, const at::Tensor& scores) {
   const int64_t cur_len = input_ids.size(-1);
   at::Tensor out = scores;
+  if (config.repetition_penalty != 1.0) {
+    out = RepetitionPenalty(config.repetition_penalty, input_ids, out);
+  }
   if (config.no_repeat_ngram_size > 0) {
     out = NoRepeatNGram(config.no_repeat_ngram_size, input_ids, out.clone());
   }

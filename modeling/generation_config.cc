@@ -18,8 +18,6 @@ using ojson = nlohmann::ordered_json;
 // Keys whose non-default values change the result of greedy / beam search, with HF's default.
 const std::map<std::string, json>& UnimplementedKeys() {
   static const auto* keys = new std::map<std::string, json>{
-      {"do_sample", false},
-      {"repetition_penalty", 1.0},
       {"bad_words_ids", nullptr},
       {"min_new_tokens", nullptr},
       {"num_beam_groups", 1},
@@ -110,6 +108,32 @@ absl::StatusOr<bool> SetIntField(GenerationConfig& g, const std::string& key, co
   return false;
 }
 
+// Sets do_sample and the sampling / penalty numbers; false when `key` is none of them.
+absl::StatusOr<bool> SetSamplingField(GenerationConfig& g, const std::string& key,
+                                      const json& value) {
+  if (key == "do_sample") {
+    if (!value.is_boolean()) return TypeError(key, value, "true or false");
+    g.do_sample = value.get<bool>();
+    return true;
+  }
+  if (key == "top_k") {
+    if (value.is_null()) {
+      g.top_k = 0;  // None: no top-k warper
+    } else {
+      ASSIGN_OR_RETURN(g.top_k, NonNegativeInt(key, value));
+    }
+    return true;
+  }
+  const std::map<std::string, double*> numbers = {{"temperature", &g.temperature},
+                                                  {"top_p", &g.top_p},
+                                                  {"repetition_penalty", &g.repetition_penalty}};
+  auto it = numbers.find(key);
+  if (it == numbers.end()) return false;
+  if (!value.is_number()) return TypeError(key, value, "a number");
+  *it->second = value.get<double>();
+  return true;
+}
+
 }  // namespace
 
 GenerationConfig GenerationConfig::FromModel(const GenerationTokens& tokens) {
@@ -123,6 +147,8 @@ GenerationConfig GenerationConfig::FromModel(const GenerationTokens& tokens) {
 
 absl::Status GenerationConfig::Set(const std::string& key, const json& value) {
   ASSIGN_OR_RETURN(bool done, SetIntField(*this, key, value));
+  if (done) return absl::OkStatus();
+  ASSIGN_OR_RETURN(done, SetSamplingField(*this, key, value));
   if (done) return absl::OkStatus();
   if (key == "length_penalty") {
     if (!value.is_number()) return TypeError(key, value, "a number");
@@ -177,18 +203,40 @@ absl::Status GenerationConfig::Validate() const {
   if (num_beams < 1) {
     return absl::InvalidArgumentError(absl::StrCat("`num_beams` must be >= 1, got ", num_beams));
   }
-  if (num_beams == 1 && num_return_sequences != 1) {
+  if (num_beams == 1 && !do_sample && num_return_sequences != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Greedy methods without beam search do not support `num_return_sequences` different "
         "than 1 (got ", num_return_sequences, ")."));
   }
-  if (num_return_sequences > num_beams) {
+  if (num_beams > 1 && num_return_sequences > num_beams) {
     return absl::InvalidArgumentError(absl::StrCat("`num_return_sequences` (", num_return_sequences,
                                                    ") has to be smaller or equal to `num_beams` (",
                                                    num_beams, ")."));
   }
   if (num_return_sequences < 1) {
     return absl::InvalidArgumentError("`num_return_sequences` must be >= 1");
+  }
+  return ValidateSampling();
+}
+
+// The checks of transformers 4.41's RepetitionPenaltyLogitsProcessor, TemperatureLogitsWarper
+// and TopPLogitsWarper constructors, with their words.
+absl::Status GenerationConfig::ValidateSampling() const {
+  if (!(repetition_penalty > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "`penalty` has to be a strictly positive float, but is ", repetition_penalty,
+        " (generation config \"repetition_penalty\")"));
+  }
+  if (!do_sample) return absl::OkStatus();
+  if (!(temperature > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "`temperature` (=", temperature,
+        ") has to be a strictly positive float, otherwise your next token scores will be "
+        "invalid."));
+  }
+  if (!(top_p >= 0 && top_p <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("`top_p` has to be a float > 0 and < 1, but is ", top_p));
   }
   return absl::OkStatus();
 }
@@ -209,6 +257,11 @@ std::string GenerationConfig::ToJson() const {
   if (no_repeat_ngram_size != 0) out["no_repeat_ngram_size"] = no_repeat_ngram_size;
   if (num_return_sequences != 1) out["num_return_sequences"] = num_return_sequences;
   if (!use_cache) out["use_cache"] = false;
+  if (do_sample) out["do_sample"] = true;
+  if (temperature != d.temperature) out["temperature"] = temperature;
+  if (top_k != d.top_k) out["top_k"] = top_k;
+  if (top_p != d.top_p) out["top_p"] = top_p;
+  if (repetition_penalty != d.repetition_penalty) out["repetition_penalty"] = repetition_penalty;
   id("decoder_start_token_id", decoder_start_token_id);
   if (eos_token_id.size() == 1) out["eos_token_id"] = eos_token_id[0];
   if (eos_token_id.size() > 1) out["eos_token_id"] = eos_token_id;

@@ -1,15 +1,16 @@
-// GenerationConfig: the fields of transformers 4.41's `GenerationConfig` that greedy and beam
-// search use, read from and written to generation_config.json.
+// GenerationConfig: the fields of transformers 4.41's `GenerationConfig` that greedy search,
+// beam search and multinomial sampling use, read from and written to generation_config.json.
 //
 // Contract:
 //   - Defaults are HF's (max_length 20, min_length 0, num_beams 1, length_penalty 1.0,
 //     early_stopping false, no_repeat_ngram_size 0, num_return_sequences 1, use_cache true,
-//     every token id unset). eos_token_id is an int or a list of ints (any of them ends a sequence).
+//     do_sample false, temperature 1.0, top_k 50, top_p 1.0, repetition_penalty 1.0, every
+//     token id unset). eos_token_id is an int or a list of ints (any of them ends a sequence);
+//     top_k null means 0 (no top-k filtering).
 //   - FromModel(tokens): GenerationConfig.from_model_config — the model config's
 //     decoder_start / eos / pad ids, _from_model_config true.
 //   - FromJson(text, source): generation_config.json. Keys that change what greedy or beam
-//     search produce and that loom does not implement (do_sample true, repetition_penalty != 1,
-//     bad_words_ids, min_new_tokens, num_beam_groups > 1, diversity_penalty, suppress_tokens,
+//     search produce and that loom does not implement (bad_words_ids, min_new_tokens, num_beam_groups > 1, diversity_penalty, suppress_tokens,
 //     begin_suppress_tokens, forced_decoder_ids, sequence_bias, encoder_no_repeat_ngram_size,
 //     exponential_decay_length_penalty, renormalize_logits, remove_invalid_values,
 //     guidance_scale, penalty_alpha, constraints, force_words_ids) are Unimplemented naming the
@@ -18,8 +19,10 @@
 //   - Set(key, json value) applies one field as generate(**kwargs) / Seq2SeqTrainer's
 //     gen_kwargs do (the same checks).
 //   - Validate(): HF's GenerationConfig.validate errors that matter here (num_beams >= 1;
-//     num_return_sequences <= num_beams; greedy with num_return_sequences > 1; early_stopping
-//     "never"/true/false only; lengths >= 0), each naming the field.
+//     num_return_sequences <= num_beams in beam search; greedy (not sampling) with
+//     num_return_sequences > 1; early_stopping "never"/true/false only; lengths >= 0) and the
+//     processors' own checks (repetition_penalty > 0; when sampling temperature > 0 and top_p
+//     in [0, 1]), each naming the field.
 //   - ToJson(): to_json_string(use_diff=True): the fields that differ from the defaults plus
 //     transformers_version (and _from_model_config when set), json.dumps(indent=2,
 //     sort_keys=True) + "\n".
@@ -62,6 +65,11 @@ struct GenerationConfig {
   int64_t no_repeat_ngram_size = 0;
   int64_t num_return_sequences = 1;
   bool use_cache = true;  // false: the decoder reruns over the whole prefix every step
+  bool do_sample = false;
+  double temperature = 1.0;
+  int64_t top_k = 50;  // used when sampling; 0: no top-k filtering
+  double top_p = 1.0;
+  double repetition_penalty = 1.0;
   std::optional<int64_t> decoder_start_token_id;
   std::vector<int64_t> eos_token_id;  // empty: none
   std::optional<int64_t> pad_token_id;
@@ -78,6 +86,7 @@ struct GenerationConfig {
 
   absl::Status Set(const std::string& key, const nlohmann::json& value);
   absl::Status Validate() const;
+  absl::Status ValidateSampling() const;
   std::string ToJson() const;
 };
 

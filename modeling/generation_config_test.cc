@@ -1,5 +1,8 @@
 #include "modeling/generation_config.h"
 
+#include <string>
+#include <vector>
+
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -10,6 +13,7 @@ namespace {
 using ::loom::base::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // transformers 4.41.2: GenerationConfig(num_beams=4, early_stopping="never",
 // eos_token_id=[1, 2], length_penalty=0.6, max_new_tokens=5, decoder_start_token_id=0,
@@ -66,16 +70,45 @@ TEST(GenerationConfigTest, ValidatesAsHf) {
 
 TEST(GenerationConfigTest, RefusesWhatItDoesNotImplementUnlessDefault) {
   GenerationConfig g;
-  EXPECT_OK(g.Set("do_sample", false));
-  EXPECT_OK(g.Set("repetition_penalty", 1));
-  EXPECT_THAT(g.Set("do_sample", true),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("\"do_sample\"")));
-  EXPECT_THAT(g.Set("repetition_penalty", 1.2),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("repetition_penalty")));
+  EXPECT_OK(g.Set("num_beam_groups", 1));
+  EXPECT_THAT(g.Set("num_beam_groups", 2),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("\"num_beam_groups\"")));
+  EXPECT_THAT(g.Set("suppress_tokens", std::vector<int>{3}),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("suppress_tokens")));
   EXPECT_THAT(GenerationConfig::FromJson(R"({"num_beams": "four"})", "g.json"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("g.json")));
-  EXPECT_OK(g.Set("temperature", 0.7));  // inert without sampling: kept
-  EXPECT_THAT(g.ToJson(), HasSubstr("\"temperature\": 0.7"));
+}
+
+TEST(GenerationConfigTest, SamplingFieldsRoundTripAndAreChecked) {
+  ASSERT_OK_AND_ASSIGN(
+      GenerationConfig g,
+      GenerationConfig::FromJson(R"({"do_sample": true, "temperature": 0.7, "top_k": null,
+                                     "top_p": 0.9, "repetition_penalty": 1.3})",
+                                 "g.json"));
+  EXPECT_TRUE(g.do_sample);
+  EXPECT_EQ(g.temperature, 0.7);
+  EXPECT_EQ(g.top_k, 0);
+  EXPECT_EQ(g.top_p, 0.9);
+  EXPECT_EQ(g.repetition_penalty, 1.3);
+  EXPECT_OK(g.Validate());
+  const std::string text = g.ToJson();
+  EXPECT_THAT(text, HasSubstr("\"do_sample\": true"));
+  EXPECT_THAT(text, HasSubstr("\"top_k\": 0"));
+  EXPECT_THAT(text, HasSubstr("\"temperature\": 0.7"));
+  EXPECT_THAT(GenerationConfig().ToJson(), Not(HasSubstr("top_k")));
+  g.num_return_sequences = 3;  // sampling may return several sequences per prompt
+  EXPECT_OK(g.Validate());
+  g.temperature = 0;
+  EXPECT_THAT(g.Validate(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                     HasSubstr("`temperature` (=0) has to be a strictly positive")));
+  g.temperature = 1;
+  g.top_p = 1.5;
+  EXPECT_THAT(g.Validate(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("`top_p`")));
+  g.top_p = 1;
+  g.repetition_penalty = 0;
+  EXPECT_THAT(g.Validate(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("`penalty`")));
+  EXPECT_THAT(g.Set("temperature", "hot"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"temperature\"")));
 }
 
 }  // namespace

@@ -9,8 +9,7 @@
 //     of the last of the k new decoder positions, after the ones the cache already holds; the
 //     cache then holds all k. With a null cache, new_ids is the whole decoder input (the output
 //     projection runs on the last position only, which is all generate reads).
-//   - DecoderCache::Reorder(beam_idx [N]) keeps row beam_idx[i] of the cache as row i
-//     (_reorder_cache).
+//   - The cache is a DecoderCache (decoder_cache.h) that beam search reorders.
 //   - generation_config(): HF's model.generation_config (generation_config.json when the
 //     model folder has one, else GenerationConfig.from_model_config), which generate's
 //     arguments override and save_pretrained writes.
@@ -29,15 +28,10 @@
 #include <memory>
 #include <optional>
 
+#include "modeling/decoder_cache.h"
 #include "modeling/generation_config.h"
 
 namespace loom::modeling {
-
-class DecoderCache {
- public:
-  virtual ~DecoderCache() = default;
-  virtual void Reorder(const at::Tensor& beam_idx) = 0;
-};
 
 class Seq2SeqLM {
  public:

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
+#include "modeling/input_checks.h"
 #include "modeling/layers.h"
 
 namespace loom::models::t5 {
@@ -15,49 +16,21 @@ namespace {
 
 constexpr char kContext[] = "T5ForConditionalGeneration";
 
-std::string Shape(const at::Tensor& t) {
-  return absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]");
-}
-
 absl::Status InputError(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(kContext, ": ", what));
 }
 
-at::Tensor Get(const data::Batch& inputs, const char* name) {
-  auto it = inputs.find(name);
-  return it == inputs.end() ? at::Tensor() : it->second;
-}
-
-// `t` must be a 2-D integer tensor with `batch` rows whose values lie in [lo, vocab) (or are
-// -100 when `labels`).
 absl::Status CheckIds(const at::Tensor& t, const char* name, int64_t batch, int64_t vocab,
                       bool labels) {
-  if (t.dim() != 2 || !at::isIntegralType(t.scalar_type(), /*includeBool=*/false)) {
-    return InputError(absl::StrCat(name, " must be an integer [batch, length] tensor, got ",
-                                   c10::toString(t.scalar_type()), " ", Shape(t)));
-  }
-  if (t.size(0) != batch) {
-    return InputError(absl::StrCat(name, " has ", t.size(0), " rows but input_ids has ", batch));
-  }
-  if (t.numel() == 0) return absl::OkStatus();
-  const at::Tensor valid = labels ? t.masked_fill(t == -100, 0) : t;
-  const int64_t lo = valid.min().item<int64_t>(), hi = valid.max().item<int64_t>();
-  if (lo < 0 || hi >= vocab) {
-    return InputError(absl::StrCat(name, " values must be in [0, vocab_size = ", vocab, ")",
-                                   labels ? " or -100" : "", ", got values in [", lo, ", ", hi,
-                                   "]"));
-  }
-  return absl::OkStatus();
+  return modeling::CheckIds(t, name, batch, vocab, labels, kContext);
 }
 
 absl::Status CheckMask(const at::Tensor& mask, const char* name, const at::Tensor& ids,
                        const char* ids_name) {
-  if (mask.defined() && !mask.sizes().equals(ids.sizes())) {
-    return InputError(absl::StrCat(name, " has shape ", Shape(mask), " but ", ids_name, " has ",
-                                   Shape(ids)));
-  }
-  return absl::OkStatus();
+  return modeling::CheckSameShape(mask, name, ids, ids_name, kContext);
 }
+
+using modeling::Get;
 
 }  // namespace
 
@@ -83,13 +56,7 @@ absl::StatusOr<std::shared_ptr<T5ForConditionalGeneration>> T5ForConditionalGene
 }
 
 absl::Status T5ForConditionalGeneration::CheckInputs(const data::Batch& inputs) const {
-  const at::Tensor ids = Get(inputs, "input_ids");
-  if (!ids.defined()) {
-    std::vector<std::string> keys;
-    for (const auto& [k, v] : inputs) keys.push_back(k);
-    return InputError(
-        absl::StrCat("the batch has no \"input_ids\" (it has: ", absl::StrJoin(keys, ", "), ")"));
-  }
+  ASSIGN_OR_RETURN(const at::Tensor ids, modeling::RequireKey(inputs, "input_ids", kContext));
   const int64_t vocab = config().vocab_size;
   RETURN_IF_ERROR(CheckIds(ids, "input_ids", ids.dim() > 0 ? ids.size(0) : 0, vocab, false));
   RETURN_IF_ERROR(CheckMask(Get(inputs, "attention_mask"), "attention_mask", ids, "input_ids"));
