@@ -10,11 +10,13 @@
 namespace loom::generation {
 
 BeamHypotheses::BeamHypotheses(int64_t num_beams, double length_penalty,
-                               EarlyStopping early_stopping, int64_t max_length)
+                               EarlyStopping early_stopping, int64_t max_length,
+                               int64_t prompt_length)
     : num_beams_(num_beams),
       length_penalty_(length_penalty),
       early_stopping_(early_stopping),
-      max_length_(max_length) {}
+      max_length_(max_length),
+      prompt_length_(prompt_length) {}
 
 void BeamHypotheses::Add(std::vector<int64_t> hyp, double sum_logprobs, int64_t generated_len) {
   const double score = sum_logprobs / std::pow(static_cast<double>(generated_len), length_penalty_);
@@ -37,18 +39,23 @@ bool BeamHypotheses::IsDone(double best_sum_logprobs, int64_t generated_len) con
   if (static_cast<int64_t>(beams_.size()) < num_beams_) return false;
   if (early_stopping_ == EarlyStopping::kTrue) return true;
   int64_t len = generated_len;
-  if (early_stopping_ == EarlyStopping::kNever && length_penalty_ > 0.0) len = max_length_ - 1;
+  if (early_stopping_ == EarlyStopping::kNever && length_penalty_ > 0.0) {
+    len = max_length_ - prompt_length_;
+  }
   return worst_score_ >= best_sum_logprobs / std::pow(static_cast<double>(len), length_penalty_);
 }
 
-BeamScorer::BeamScorer(int64_t batch_size, const GenerationConfig& config, int64_t max_length)
+BeamScorer::BeamScorer(int64_t batch_size, const GenerationConfig& config, int64_t max_length,
+                       int64_t prompt_length)
     : batch_size_(batch_size),
       num_beams_(config.num_beams),
       max_length_(max_length),
+      prompt_length_(prompt_length),
       config_(config),
       done_(batch_size, false) {
   for (int64_t b = 0; b < batch_size; ++b) {
-    hyps_.emplace_back(num_beams_, config.length_penalty, config.early_stopping, max_length);
+    hyps_.emplace_back(num_beams_, config.length_penalty, config.early_stopping, max_length,
+                       prompt_length);
   }
 }
 
@@ -74,7 +81,8 @@ absl::StatusOr<BeamStep> BeamScorer::Process(const at::Tensor& input_ids,
                                              const at::Tensor& next_scores,
                                              const at::Tensor& next_tokens,
                                              const at::Tensor& next_indices) {
-  const int64_t generated_len = input_ids.size(-1);  // cur_len - decoder_prompt_len
+  // cur_len (with the new token) - decoder_prompt_len
+  const int64_t generated_len = input_ids.size(-1) + 1 - prompt_length_;
   const int64_t k = num_beams_;
   at::Tensor scores = at::zeros({batch_size_, k}, next_scores.options());
   at::Tensor tokens = at::zeros({batch_size_, k}, at::kLong);
@@ -121,7 +129,8 @@ absl::StatusOr<at::Tensor> BeamScorer::Finalize(const at::Tensor& input_ids,
     if (done_[b]) continue;
     for (int64_t j = 0; j < num_beams_; ++j) {
       const int64_t row = b * num_beams_ + j;
-      hyps_[b].Add(Row(input_ids, row), final_scores[row].item<double>(), input_ids.size(-1) - 1);
+      hyps_[b].Add(Row(input_ids, row), final_scores[row].item<double>(),
+                    input_ids.size(-1) - prompt_length_);
     }
   }
   const int64_t keep = config_.num_return_sequences;

@@ -4,11 +4,12 @@
 // Contract:
 //   - BeamHypotheses keeps the num_beams best finished hypotheses, scored
 //     sum_logprobs / generated_len ** length_penalty (generated_len: the tokens generated after
-//     the decoder start token, the eos included); a new one replaces the worst when better
+//     the prompt — the decoder start token, or a decoder-only model's input ids — the eos
+//     included); a new one replaces the worst when better
 //     (of equal worst scores, the first added goes). IsDone follows
 //     early_stopping: true -> done once num_beams are kept; false -> when the best running
 //     score / generated_len ** length_penalty cannot beat the worst kept; "never" -> the same
-//     bound at max_length - 1 generated tokens when length_penalty > 0.
+//     bound at max_length - prompt_length generated tokens when length_penalty > 0.
 //   - BeamScorer::Process(input_ids [B*K, L], scores/tokens/indices [B, 2K]) moves eos
 //     candidates among the top K of each batch into its hypotheses and returns the next K
 //     (score, token, source row) per batch; finished batches get (0, pad, 0). Scores are
@@ -40,7 +41,7 @@ using modeling::GenerationConfig;
 class BeamHypotheses {
  public:
   BeamHypotheses(int64_t num_beams, double length_penalty, EarlyStopping early_stopping,
-                 int64_t max_length);
+                 int64_t max_length, int64_t prompt_length = 1);
   void Add(std::vector<int64_t> hyp, double sum_logprobs, int64_t generated_len);
   bool IsDone(double best_sum_logprobs, int64_t cur_len) const;
   size_t size() const { return beams_.size(); }
@@ -56,6 +57,7 @@ class BeamHypotheses {
   double length_penalty_;
   EarlyStopping early_stopping_;
   int64_t max_length_;
+  int64_t prompt_length_;
   std::vector<Beam> beams_;
   double worst_score_ = 1e9;
 };
@@ -68,7 +70,10 @@ struct BeamStep {
 
 class BeamScorer {
  public:
-  BeamScorer(int64_t batch_size, const GenerationConfig& config, int64_t max_length);
+  // prompt_length: 1 (the decoder start token) for encoder-decoder models, the input length
+  // for decoder-only ones.
+  BeamScorer(int64_t batch_size, const GenerationConfig& config, int64_t max_length,
+             int64_t prompt_length = 1);
 
   absl::StatusOr<BeamStep> Process(const at::Tensor& input_ids, const at::Tensor& next_scores,
                                    const at::Tensor& next_tokens, const at::Tensor& next_indices);
@@ -76,7 +81,7 @@ class BeamScorer {
   absl::StatusOr<at::Tensor> Finalize(const at::Tensor& input_ids, const at::Tensor& beam_scores);
 
  private:
-  int64_t batch_size_, num_beams_, max_length_;
+  int64_t batch_size_, num_beams_, max_length_, prompt_length_;
   const GenerationConfig& config_;
   std::vector<BeamHypotheses> hyps_;
   std::vector<bool> done_;

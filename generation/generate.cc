@@ -127,7 +127,7 @@ absl::StatusOr<at::Tensor> OneTokenPerStep(Decoding& d, const Resolved& r, at::T
 
 absl::StatusOr<at::Tensor> Beam(Decoding& d, const Resolved& r, at::Tensor ids, int64_t batch) {
   const int64_t k = r.config.num_beams;
-  BeamScorer scorer(batch, r.config, r.max_length);
+  BeamScorer scorer(batch, r.config, r.max_length, /*prompt_length=*/ids.size(1));
   at::Tensor beam_scores = at::zeros({batch, k}, at::kFloat);
   beam_scores.narrow(1, 1, k - 1).fill_(-1e9);
   beam_scores = beam_scores.view(-1);

@@ -18,9 +18,8 @@ and numpy (through safetensors_io.py):
     loss = cross entropy with ignore_index -100 over all label positions;
   - an encoder-decoder key/value cache for incremental decoding (self-attention keys/values
     grow, cross-attention ones are computed once);
-and HF 4.41 generate() for an encoder-decoder: greedy() and beam_search() (GenerationMixin
-_sample / _beam_search with BeamSearchScorer and BeamHypotheses), with the logits processors
-no_repeat_ngram_size, min_length, forced_bos_token_id, forced_eos_token_id.
+and HF 4.41 generate() for an encoder-decoder over generation_reference.py (greedy search,
+sampling and beam search with HF's processors).
 
 usage: t5_reference.py DIR
   For every DIR/<scenario>/ (sorted) written by t5_parity_tool:
@@ -59,9 +58,12 @@ import torch.nn.functional as F
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:  # also when loaded by path (importlib) from another folder
     sys.path.insert(0, _HERE)
+import generation_reference as gen  # noqa: E402
+from parity_harness import (fail, list_cases, read_generate_json,  # noqa: E402
+                            read_model_folder_json, require_close)
+import parity_harness  # noqa: E402
 from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
 
-TOLERANCE = 1e-6
 INPUT_NAMES = ("input_ids", "attention_mask", "labels")
 
 # --- configuration ---------------------------------------------------------------------------
@@ -449,6 +451,11 @@ def saved_keys(model):
     return [k for k in model.state_dict() if k not in tied]
 
 
+def load_weights(model, weights, where):
+    """parity_harness.load_weights with T5's saved keys (tied modules keep sharing shared)."""
+    parity_harness.load_weights(model, weights, where, saved_keys(model))
+
+
 def init_weights(model):
     """The distributions of transformers 4.41 T5PreTrainedModel._init_weights (factor =
     initializer_factor): shared (and an untied lm_head) N(0, f); q N(0, f (d_model d_kv)^-0.5);
@@ -479,348 +486,68 @@ def init_weights(model):
 
 # --- generation (transformers 4.41 GenerationMixin.generate, encoder-decoder) ----------------
 
-# GenerationConfig defaults of the fields this reference implements.
-_GENERATION_DEFAULTS = {
-    "max_length": 20,
-    "max_new_tokens": None,
-    "min_length": 0,
-    "num_beams": 1,
-    "length_penalty": 1.0,
-    "early_stopping": False,
-    "no_repeat_ngram_size": 0,
-    "num_return_sequences": 1,
-    "use_cache": True,
-    "decoder_start_token_id": None,
-    "bos_token_id": None,
-    "eos_token_id": None,
-    "pad_token_id": None,
-    "forced_bos_token_id": None,
-    "forced_eos_token_id": None,
-}
-
-# Fields of features this reference does not implement, with their inactive defaults.
-_UNSUPPORTED_DEFAULTS = {
-    "do_sample": False, "num_beam_groups": 1, "diversity_penalty": 0.0,
-    "repetition_penalty": 1.0, "encoder_repetition_penalty": 1.0,
-    "encoder_no_repeat_ngram_size": 0, "bad_words_ids": None, "min_new_tokens": None,
-    "suppress_tokens": None, "begin_suppress_tokens": None, "forced_decoder_ids": None,
-    "sequence_bias": None, "guidance_scale": None, "exponential_decay_length_penalty": None,
-    "renormalize_logits": False, "remove_invalid_values": False, "penalty_alpha": None,
-    "constraints": None, "force_words_ids": None, "max_time": None, "stop_strings": None,
-}
-
-
-def _token_list(token):
-    return None if token is None else ([token] if isinstance(token, int) else list(token))
-
 
 def generation_config(model, overrides):
     """The model's GenerationConfig (generation_config.json's fields, or the model config's as
-    GenerationConfig.from_model_config, over GenerationConfig's defaults) updated by
-    generate(**overrides), then the special-token and length rules of generate(): decoder start
-    = decoder_start_token_id or bos_token_id; eos as a list; pad defaults to eos[0];
-    max_new_tokens sets max_length to 1 + max_new_tokens (the decoder prompt is the start
-    token)."""
+    GenerationConfig.from_model_config) updated by generate(**overrides), with generate()'s
+    rules (generation_reference.resolve) and the encoder-decoder ones: decoder start =
+    decoder_start_token_id or bos_token_id; the decoder prompt is the start token alone."""
     base = model.generation_defaults if model.generation_defaults is not None else model.config
-    for key in overrides:
-        if key not in _GENERATION_DEFAULTS and key not in _UNSUPPORTED_DEFAULTS:
-            raise ValueError(f"generation field {key!r} is not known to this reference")
-    g = {}
-    for key, default in list(_GENERATION_DEFAULTS.items()) + list(_UNSUPPORTED_DEFAULTS.items()):
-        g[key] = overrides.get(key, base.get(key, default))
-    for key, inactive in _UNSUPPORTED_DEFAULTS.items():
-        if g[key] != inactive:
-            raise ValueError(f"generation field {key}={g[key]!r} is not implemented here")
+    g = gen.resolve(base, overrides, prompt_len=1)
     if g["decoder_start_token_id"] is None:
         g["decoder_start_token_id"] = g["bos_token_id"]
     if g["decoder_start_token_id"] is None:
         raise ValueError("decoder_start_token_id or bos_token_id has to be defined")
-    g["eos_token_id"] = _token_list(g["eos_token_id"])
-    if g["pad_token_id"] is None and g["eos_token_id"] is not None:
-        g["pad_token_id"] = g["eos_token_id"][0]
-    if g["max_new_tokens"] is not None:
-        g["max_length"] = 1 + g["max_new_tokens"]
     if g["max_length"] <= 1:
         raise ValueError(f"max_length {g['max_length']} leaves no room after the start token")
-    if g["early_stopping"] not in (True, False, "never"):
-        raise ValueError(f"early_stopping must be True, False or 'never': {g['early_stopping']!r}")
     return g
 
 
-def _banned_ngram_tokens(tokens, n):
-    """NoRepeatNGramLogitsProcessor for one sequence: the tokens that would complete an n-gram
-    already present, given the last n - 1 tokens (the decoder start token included)."""
-    cur_len = len(tokens)
-    if cur_len + 1 < n:
-        return []
-    prefix = tokens[cur_len - n + 1:]
-    return [tokens[i + n - 1] for i in range(cur_len - n + 1) if tokens[i:i + n - 1] == prefix]
+def _decoder_steps(model, encoder_states, encoder_mask, use_cache):
+    """generation_reference's step / reorder over the decoder. With a cache only the tokens
+    after the cached ones are fed (prepare_inputs_for_generation); _reorder_cache makes every
+    cached tensor follow its beam."""
+    state = {"past": None}
+
+    def step(sequences):
+        past = state["past"]
+        if use_cache and past is not None:
+            sequences = sequences[:, past[0][0].shape[2]:]
+        out = model(decoder_input_ids=sequences, encoder_outputs=encoder_states,
+                    attention_mask=encoder_mask, past_key_values=past if use_cache else None)
+        state["past"] = out.past_key_values if use_cache else None
+        return out.logits[:, -1, :]
+
+    def reorder(rows):
+        if state["past"] is not None:
+            state["past"] = tuple(tuple(t.index_select(0, rows) for t in layer)
+                                  for layer in state["past"])
+
+    return step, reorder
 
 
-def process_logits(g, sequences, scores):
-    """The logits processors of _get_logits_processor in its order: no_repeat_ngram_size,
-    min_length (eos -inf while length < min_length), forced_bos_token_id (at length 1),
-    forced_eos_token_id (at length max_length - 1). Lengths count the start token."""
-    cur_len = sequences.shape[-1]
-    scores = scores.clone()
-    if g["no_repeat_ngram_size"] and g["no_repeat_ngram_size"] > 0:
-        for row, tokens in enumerate(sequences.tolist()):
-            banned = _banned_ngram_tokens(tokens, g["no_repeat_ngram_size"])
-            if banned:
-                scores[row, banned] = -float("inf")
-    if g["min_length"] and g["min_length"] > 0 and g["eos_token_id"] is not None \
-            and cur_len < g["min_length"]:
-        scores[:, g["eos_token_id"]] = -math.inf
-    if g["forced_bos_token_id"] is not None and cur_len == 1:
-        scores = torch.full_like(scores, -math.inf)
-        scores[:, g["forced_bos_token_id"]] = 0
-    if g["forced_eos_token_id"] is not None and cur_len == g["max_length"] - 1:
-        scores = torch.full_like(scores, -math.inf)
-        scores[:, _token_list(g["forced_eos_token_id"])] = 0
-    return scores
-
-
-def _decode_step(model, sequences, encoder_states, encoder_mask, past, use_cache):
-    """One forward of the decoder. With a cache only the tokens after the cached ones are fed
-    (T5ForConditionalGeneration.prepare_inputs_for_generation). Returns (last logits, cache)."""
-    if use_cache and past is not None:
-        sequences = sequences[:, past[0][0].shape[2]:]
-    out = model(decoder_input_ids=sequences, encoder_outputs=encoder_states,
-                attention_mask=encoder_mask, past_key_values=past if use_cache else None)
-    return out.logits[:, -1, :], (out.past_key_values if use_cache else None)
-
-
-def _stopped(g, sequences):
-    """StoppingCriteriaList: MaxLengthCriteria | EosTokenCriteria, per row."""
-    done = torch.full((sequences.shape[0],), sequences.shape[-1] >= g["max_length"])
-    if g["eos_token_id"] is not None:
-        last = sequences[:, -1]
-        for eos in g["eos_token_id"]:
-            done = done | (last == eos)
-    return done
-
-
-def _inferred_attention_mask(input_ids, g):
-    """_prepare_attention_mask_for_generation: without a mask, pad tokens are masked out if
-    the input holds some and pad is not an eos token; else everything is attended."""
-    pad, eos = g["pad_token_id"], g["eos_token_id"] or []
-    if pad is not None and bool((input_ids == pad).any()) and pad not in eos:
-        return input_ids.ne(pad).long()
-    return torch.ones(input_ids.shape, dtype=torch.long, device=input_ids.device)
-
-
-def _start(model, input_ids, attention_mask, g, expand):
-    """Encoder states computed once, then repeated `expand` times per row (repeat_interleave,
-    as _expand_inputs_for_generation), and the decoder prompt [start]."""
+@torch.no_grad()
+def generate(model, input_ids, attention_mask, cfg):
+    """generate(): the encoder runs once, its states repeated per beam / sample
+    (_expand_inputs_for_generation); greedy or sampling for num_beams 1, beam search
+    otherwise."""
+    g = generation_config(model, cfg)
+    if g["num_beams"] == 1 and not g["do_sample"] and g["num_return_sequences"] != 1:
+        raise ValueError("greedy search returns one sequence per input (num_return_sequences 1)")
+    expand = gen.rows_per_prompt(g)
     if attention_mask is None:
-        attention_mask = _inferred_attention_mask(input_ids, g)
-    encoder_states = model.encode(input_ids, attention_mask)
-    encoder_states = encoder_states.repeat_interleave(expand, dim=0)
-    attention_mask = attention_mask.repeat_interleave(expand, dim=0)
+        attention_mask = gen.inferred_attention_mask(input_ids, g)
+    encoder_states = model.encode(input_ids, attention_mask).repeat_interleave(expand, dim=0)
+    mask = attention_mask.repeat_interleave(expand, dim=0)
     prompt = torch.full((input_ids.shape[0] * expand, 1), g["decoder_start_token_id"],
                         dtype=torch.long, device=input_ids.device)
-    return encoder_states, attention_mask, prompt
-
-
-@torch.no_grad()
-def greedy(model, input_ids, attention_mask, cfg):
-    """GenerationMixin._sample without sampling: argmax of the processed logits; rows that
-    finished (eos) continue with pad_token_id until every row is done or max_length."""
-    g = generation_config(model, cfg)
-    if g["num_return_sequences"] != 1:
-        raise ValueError("greedy search returns one sequence per input (num_return_sequences 1)")
-    encoder_states, mask, sequences = _start(model, input_ids, attention_mask, g, 1)
-    unfinished = torch.ones(sequences.shape[0], dtype=torch.long)
-    past = None
-    while True:
-        logits, past = _decode_step(model, sequences, encoder_states, mask, past, g["use_cache"])
-        next_tokens = torch.argmax(process_logits(g, sequences, logits), dim=-1)
-        if g["eos_token_id"] is not None:
-            next_tokens = next_tokens * unfinished + g["pad_token_id"] * (1 - unfinished)
-        sequences = torch.cat([sequences, next_tokens[:, None]], dim=-1)
-        unfinished = unfinished & ~_stopped(g, sequences)
-        if unfinished.max() == 0:
-            return sequences
-
-
-class BeamHypotheses:
-    """transformers 4.41 BeamHypotheses: the num_beams best finished hypotheses of one input,
-    scored sum_logprobs / generated_len ** length_penalty."""
-
-    def __init__(self, num_beams, length_penalty, early_stopping, max_length):
-        self.num_beams = num_beams
-        self.length_penalty = length_penalty
-        self.early_stopping = early_stopping
-        self.max_length = max_length
-        self.beams = []  # (score, tokens), in insertion order (ties resolve on it)
-        self.worst_score = 1e9
-
-    def add(self, tokens, sum_logprobs, generated_len):
-        score = sum_logprobs / (generated_len ** self.length_penalty)
-        if len(self.beams) < self.num_beams or score > self.worst_score:
-            self.beams.append((score, tokens))
-            if len(self.beams) > self.num_beams:
-                # drop the lowest score (the earliest of equal ones)
-                worst = min(range(len(self.beams)), key=lambda i: (self.beams[i][0], i))
-                del self.beams[worst]
-                self.worst_score = min(s for s, _ in self.beams)
-            else:
-                self.worst_score = min(score, self.worst_score)
-
-    def is_done(self, best_sum_logprobs, cur_len, prompt_len):
-        """True: done as soon as num_beams hypotheses exist. False: done when the worst kept
-        score >= best_sum_logprobs / (cur_len - prompt_len) ** lp. "never": the same bound with
-        max_length instead of cur_len when length_penalty > 0 (the true optimum)."""
-        if len(self.beams) < self.num_beams:
-            return False
-        if self.early_stopping is True:
-            return True
-        length = cur_len
-        if self.early_stopping is not False and self.length_penalty > 0.0:  # "never"
-            length = self.max_length
-        return self.worst_score >= best_sum_logprobs / (length - prompt_len) ** self.length_penalty
-
-
-def _beam_step(g, hyps, done, sequences, top_scores, top_tokens, top_sources, prompt_len):
-    """BeamSearchScorer.process: per input, walk the candidates best first; an eos among the
-    first num_beams ranks closes sequences[source] (without the eos) as a hypothesis of
-    generated length cur_len - prompt_len, cur_len counting the eos; other tokens fill the next
-    beams. A done input gets pad tokens, score 0 and source row 0 (HF's literal 0: the first row
-    of the whole batch, harmless as finalize skips done inputs). Returns the next beam scores,
-    tokens and source rows, flat [batch * num_beams]."""
-    num_beams = hyps[0].num_beams
-    batch = len(hyps)
-    cur_len = sequences.shape[-1] + 1
-    scores = torch.zeros((batch, num_beams), dtype=top_scores.dtype)
-    tokens = torch.zeros((batch, num_beams), dtype=torch.long)
-    sources = torch.zeros((batch, num_beams), dtype=torch.long)
-    eos = g["eos_token_id"] or []
-    for b in range(batch):
-        if done[b]:
-            tokens[b, :] = g["pad_token_id"]
-            continue
-        filled = 0
-        for rank in range(top_scores.shape[1]):
-            token, source = int(top_tokens[b, rank]), b * num_beams + int(top_sources[b, rank])
-            if token in eos:
-                if rank < num_beams:
-                    hyps[b].add(sequences[source].clone(), top_scores[b, rank].item(),
-                                cur_len - prompt_len)
-            else:
-                scores[b, filled], tokens[b, filled], sources[b, filled] = \
-                    top_scores[b, rank], token, source
-                filled += 1
-            if filled == num_beams:
-                break
-        if filled < num_beams:
-            raise ValueError(f"too many eos candidates for input {b}")
-        done[b] = done[b] or hyps[b].is_done(top_scores[b].max().item(), cur_len, prompt_len)
-    return scores.view(-1), tokens.view(-1), sources.view(-1)
-
-
-def _finalize(g, hyps, done, sequences, beam_scores, prompt_len):
-    """BeamSearchScorer.finalize: the running beams of unfinished inputs join their hypotheses;
-    the num_return_sequences best of each input (highest score; the later added of equal ones)
-    are returned right-padded with pad_token_id, an eos after each shorter one, at most
-    max_length long."""
-    num_beams = hyps[0].num_beams
-    for b, hyp in enumerate(hyps):
-        if not done[b]:
-            for j in range(num_beams):
-                row = b * num_beams + j
-                hyp.add(sequences[row], beam_scores[row].item(), sequences.shape[-1] - prompt_len)
-    best = []
-    for hyp in hyps:
-        ranked = sorted(hyp.beams, key=lambda item: item[0])
-        best += [ranked.pop()[1] for _ in range(g["num_return_sequences"])]
-    lengths = [len(t) for t in best]
-    width = min(max(lengths) + 1, g["max_length"])
-    if min(lengths) != max(lengths) and g["pad_token_id"] is None:
-        raise ValueError("pad_token_id has to be defined")
-    pad = g["pad_token_id"] if g["pad_token_id"] is not None else 0
-    out = torch.full((len(best), width), pad, dtype=torch.long)
-    for i, tokens in enumerate(best):
-        out[i, :len(tokens)] = tokens
-        if len(tokens) < width:
-            out[i, len(tokens)] = g["eos_token_id"][0]
-    return out
-
-
-def _reorder_cache(past, rows):
-    """T5ForConditionalGeneration._reorder_cache: every cached tensor follows its beam."""
-    return tuple(tuple(t.index_select(0, rows) for t in layer) for layer in past)
-
-
-@torch.no_grad()
-def beam_search(model, input_ids, attention_mask, cfg):
-    """GenerationMixin._beam_search (no sampling): log_softmax, processors, + beam scores; the
-    top 2 num_beams (1 + #eos at least 2) over num_beams * vocab; only the first beam is live at
-    the start (the others score -1e9); stop when every input is done or at max_length."""
-    g = generation_config(model, cfg)
-    num_beams = g["num_beams"]
-    if num_beams < 2 or g["num_return_sequences"] > num_beams:
-        raise ValueError("beam search needs num_beams >= 2 and num_return_sequences <= num_beams")
-    batch = input_ids.shape[0]
-    encoder_states, mask, sequences = _start(model, input_ids, attention_mask, g, num_beams)
-    hyps = [BeamHypotheses(num_beams, g["length_penalty"], g["early_stopping"], g["max_length"])
-            for _ in range(batch)]
-    done = [False] * batch
-    beam_scores = torch.zeros((batch, num_beams), dtype=torch.float)
-    beam_scores[:, 1:] = -1e9
-    beam_scores = beam_scores.view(-1)
-    prompt_len = sequences.shape[-1]
-    n_eos = 0 if g["eos_token_id"] is None else len(g["eos_token_id"])
-    past = None
-    while True:
-        logits, past = _decode_step(model, sequences, encoder_states, mask, past, g["use_cache"])
-        scores = process_logits(g, sequences, F.log_softmax(logits, dim=-1))
-        scores = scores + beam_scores[:, None].expand_as(scores)
-        vocab = scores.shape[-1]
-        top_scores, top_ids = torch.topk(scores.view(batch, num_beams * vocab),
-                                         max(2, 1 + n_eos) * num_beams, dim=1, largest=True,
-                                         sorted=True)
-        top_sources = torch.div(top_ids, vocab, rounding_mode="floor")
-        beam_scores, tokens, rows = _beam_step(g, hyps, done, sequences, top_scores,
-                                               top_ids % vocab, top_sources, prompt_len)
-        sequences = torch.cat([sequences[rows, :], tokens.unsqueeze(-1)], dim=-1)
-        if past is not None:
-            past = _reorder_cache(past, rows)
-        if all(done) or bool(_stopped(g, sequences).all()):
-            return _finalize(g, hyps, done, sequences, beam_scores, prompt_len)
-
-
-def generate(model, input_ids, attention_mask, cfg):
-    """generate(): greedy for num_beams 1, beam search otherwise."""
-    g = generation_config(model, cfg)
-    search = greedy if g["num_beams"] == 1 else beam_search
-    return search(model, input_ids, attention_mask, cfg)
+    step, reorder = _decoder_steps(model, encoder_states, mask, g["use_cache"])
+    if g["num_beams"] == 1:
+        return gen.one_token_per_step(g, step, prompt)
+    return gen.beam_search(g, step, reorder, prompt, input_ids.shape[0])
 
 
 # --- the parity entry point ------------------------------------------------------------------
-
-
-def fail(message):
-    print(f"FAIL: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def load_weights(model, weights, where):
-    """Requires the file's keys to be saved_keys(model) exactly, and f32 tensors of the
-    parameters' shapes; copies them in (tied modules keep sharing shared.weight)."""
-    file_keys = [name for name, _ in weights]
-    expected = saved_keys(model)
-    missing = sorted(set(expected) - set(file_keys))
-    unexpected = sorted(set(file_keys) - set(expected))
-    if missing or unexpected or len(set(file_keys)) != len(file_keys):
-        fail(f"{where}: keys differ from the reference's: missing {missing}, unexpected "
-             f"{unexpected}, {len(file_keys) - len(set(file_keys))} duplicated")
-    params = dict(model.named_parameters())
-    with torch.no_grad():
-        for name, tensor in weights:
-            if tensor.dtype != torch.float32 or tensor.shape != params[name].shape:
-                fail(f"{where}: {name} is {tensor.dtype} {tuple(tensor.shape)}, the reference "
-                     f"wants float32 {tuple(params[name].shape)}")
-            params[name].copy_(tensor)
 
 
 def run_case(model, inputs):
@@ -835,20 +562,6 @@ def run_case(model, inputs):
     for name in saved_keys(model):
         result["grad." + name] = params[name].grad.detach().clone()
     return result
-
-
-def require_close(where, name, cpp, ref):
-    """|cpp - ref| <= TOLERANCE (1 + |ref|) elementwise, same shape and dtype."""
-    if tuple(cpp.shape) != tuple(ref.shape) or cpp.dtype != ref.dtype:
-        fail(f"{where} {name}: C++ has {cpp.dtype} {tuple(cpp.shape)}, the reference "
-             f"{ref.dtype} {tuple(ref.shape)}")
-    diff = (cpp.double() - ref.double()).abs()
-    excess = diff - TOLERANCE * (1 + ref.double().abs())
-    excess = torch.where(torch.isnan(excess), torch.full_like(excess, math.inf), excess)
-    if excess.numel() and excess.max().item() > 0:
-        index = tuple(int(i) for i in np.unravel_index(int(excess.argmax()), tuple(cpp.shape)))
-        fail(f"{where} {name}: max |C++ - reference| = {diff.max().item():.6g}; worst at index "
-             f"{list(index)}: C++ {cpp[index].item()!r}, reference {ref[index].item()!r}")
 
 
 def check_inputs(where, inputs):
@@ -873,34 +586,6 @@ def check_case(model, path):
         require_close(path, name, tensors[name], want)
 
 
-def list_cases(sdir):
-    """{k: path} of the case_<k>.safetensors of a scenario."""
-    cases = {}
-    for name in os.listdir(sdir):
-        match = re.fullmatch(r"case_(\d+)\.safetensors", name)
-        if match:
-            cases[int(match.group(1))] = os.path.join(sdir, name)
-    if not cases:
-        fail(f"{sdir}: no case_<k>.safetensors")
-    return dict(sorted(cases.items()))
-
-
-def read_generate_json(sdir, cases):
-    path = os.path.join(sdir, "generate.json")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        entries = json.load(f)
-    if not isinstance(entries, list):
-        fail(f"{path}: not a list")
-    for e in entries:
-        if not isinstance(e, dict) or set(e) != {"name", "config", "case"} or \
-                not re.fullmatch(r"[A-Za-z0-9_.-]+", str(e["name"])) or \
-                not isinstance(e["config"], dict) or e["case"] not in cases:
-            fail(f"{path}: bad entry {e!r} (want name, config, case of an existing case_<k>)")
-    return entries
-
-
 def generate_for(model, entry, cases, where):
     inputs = dict(read_safetensors(cases[entry["case"]]))
     try:
@@ -923,19 +608,6 @@ def check_generation(model, sdir, entry, cases):
         fail(f"{path} ({entry['config']} on case {entry['case']}): C++ sequences "
              f"{cpp.dtype} {tuple(cpp.shape)}\n{cpp.tolist()}\nreference {tuple(want.shape)}\n"
              f"{want.tolist()}")
-
-
-def read_model_folder_json(sdir):
-    """{file name: text} of model/config.json and, if present, model/generation_config.json."""
-    texts = {}
-    for name in ("config.json", "generation_config.json"):
-        path = os.path.join(sdir, "model", name)
-        if os.path.exists(path):
-            with open(path) as f:
-                texts[name] = f.read()
-    if "config.json" not in texts:
-        fail(f"{sdir}/model: no config.json")
-    return texts
 
 
 def build(texts):
