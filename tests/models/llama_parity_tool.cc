@@ -6,6 +6,8 @@
 //     loom's logits, loss and grad.<key> of every key) and gen_<name>.safetensors (loom's
 //     GenerateCausal sequences for every generate.json entry: greedy with and without the
 //     cache, processors, beam search, sampling with a generator seeded as the reference's).
+//   --transformers-4.41 leaves out the llama3 scenario (transformers 4.43's rope type), for
+//   llama_hf_interop_test.
 //   llama_parity_tool check DIR: loads each DIR/<scenario>/python_model/ with
 //     LoadLlamaForCausalLM and requires loom's outputs, gradients and generations on the
 //     reference's cases to match python_case_<k> / python_gen_<name> (1e-6 (1 + |ref|); ids
@@ -69,7 +71,8 @@ RopeScaling Scaling(RopeScalingType type, const std::string& json_text) {
   return r;
 }
 
-std::vector<Scenario> Scenarios() {
+// With `transformers_4_41`, only what transformers 4.41 has (llama3 rope scaling came in 4.43).
+std::vector<Scenario> Scenarios(bool transformers_4_41) {
   std::vector<Scenario> out;
   out.push_back({"gqa_untied", Base()});
   LlamaConfig tied = Base();
@@ -85,6 +88,7 @@ std::vector<Scenario> Scenarios() {
   mqa.max_position_embeddings = 8;  // case 0's 12 positions exceed it
   mqa.rope_scaling = Scaling(RopeScalingType::kDynamic, R"({"type": "dynamic", "factor": 3.0})");
   out.push_back({"mqa_dynamic", mqa});
+  if (transformers_4_41) return out;
   LlamaConfig llama3 = Base();
   llama3.hidden_size = 64;  // head_dim 16: frequencies on both sides of the wavelength bands
   llama3.rope_theta = 50.0;
@@ -184,8 +188,8 @@ void FavourEos(LlamaForCausalLM& model) {
   head[2].add_(head.mean(0) * 8.0);
 }
 
-absl::Status Write(const std::string& dir) {
-  for (const Scenario& sc : Scenarios()) {
+absl::Status Write(const std::string& dir, bool transformers_4_41) {
+  for (const Scenario& sc : Scenarios(transformers_4_41)) {
     const std::string sdir = dir + "/" + sc.name;
     ASSIGN_OR_RETURN(auto model, LlamaForCausalLM::Create(sc.config, 7));
     FavourEos(*model);
@@ -235,8 +239,8 @@ absl::Status CheckGenerations(LlamaForCausalLM& model, const std::string& sdir) 
   return absl::OkStatus();
 }
 
-absl::Status Check(const std::string& dir) {
-  for (const Scenario& sc : Scenarios()) {
+absl::Status Check(const std::string& dir, bool transformers_4_41) {
+  for (const Scenario& sc : Scenarios(transformers_4_41)) {
     const std::string sdir = dir + "/" + sc.name;
     ASSIGN_OR_RETURN(LoadedLlama loaded, LoadLlamaForCausalLM(sdir + "/python_model"));
     if (!loaded.Report().empty()) return absl::InternalError(loaded.Report());
@@ -263,13 +267,14 @@ absl::Status Check(const std::string& dir) {
 int main(int argc, char** argv) {
   loom::logging::InitProcessLogging(argv[0]);
   at::set_num_threads(1);  // as the Python reference
-  const std::string verb = argc == 3 ? argv[1] : "";
-  if (verb != "write" && verb != "check") {
-    std::cerr << "usage: llama_parity_tool write|check DIR\n";
+  const std::string verb = argc >= 3 ? argv[1] : "";
+  const bool hf = argc == 4 && std::string(argv[3]) == "--transformers-4.41";
+  if ((verb != "write" && verb != "check") || (argc == 4 && !hf) || argc > 4) {
+    std::cerr << "usage: llama_parity_tool write|check DIR [--transformers-4.41]\n";
     return 2;
   }
-  const absl::Status status = verb == "write" ? loom::models::llama::Write(argv[2])
-                                              : loom::models::llama::Check(argv[2]);
+  const absl::Status status = verb == "write" ? loom::models::llama::Write(argv[2], hf)
+                                              : loom::models::llama::Check(argv[2], hf);
   if (!status.ok()) {
     std::cerr << "llama_parity_tool " << verb << ": " << status << "\n";
     return 1;
