@@ -1,15 +1,31 @@
 // Includes no SentencePiece header: the library is reached through sentencepiece_backend.h.
 #include "text/sentencepiece_model.h"
 
+#include <string>
+
 #include "text/sentencepiece_backend.h"
 
 namespace loom::text {
 
+namespace {
+
+// A serialized ModelProto field 3 (normalizer_spec) holding only field 3 (add_dummy_prefix) =
+// false. Protocol buffers merge a repeated embedded message into the earlier one and let the
+// last value of a scalar win, so appending it to a model turns the dummy prefix off and keeps
+// everything else (what transformers does with the parsed proto for non-legacy Llama).
+constexpr char kNoDummyPrefix[] = {0x1A, 0x02, 0x18, 0x00};
+
+}  // namespace
+
 std::unique_ptr<SentencePieceModel> SentencePieceModel::Load(const std::string& serialized,
-                                                             std::string* error) {
+                                                             std::string* error,
+                                                             bool add_dummy_prefix) {
   const SentencePieceApi* api = LoadSentencePieceApi(error);
   if (api == nullptr) return nullptr;
-  std::unique_ptr<SentencePieceProcessorBackend> sp(api->load(serialized, error));
+  const std::string bytes =
+      add_dummy_prefix ? serialized
+                       : serialized + std::string(kNoDummyPrefix, sizeof(kNoDummyPrefix));
+  std::unique_ptr<SentencePieceProcessorBackend> sp(api->load(bytes, error));
   if (sp == nullptr) return nullptr;
   std::unique_ptr<SentencePieceModel> model(new SentencePieceModel());
   model->sp_ = std::move(sp);

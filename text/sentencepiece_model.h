@@ -4,8 +4,10 @@
 // Load fails with the reason when that cannot be opened.
 //
 // Contract:
-//   - Load(serialized, &error): the model from the bytes of a spiece.model file; null with
-//     SentencePiece's message in *error when they are not one.
+//   - Load(serialized, &error, add_dummy_prefix): the model from the bytes of a spiece.model /
+//     tokenizer.model file; null with SentencePiece's message in *error when they are not one.
+//     add_dummy_prefix false loads it with normalizer_spec.add_dummy_prefix off (no "▁" put
+//     before the text), as transformers' non-legacy LlamaTokenizer does.
 //   - Encode(text, &pieces, &error) is `sp_model.encode(text, out_type=str)`; PieceToId /
 //     IdToPiece / Decode(pieces) are `piece_to_id` / `id_to_piece` / `decode(list of str)`.
 //     IdToPiece requires 0 <= id < PieceSize() (the caller checks).
@@ -31,7 +33,8 @@ namespace loom::text {
 class SentencePieceModel {
  public:
   static std::unique_ptr<SentencePieceModel> Load(const std::string& serialized,
-                                                  std::string* error);
+                                                  std::string* error,
+                                                  bool add_dummy_prefix = true);
   ~SentencePieceModel();
 
   int PieceSize() const;

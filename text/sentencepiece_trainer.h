@@ -5,9 +5,9 @@
 // libloom_sentencepiece.so (sentencepiece_backend.h says why).
 //
 // Contract:
-//   - TrainSentencePieceModel(sentences, options, &model, &error) trains a unigram model on
-//     `sentences` (one per element) with pad 0, eos 1, unk 2 and no bos (T5's spiece.model
-//     layout), nmt_nfkc normalisation, character_coverage 1.0, one thread and unshuffled input,
+//   - TrainSentencePieceModel(sentences, options, &model, &error) trains a model on `sentences`
+//     (one per element) in options.layout (T5's or Llama's, below), character_coverage 1.0,
+//     one thread and unshuffled input,
 //     so the same sentences and options give the same model bytes on every run. vocab_size is
 //     a soft limit (hard_vocab_limit false): a corpus with fewer pieces gives a smaller model.
 //     On success *model holds the spiece.model bytes; false with SentencePiece's message in
@@ -26,8 +26,18 @@
 
 namespace loom::text {
 
+// The id layout and algorithm of the model trained.
+enum class SentencePieceLayout {
+  // T5's spiece.model: unigram, pad 0, eos 1, unk 2, no bos, nmt_nfkc normalisation.
+  kT5,
+  // Llama 1/2's tokenizer.model: BPE, unk 0, bos 1, eos 2, no pad, byte fallback (<0x00>..
+  // <0xFF> pieces), digits split, identity normalisation, whitespace kept as written.
+  kLlama,
+};
+
 struct SentencePieceTrainOptions {
   int vocab_size = 8000;
+  SentencePieceLayout layout = SentencePieceLayout::kT5;
 };
 
 bool TrainSentencePieceModel(const std::vector<std::string>& sentences,
