@@ -76,10 +76,30 @@ Json AddedTokenJson(const std::string& content, bool with_special) {
   return j;
 }
 
+// What a tokenizer.json describes: its model type and, when it has one, its pre-tokenizer's.
+std::string DescribeTokenizerJson(const std::string& path) {
+  absl::StatusOr<Json> j = ReadJsonObject(path);
+  if (!j.ok()) return "unreadable";
+  std::string model = "unknown", pre;
+  if (auto m = j->find("model"); m != j->end() && m->is_object()) {
+    if (auto t = m->find("type"); t != m->end() && t->is_string()) model = t->get<std::string>();
+  }
+  if (auto p = j->find("pre_tokenizer"); p != j->end() && p->is_object()) {
+    if (auto t = p->find("type"); t != p->end() && t->is_string()) pre = t->get<std::string>();
+  }
+  return absl::StrCat("model type \"", model, "\"", pre.empty() ? "" : ", pre-tokenizer \"" + pre + "\"");
+}
+
 }  // namespace
 
 absl::StatusOr<LlamaTokenizer> LlamaTokenizer::FromPretrained(const std::string& dir) {
   const std::string model_path = dir + "/tokenizer.model";
+  if (!RegularFileExists(model_path) && RegularFileExists(dir + "/tokenizer.json")) {
+    return absl::UnimplementedError(absl::StrCat(
+        dir, " has a tokenizer.json (", DescribeTokenizerJson(dir + "/tokenizer.json"),
+        ") but no tokenizer.model: loom's Llama tokenizer reads SentencePiece tokenizer.model "
+        "files (Llama 1/2 and their relatives); this tokenizer.json's type is not implemented"));
+  }
   if (!RegularFileExists(model_path)) {
     return absl::NotFoundError(absl::StrCat(
         model_path, " not found; a Llama (SentencePiece) tokenizer folder needs tokenizer.model"));
