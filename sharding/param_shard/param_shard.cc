@@ -309,33 +309,52 @@ std::vector<at::Tensor> ParamShardStrategy::Shards() const {
 
 absl::Status ParamShardStrategy::AfterBackward() { return runner_->FinishBackward(); }
 
+// DeepSpeed's stage-3 get_grad_norm_direct + unscale_and_clip_grads: each shard's norm in
+// float64, the squares summed and all-reduced, clip = (norm + 1e-6) / max_norm when above 1.
+absl::StatusOr<double> ParamShardStrategy::DeepSpeedClip(double max_norm) {
+  double local = 0;
+  for (const at::Tensor& shard : Shards()) {
+    const double n =
+        at::linalg_vector_norm(shard.grad(), 2, c10::nullopt, false, at::kDouble).item<double>();
+    local += n * n;
+  }
+  at::Tensor sq = at::full({}, local, at::TensorOptions().dtype(at::kDouble));
+  if (world() > 1) RETURN_IF_ERROR(distributed::AllReduce(*pg(), sq));
+  const double norm = std::sqrt(sq.item<double>());
+  const double clip = (norm + 1e-6) / max_norm;
+  if (clip > 1) {
+    for (at::Tensor shard : Shards()) shard.mutable_grad().mul_(1.0 / clip);
+  }
+  return norm;
+}
+
+// torch 2.x FullyShardedDataParallel.clip_grad_norm_: the shards' norms in float32, stacked
+// and normed again (_get_grad_norm), squared, all-reduced, square-rooted; the coefficient
+// max_norm / (norm + 1e-6) clamped to 1 as a float32 tensor multiplies every shard's gradient.
+absl::StatusOr<double> ParamShardStrategy::FsdpClip(double max_norm) {
+  std::vector<at::Tensor> norms;
+  for (const at::Tensor& shard : Shards()) {
+    norms.push_back(at::linalg_vector_norm(shard.grad(), 2, c10::nullopt, false, at::kFloat));
+  }
+  at::Tensor total = norms.empty() ? at::zeros({}, at::kFloat)
+                                   : at::linalg_vector_norm(at::stack(norms), 2, c10::nullopt,
+                                                            false, at::kFloat);
+  total = total.pow(2);
+  if (world() > 1) RETURN_IF_ERROR(distributed::AllReduce(*pg(), total));
+  total = total.pow(0.5);
+  const at::Tensor coef = at::clamp_max(max_norm / (total + 1e-6), 1.0);
+  for (at::Tensor shard : Shards()) shard.mutable_grad().mul_(coef.to(shard.grad().scalar_type()));
+  return total.item<float>();
+}
+
 absl::StatusOr<std::optional<double>> ParamShardStrategy::ClipGradients(double max_norm) {
   if (max_norm <= 0) return std::optional<double>();
   try {
     at::NoGradGuard no_grad;
-    double local = 0;
-    for (const at::Tensor& shard : Shards()) {
-      const double n =
-          at::linalg_vector_norm(shard.grad(), 2, c10::nullopt, false, at::kDouble).item<double>();
-      local += n * n;
-    }
-    at::Tensor sq = at::full({}, local, at::TensorOptions().dtype(at::kDouble));
-    if (world() > 1) RETURN_IF_ERROR(distributed::AllReduce(*pg(), sq));
-    const double norm = std::sqrt(sq.item<double>());
-    double factor = 1.0;
-    if (options_.deepspeed_clipping) {
-      // DeepSpeed's unscale_and_clip_grads.
-      const double clip = (norm + 1e-6) / max_norm;
-      if (clip > 1) factor = 1.0 / clip;
-    } else {
-      // torch's clip_grad_norm_ (FSDP's clip_grad_norm_ over the shards).
-      const double coef = max_norm / (norm + 1e-6);
-      if (coef < 1) factor = coef;
-    }
-    if (factor != 1.0) {
-      for (at::Tensor shard : Shards()) shard.mutable_grad().mul_(factor);
-    }
-    return std::optional<double>(norm);
+    absl::StatusOr<double> norm =
+        options_.deepspeed_clipping ? DeepSpeedClip(max_norm) : FsdpClip(max_norm);
+    if (!norm.ok()) return norm.status();
+    return std::optional<double>(*norm);
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "clipping the gradients");
   }

@@ -26,8 +26,10 @@
 // gradients reduced at every micro-batch, since the parameters exist only as shards — FSDP
 // without no_sync):
 //   - AfterBackward: the runner's FinishBackward (the root's gradients reduced).
-//   - ClipGradients: the 2-norm over every shard gradient (squares in double, summed over the
-//     ranks); torch's clip_grad_norm_ (FSDP) or DeepSpeed's formula (ZeRO-3).
+//   - ClipGradients: the 2-norm over every shard gradient, summed over the ranks, computed as
+//     each framework does: torch 2.x FSDP's clip_grad_norm_ (float32 shard norms, a float32
+//     coefficient clamped to 1) or DeepSpeed's ZeRO-3 (float64 norms, (norm + 1e-6) /
+//     max_norm).
 //   - OptimizerStep: the optimizer steps on the shards; the root is gathered again.
 //   - StateBytes: the shards, the parameters gathered now (the root), frozen parameters, the
 //     shard gradients, the optimizer's state.
@@ -193,6 +195,8 @@ class ParamShardStrategy : public ShardingStrategy {
   const std::vector<ZeroGroupLayout>& layout() const { return layout_; }
 
  private:
+  absl::StatusOr<double> DeepSpeedClip(double max_norm);
+  absl::StatusOr<double> FsdpClip(double max_norm);
   explicit ParamShardStrategy(const ParamShardOptions& o) : options_(o) {
     if (o.process_group != nullptr) pg_ = *o.process_group;
   }
