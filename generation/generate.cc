@@ -74,10 +74,13 @@ struct Decoding {
   int64_t fed = 0;
 
   // With the cache, the model sees the positions it has not seen; without (use_cache false),
-  // the whole prefix again.
+  // the whole prefix again. A finished rank of a synced run calls again with nothing new: it
+  // runs the whole prefix without the cache (its result unused), so the model's collectives
+  // (ZeRO-3 gathers, one per unit) stay matched with the ranks still generating.
   at::Tensor NextLogits(const at::Tensor& ids) {
-    at::Tensor logits = next_logits(ids, cache != nullptr ? fed : 0, cache.get());
-    if (cache != nullptr) fed = ids.size(1);
+    if (cache == nullptr || fed == ids.size(1)) return next_logits(ids, 0, nullptr);
+    at::Tensor logits = next_logits(ids, fed, cache.get());
+    fed = ids.size(1);
     return logits;
   }
   // HF's _has_unfinished_sequences.

@@ -99,6 +99,28 @@ TEST(LlamaGenerateTest, SamplingIsReproducibleWithASeededGenerator) {
   EXPECT_TRUE(at::equal(sampled, greedy));
 }
 
+// HF's synced_gpus: a rank that finished keeps running the model (with nothing new to feed, a
+// cache-less pass) until no rank generates; its sequences are those of a plain run.
+TEST(LlamaGenerateTest, AFinishedSyncedRankKeepsStepping) {
+  auto model = Model(Tiny());
+  model->eval();
+  modeling::GenerationConfig g = model->generation_config();
+  g.max_new_tokens = 4;
+  g.eos_token_id = {};
+  const at::Tensor prompt = Ids({5, 6, 7}, 1);
+  ASSERT_OK_AND_ASSIGN(at::Tensor plain, generation::GenerateCausal(*model, prompt, {}, g));
+  int calls = 0, idle = 3;
+  generation::GenerateOptions options;
+  options.any_rank_unfinished = [&](bool finished) -> absl::StatusOr<bool> {
+    ++calls;
+    return !finished || idle-- > 0;
+  };
+  ASSERT_OK_AND_ASSIGN(at::Tensor synced,
+                       generation::GenerateCausal(*model, prompt, {}, g, options));
+  EXPECT_TRUE(at::equal(plain, synced));
+  EXPECT_EQ(calls, 4 + 3 + 1);  // 4 tokens, 3 idle steps, the last answer "no rank left"
+}
+
 TEST(LlamaGenerateTest, AnEmptyPromptIsRefused) {
   auto model = Model(Tiny());
   EXPECT_THAT(generation::GenerateCausal(*model, Ids({}, 1), {}, model->generation_config()),
