@@ -78,13 +78,6 @@ struct ByteLevelBpeTokenizer::State {
   bool clean_up = false;
 };
 
-namespace {
-
-absl::Status ReadModel(const Json& model, const std::string& source,
-                       ByteLevelBpeTokenizer::State* s);
-
-}  // namespace
-
 ByteLevelBpeTokenizer::ByteLevelBpeTokenizer() : state_(std::make_unique<State>()) {}
 ByteLevelBpeTokenizer::~ByteLevelBpeTokenizer() = default;
 ByteLevelBpeTokenizer::ByteLevelBpeTokenizer(ByteLevelBpeTokenizer&&) noexcept = default;
@@ -291,7 +284,7 @@ bool IsSpaceAt(const std::string& text, size_t i, size_t* width) {
 }
 
 struct Segment {
-  std::string text;
+  std::string text;  // for an added token: the span matched, stripped whitespace included
   const AddedToken* added = nullptr;
 };
 
@@ -325,7 +318,7 @@ std::vector<Segment> SplitAdded(const std::string& text, const std::vector<Added
       while (right < text.size() && IsSpaceAt(text, right, &w)) right += w;
     }
     if (left > start) out.push_back({text.substr(start, left - start), nullptr});
-    out.push_back({match->content, match});
+    out.push_back({text.substr(left, right - left), match});
     i = start = right;
   }
   if (start < text.size()) out.push_back({text.substr(start), nullptr});
@@ -491,13 +484,13 @@ absl::StatusOr<std::vector<int64_t>> ByteLevelBpeTokenizer::PieceIds(const std::
   return ids;
 }
 
-absl::StatusOr<std::vector<std::string>> ByteLevelBpeTokenizer::Tokenize(
+absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ByteLevelBpeTokenizer::TokenizeWithIds(
     absl::string_view text) const {
   RETURN_IF_ERROR(DecodeUtf8(text).status());
-  std::vector<std::string> tokens;
+  std::vector<std::pair<std::string, int64_t>> tokens;
   for (const Segment& seg : SplitAdded(std::string(text), state_->added)) {
     if (seg.added != nullptr) {
-      tokens.push_back(seg.added->content);
+      tokens.emplace_back(seg.text, seg.added->id);
       continue;
     }
     std::vector<std::string> pieces = {seg.text};
@@ -513,17 +506,25 @@ absl::StatusOr<std::vector<std::string>> ByteLevelBpeTokenizer::Tokenize(
       std::string mapped;
       for (unsigned char c : p) mapped += state_->byte_to_char[c];
       ASSIGN_OR_RETURN(std::vector<int64_t> ids, PieceIds(mapped));
-      for (int64_t id : ids) tokens.push_back(state_->id_to_token[id]);
+      for (int64_t id : ids) tokens.emplace_back(state_->id_to_token[id], id);
     }
   }
   return tokens;
 }
 
+absl::StatusOr<std::vector<std::string>> ByteLevelBpeTokenizer::Tokenize(
+    absl::string_view text) const {
+  ASSIGN_OR_RETURN(auto tokens, TokenizeWithIds(text));
+  std::vector<std::string> out;
+  for (auto& [token, id] : tokens) out.push_back(std::move(token));
+  return out;
+}
+
 absl::StatusOr<Encoding> ByteLevelBpeTokenizer::Encode(absl::string_view text,
                                                        const EncodeOptions& options) const {
-  ASSIGN_OR_RETURN(std::vector<std::string> tokens, Tokenize(text));
+  ASSIGN_OR_RETURN(auto tokens, TokenizeWithIds(text));
   std::vector<int64_t> ids, none;
-  for (const std::string& t : tokens) ids.push_back(*TokenToId(t));
+  for (const auto& [token, id] : tokens) ids.push_back(id);
   const std::vector<int64_t> empty;
   const std::vector<int64_t>& prefix = options.add_special_tokens ? state_->prefix_ids : empty;
   const std::vector<int64_t>& suffix = options.add_special_tokens ? state_->suffix_ids : empty;
@@ -573,7 +574,8 @@ absl::StatusOr<std::string> ByteLevelBpeTokenizer::Decode(const std::vector<int6
     }
     bytes += mapped ? decoded : token;
   }
-  return DecodeUtf8Lossy(bytes);
+  const std::string text = DecodeUtf8Lossy(bytes);
+  return state_->clean_up ? CleanUpTokenization(text) : text;
 }
 
 absl::StatusOr<ByteLevelBpeTokenizer> ByteLevelBpeTokenizer::FromPretrained(const std::string& dir) {
@@ -596,6 +598,8 @@ absl::StatusOr<ByteLevelBpeTokenizer> ByteLevelBpeTokenizer::FromPretrained(cons
             absl::StrCat(config_path, ": pad_token \"", pad, "\" is not in the vocabulary"));
       }
     }
+    RETURN_IF_ERROR(ReadBool(config, config_path, "clean_up_tokenization_spaces",
+                             &tok.state_->clean_up));
     tok.config_text_ = config.dump(2) + "\n";
   }
   return tok;

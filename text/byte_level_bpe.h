@@ -13,7 +13,8 @@
 //     those); decoder ByteLevel or null; added_tokens (matched in the raw text before
 //     pre-tokenization, longest first; lstrip / rstrip honoured). Anything else is
 //     Unimplemented naming `source`, the section and the type (e.g. model type "WordPiece").
-//   - Tokenize(text): the tokens of each stretch between added tokens: the regex splits
+//   - Tokenize(text): tokenizers' Encoding.tokens — an added token as the span it matched
+//     (with the whitespace lstrip / rstrip took in), then the tokens of each stretch between: the regex splits
 //     (\s meaning Unicode White_Space, as Oniguruma's), each piece's UTF-8 bytes mapped through
 //     GPT-2's bytes_to_unicode, then BPE: merges applied lowest rank first (with ignore_merges a
 //     piece that is itself in the vocabulary stays whole). Invalid UTF-8 is InvalidArgument.
@@ -21,9 +22,10 @@
 //     add_special_tokens; truncation and padding as text/encoding.h (padding needs pad_token).
 //   - Decode(ids, skip_special_tokens): the tokens' characters mapped back to bytes (added
 //     tokens verbatim), as UTF-8 with invalid sequences replaced by U+FFFD (HF's
-//     from_utf8_lossy).
+//     from_utf8_lossy), cleaned up (text/encoding.h) when tokenizer_config.json's
+//     clean_up_tokenization_spaces is true.
 //   - FromPretrained(dir): tokenizer.json (required) plus tokenizer_config.json's
-//     model_max_length, pad_token and clean_up_tokenization_spaces (must be false).
+//     model_max_length, pad_token and clean_up_tokenization_spaces.
 //     SavePretrained(dir) writes both files.
 //
 // Example:
@@ -68,10 +70,14 @@ class ByteLevelBpeTokenizer {
   std::optional<int64_t> pad_token_id() const { return pad_id_; }
   std::optional<int64_t> model_max_length() const { return model_max_length_; }
 
- private:
+  // The parsed tokenizer.json (defined in byte_level_bpe.cc).
   struct State;
+
+ private:
   ByteLevelBpeTokenizer();
   absl::StatusOr<std::vector<int64_t>> PieceIds(const std::string& piece) const;
+  absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> TokenizeWithIds(
+      absl::string_view text) const;
   std::unique_ptr<State> state_;
   std::optional<int64_t> pad_id_;
   std::optional<int64_t> model_max_length_;

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 
 namespace loom::text {
 namespace {
@@ -127,6 +128,12 @@ void PadEncoding(const EncodeOptions& options, size_t length, int64_t pad_id, En
     enc->token_type_ids.insert(enc->token_type_ids.end(), extra, 0);
   if (options.return_attention_mask)
     enc->attention_mask.insert(enc->attention_mask.end(), extra, 0);
+}
+
+std::string CleanUpTokenization(const std::string& text) {
+  return absl::StrReplaceAll(text, {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","},
+                                    {" ' ", "'"}, {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"},
+                                    {" 've", "'ve"}, {" 're", "'re"}});
 }
 
 }  // namespace loom::text

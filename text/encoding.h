@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -65,6 +66,10 @@ absl::Status Truncate(Truncation truncation, int64_t max_length, int64_t special
                       std::vector<int64_t>& a, std::vector<int64_t>& b);
 
 void PadEncoding(const EncodeOptions& options, size_t length, int64_t pad_id, Encoding* encoding);
+
+// transformers 4.41 `PreTrainedTokenizerBase.clean_up_tokenization`: " ." -> ".", " n't" ->
+// "n't", ... (what decode does with clean_up_tokenization_spaces).
+std::string CleanUpTokenization(const std::string& text);
 
 }  // namespace loom::text
 

@@ -49,12 +49,6 @@ std::vector<Stretch> SplitOnSpecialTokens(const std::string& text,
   return out;
 }
 
-// transformers 4.41 `PreTrainedTokenizerBase.clean_up_tokenization`.
-std::string CleanUpTokenization(const std::string& text) {
-  return absl::StrReplaceAll(text, {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","},
-                                    {" ' ", "'"}, {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"},
-                                    {" 've", "'ve"}, {" 're", "'re"}});
-}
 
 }  // namespace
 

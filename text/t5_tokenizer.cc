@@ -8,7 +8,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
 #include "text/sentencepiece_model.h"
 #include "text/unicode.h"
@@ -25,19 +24,6 @@ std::string PythonStrip(const std::string& utf8) {
   return EncodeUtf8(PythonRStrip(PythonLStrip(*cps)));
 }
 
-// transformers 4.41 `PreTrainedTokenizerBase.clean_up_tokenization`.
-std::string CleanUpTokenization(const std::string& text) {
-  return absl::StrReplaceAll(text, {{" .", "."},
-                                    {" ?", "?"},
-                                    {" !", "!"},
-                                    {" ,", ","},
-                                    {" ' ", "'"},
-                                    {" n't", "n't"},
-                                    {" 'm", "'m"},
-                                    {" 's", "'s"},
-                                    {" 've", "'ve"},
-                                    {" 're", "'re"}});
-}
 
 absl::Status SentencePieceError(absl::string_view what, const std::string& message) {
   return absl::InvalidArgumentError(absl::StrCat(what, ": SentencePiece says: ", message));

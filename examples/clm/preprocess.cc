@@ -17,7 +17,7 @@ constexpr int64_t kNoLimit = INT64_MAX;
 }  // namespace
 
 absl::StatusOr<std::vector<std::vector<int64_t>>> TokenizeTexts(
-    const text::LlamaTokenizer& tokenizer, const std::vector<std::string>& texts,
+    const text::CausalLmTokenizer& tokenizer, const std::vector<std::string>& texts,
     const std::string& path) {
   std::vector<std::vector<int64_t>> out;
   out.reserve(texts.size());

@@ -2,8 +2,8 @@
 // 4.41): tokenize_function, the block size, group_texts, and the accuracy metric.
 //
 // Contract:
-//   - TokenizeTexts(tokenizer, texts, path): `tokenizer(texts)`'s input_ids (bos first, as
-//     LlamaTokenizer adds it); errors name the file and the 1-based example.
+//   - TokenizeTexts(tokenizer, texts, path): `tokenizer(texts)`'s input_ids (with the special
+//     tokens the tokenizer adds: Llama's bos); errors name the file and the 1-based example.
 //   - ResolveBlockSize(requested, model_max_length, max_position_embeddings): run_clm's rule —
 //     unset: the tokenizer's model_max_length, or min(1024, max_position_embeddings) with HF's
 //     warning when that is larger (no model_max_length counts as larger); set: clamped to
@@ -34,13 +34,13 @@
 
 #include "absl/status/statusor.h"
 #include "data/dataset.h"
-#include "text/llama_tokenizer.h"
+#include "text/causal_lm_tokenizer.h"
 #include "trainer/trainer.h"
 
 namespace loom::examples::clm {
 
 absl::StatusOr<std::vector<std::vector<int64_t>>> TokenizeTexts(
-    const text::LlamaTokenizer& tokenizer, const std::vector<std::string>& texts,
+    const text::CausalLmTokenizer& tokenizer, const std::vector<std::string>& texts,
     const std::string& path);
 
 struct BlockSize {

@@ -6,6 +6,7 @@
 
 #include "base/status_matchers.h"
 #include "examples/clm/synthetic_corpus.h"
+#include "text/causal_lm_tokenizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -51,7 +52,8 @@ TEST(ClmPreprocessTest, GroupTextsDropsEachThousandExampleBatchsRemainder) {
 
 TEST(ClmPreprocessTest, TokenizeAddsBosAndAccuracyShifts) {
   const std::vector<std::string> corpus = MakeSyntheticCorpus(200, 1);
-  ASSERT_OK_AND_ASSIGN(text::LlamaTokenizer tok, BuiltinTokenizer(corpus));
+  ASSERT_OK_AND_ASSIGN(text::LlamaTokenizer llama, BuiltinTokenizer(corpus));
+  const text::CausalLmTokenizer tok(std::move(llama));
   ASSERT_OK_AND_ASSIGN(auto ids, TokenizeTexts(tok, {"the red fox.", ""}, "f.txt"));
   EXPECT_EQ(ids[0].front(), 1);
   EXPECT_EQ(ids[1], std::vector<int64_t>{1});

@@ -26,7 +26,7 @@
 #include "models/llama/llama_for_causal_lm.h"
 #include "models/llama/pretrained.h"
 #include "runtime/parallel_context.h"
-#include "text/llama_tokenizer.h"
+#include "text/causal_lm_tokenizer.h"
 #include "trainer/trainer.h"
 
 namespace loom::examples::clm {
@@ -44,7 +44,7 @@ struct RawSplits {
 };
 
 struct Loaded {
-  std::shared_ptr<text::LlamaTokenizer> tokenizer;
+  std::shared_ptr<text::CausalLmTokenizer> tokenizer;
   std::shared_ptr<LlamaForCausalLM> model;
 };
 
@@ -159,12 +159,12 @@ absl::StatusOr<Loaded> LoadModelAndTokenizer(const ModelArguments& m, bool embed
   Loaded loaded;
   if (embedded) {
     ASSIGN_OR_RETURN(text::LlamaTokenizer tok, BuiltinTokenizer(raw.train));
-    loaded.tokenizer = std::make_shared<text::LlamaTokenizer>(std::move(tok));
+    loaded.tokenizer = std::make_shared<text::CausalLmTokenizer>(std::move(tok));
   } else {
     const std::string dir = m.has_tokenizer_name() ? m.tokenizer_name() : m.model_name_or_path();
-    ASSIGN_OR_RETURN(text::LlamaTokenizer tok, text::LlamaTokenizer::FromPretrained(dir),
+    ASSIGN_OR_RETURN(text::CausalLmTokenizer tok, text::CausalLmTokenizer::FromPretrained(dir),
                      m.has_tokenizer_name() ? "--tokenizer_name" : "--model_name_or_path");
-    loaded.tokenizer = std::make_shared<text::LlamaTokenizer>(std::move(tok));
+    loaded.tokenizer = std::make_shared<text::CausalLmTokenizer>(std::move(tok));
   }
   const LlamaConfig builtin = BuiltinLlamaConfig(loaded.tokenizer->size());
   ASSIGN_OR_RETURN(loaded.model, LoadModel(m, embedded ? &builtin : nullptr,
@@ -184,7 +184,7 @@ absl::StatusOr<GroupedSplits> GroupSplits(const DataTrainingArguments& d,
                                           const Loaded& loaded) {
   const BlockSize block = ResolveBlockSize(
       d.has_block_size() ? std::optional<int64_t>(d.block_size()) : std::nullopt,
-      loaded.tokenizer->options().model_max_length,
+      loaded.tokenizer->model_max_length(),
       loaded.model->config().max_position_embeddings);
   for (const std::string& w : block.warnings) LOG(WARNING) << w;
   GroupedSplits splits;

@@ -66,8 +66,8 @@ bad kv_heads 'must be divisible by num_key_value_heads (4)' --model_type llama \
   --config_overrides "hidden_size=48,num_attention_heads=6,num_key_value_heads=4,intermediate_size=64,num_hidden_layers=1" \
   "${TRAIN[@]}"
 mkdir -p "$T/bpe"
-echo '{"version": "1.0", "model": {"type": "BPE", "vocab": {}, "merges": []}, "pre_tokenizer": {"type": "ByteLevel"}}' > "$T/bpe/tokenizer.json"
-bad tokenizer_json 'model type "BPE", pre-tokenizer "ByteLevel"' --model_type llama \
+echo '{"version": "1.0", "model": {"type": "WordPiece", "vocab": {}}, "pre_tokenizer": {"type": "BertPreTokenizer"}}' > "$T/bpe/tokenizer.json"
+bad tokenizer_json 'model type "WordPiece"' --model_type llama \
   --tokenizer_name "$T/bpe" --train_file "$D/train.txt" --do_train
 mkdir -p "$T/sharded"
 cp "$T/demo/config.json" "$T/demo/tokenizer.model" "$T/sharded/"
