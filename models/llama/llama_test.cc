@@ -13,6 +13,7 @@
 #include "modeling/model.h"
 #include "modeling/unit_runner.h"
 #include "models/llama/llama_for_causal_lm.h"
+#include "models/llama/llama_testing.h"
 #include "models/llama/llama_model.h"
 
 namespace loom::models::llama {
@@ -21,29 +22,10 @@ namespace {
 using ::loom::base::testing::StatusIs;
 using ::testing::HasSubstr;
 
-LlamaConfig Tiny(bool tied = false, int64_t kv_heads = 2) {
-  LlamaConfig c;
-  c.vocab_size = 40;
-  c.hidden_size = 16;
-  c.intermediate_size = 24;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = kv_heads;
-  c.max_position_embeddings = 32;
-  c.tie_word_embeddings = tied;
-  c.pad_token_id = 0;
-  c.initializer_range = 0.2;  // logits far enough apart for argmax comparisons
-  return c;
-}
+LlamaConfig Tiny(bool tied = false, int64_t kv_heads = 2) { return TinyLlamaConfig(tied, kv_heads); }
 
 std::shared_ptr<LlamaForCausalLM> Model(const LlamaConfig& c, uint64_t seed = 3) {
-  auto model = LlamaForCausalLM::Create(c, seed);
-  EXPECT_TRUE(model.ok()) << model.status();
-  return *model;
-}
-
-at::Tensor Ids(std::vector<int64_t> v, int64_t rows) {
-  return torch::tensor(v, torch::kLong).view({rows, -1});
+  return TinyLlama(c, seed);
 }
 
 TEST(LlamaTest, StateDictKeysAreHfsInHfsOrder) {

@@ -1,14 +1,11 @@
 #include "models/llama/pretrained.h"
 
-#include <algorithm>
 #include <filesystem>
-#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
-#include "checkpoint/module_state.h"
+#include "modeling/pretrained_weights.h"
 #include "modeling/save_pretrained.h"
 
 namespace loom::models::llama {
@@ -34,46 +31,13 @@ checkpoint::NamedTensors FoldTiedHead(const checkpoint::NamedTensors& tensors, b
 
 }  // namespace
 
-std::string LlamaLoadReport::Report() const {
-  std::string out;
-  if (!newly_initialized_keys.empty()) {
-    absl::StrAppend(&out, "Some weights of LlamaForCausalLM were not initialized from ", source,
-                    " and are newly initialized: [", absl::StrJoin(newly_initialized_keys, ", "),
-                    "]");
-  }
-  if (!unused_keys.empty()) {
-    absl::StrAppend(&out, out.empty() ? "" : "\n", "Some weights of ", source,
-                    " were not used when initializing LlamaForCausalLM: [",
-                    absl::StrJoin(unused_keys, ", "), "]");
-  }
-  return out;
-}
-
 absl::StatusOr<LlamaLoadReport> LoadLlamaWeights(LlamaForCausalLM& model,
                                                  const checkpoint::NamedTensors& tensors,
                                                  const std::string& source) {
-  const checkpoint::NamedTensors folded =
-      FoldTiedHead(tensors, model.config().tie_word_embeddings);
-  std::set<std::string> model_keys;
-  for (const auto& [name, tensor] : checkpoint::ModuleStateDict(model)) model_keys.insert(name);
-  const bool any = std::any_of(folded.begin(), folded.end(),
-                               [&](const auto& kv) { return model_keys.count(kv.first) > 0; });
-  if (!any) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, " holds none of LlamaForCausalLM's weights (e.g. ", kEmbedding,
-        ", model.layers.0.self_attn.q_proj.weight); is it a Llama checkpoint?"));
-  }
-  checkpoint::LoadStateDictOptions non_strict;
-  non_strict.strict = false;
-  ASSIGN_OR_RETURN(checkpoint::LoadStateDictResult result,
-                   checkpoint::LoadStateDict(model, folded, non_strict), "loading " + source);
-  LlamaLoadReport report;
-  report.source = source;
-  report.newly_initialized_keys = result.missing_keys;
-  report.unused_keys = result.unexpected_keys;
-  std::sort(report.newly_initialized_keys.begin(), report.newly_initialized_keys.end());
-  std::sort(report.unused_keys.begin(), report.unused_keys.end());
-  return report;
+  return modeling::LoadWeightsNonStrict(
+      model, FoldTiedHead(tensors, model.config().tie_word_embeddings), source,
+      {"LlamaForCausalLM", "Llama",
+       absl::StrCat(kEmbedding, ", model.layers.0.self_attn.q_proj.weight")});
 }
 
 absl::StatusOr<LoadedLlama> LoadLlamaForCausalLM(const std::string& folder,

@@ -34,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/model_weights.h"
 #include "checkpoint/named_tensors.h"
+#include "modeling/pretrained_weights.h"
 #include "models/llama/llama_for_causal_lm.h"
 
 namespace loom::models::llama {
@@ -43,13 +44,8 @@ struct LlamaLoadOptions {
   bool prefer_safetensors = true;
 };
 
-struct LlamaLoadReport {
-  std::string source;
-  std::vector<std::string> newly_initialized_keys;
-  std::vector<std::string> unused_keys;
-  // HF's warnings in words ("" when every key was loaded and used).
-  std::string Report() const;
-};
+// HF's load warnings (modeling/pretrained_weights.h).
+using LlamaLoadReport = modeling::WeightsLoadReport;
 
 struct LoadedLlama {
   std::shared_ptr<LlamaForCausalLM> model;

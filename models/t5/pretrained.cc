@@ -1,16 +1,14 @@
 #include "models/t5/pretrained.h"
 
-#include <algorithm>
 #include <exception>
 #include <filesystem>
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
-#include "checkpoint/module_state.h"
+#include "modeling/pretrained_weights.h"
 #include "modeling/save_pretrained.h"
 
 namespace loom::models::t5 {
@@ -42,46 +40,13 @@ checkpoint::NamedTensors FoldTiedAliases(const checkpoint::NamedTensors& tensors
 
 }  // namespace
 
-std::string T5LoadReport::Report() const {
-  std::string out;
-  if (!newly_initialized_keys.empty()) {
-    absl::StrAppend(&out, "Some weights of T5ForConditionalGeneration were not initialized from ",
-                    source, " and are newly initialized: [",
-                    absl::StrJoin(newly_initialized_keys, ", "), "]");
-  }
-  if (!unused_keys.empty()) {
-    absl::StrAppend(&out, out.empty() ? "" : "\n", "Some weights of ", source,
-                    " were not used when initializing T5ForConditionalGeneration: [",
-                    absl::StrJoin(unused_keys, ", "), "]");
-  }
-  return out;
-}
-
 absl::StatusOr<T5LoadReport> LoadT5Weights(T5ForConditionalGeneration& model,
                                            const checkpoint::NamedTensors& tensors,
                                            const std::string& source) {
-  const checkpoint::NamedTensors folded =
-      FoldTiedAliases(tensors, model.config().tie_word_embeddings);
-  std::set<std::string> model_keys;
-  for (const auto& [name, tensor] : checkpoint::ModuleStateDict(model)) model_keys.insert(name);
-  const bool any = std::any_of(folded.begin(), folded.end(),
-                               [&](const auto& kv) { return model_keys.count(kv.first) > 0; });
-  if (!any) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, " holds none of T5ForConditionalGeneration's weights (e.g. shared.weight, "
-                "encoder.block.0.layer.0.SelfAttention.q.weight); is it a T5 checkpoint?"));
-  }
-  checkpoint::LoadStateDictOptions non_strict;
-  non_strict.strict = false;
-  ASSIGN_OR_RETURN(checkpoint::LoadStateDictResult result,
-                   checkpoint::LoadStateDict(model, folded, non_strict), "loading " + source);
-  T5LoadReport report;
-  report.source = source;
-  report.newly_initialized_keys = result.missing_keys;
-  report.unused_keys = result.unexpected_keys;
-  std::sort(report.newly_initialized_keys.begin(), report.newly_initialized_keys.end());
-  std::sort(report.unused_keys.begin(), report.unused_keys.end());
-  return report;
+  return modeling::LoadWeightsNonStrict(
+      model, FoldTiedAliases(tensors, model.config().tie_word_embeddings), source,
+      {"T5ForConditionalGeneration", "T5",
+       "shared.weight, encoder.block.0.layer.0.SelfAttention.q.weight"});
 }
 
 absl::StatusOr<LoadedT5> LoadT5ForConditionalGeneration(const std::string& folder,

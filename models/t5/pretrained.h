@@ -37,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "checkpoint/model_weights.h"
 #include "checkpoint/named_tensors.h"
+#include "modeling/pretrained_weights.h"
 #include "models/t5/t5_for_conditional_generation.h"
 
 namespace loom::models::t5 {
@@ -46,13 +47,8 @@ struct T5LoadOptions {
   bool prefer_safetensors = true;
 };
 
-struct T5LoadReport {
-  std::string source;
-  std::vector<std::string> newly_initialized_keys;
-  std::vector<std::string> unused_keys;
-  // HF's warnings in words ("" when every key was loaded and used).
-  std::string Report() const;
-};
+// HF's load warnings (modeling/pretrained_weights.h).
+using T5LoadReport = modeling::WeightsLoadReport;
 
 struct LoadedT5 {
   std::shared_ptr<T5ForConditionalGeneration> model;

@@ -24,6 +24,7 @@
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "checkpoint/safetensors.h"
+#include "tests/models/parity_tool_util.h"
 #include "generation/generate.h"
 #include "logging/process_logging.h"
 #include "modeling/generation_config.h"
@@ -32,6 +33,8 @@
 
 namespace loom::models::llama {
 namespace {
+
+using tests::Find;
 
 constexpr double kTolerance = 1e-6;
 constexpr uint64_t kSamplingSeed = 20261129;  // llama_reference.SAMPLING_SEED
@@ -115,11 +118,6 @@ checkpoint::NamedTensors Inputs(int k) {
   ids.masked_fill_(mask == 0, 0);
   const at::Tensor labels = ids.masked_fill(mask == 0, -100);
   return {{"input_ids", ids}, {"attention_mask", mask}, {"labels", labels}};
-}
-
-at::Tensor Find(const checkpoint::NamedTensors& tensors, const std::string& name) {
-  const at::Tensor* t = checkpoint::FindTensor(tensors, name);
-  return t == nullptr ? at::Tensor() : *t;
 }
 
 absl::StatusOr<checkpoint::NamedTensors> Run(LlamaForCausalLM& model,
@@ -206,37 +204,11 @@ absl::Status Write(const std::string& dir, bool transformers_4_41) {
   return absl::OkStatus();
 }
 
-absl::Status Compare(const std::string& what, const at::Tensor& got, const at::Tensor& want) {
-  if (!got.sizes().equals(want.sizes())) {
-    return absl::InternalError(absl::StrCat(what, ": shape ", c10::str(got.sizes()),
-                                            " but the reference has ", c10::str(want.sizes())));
-  }
-  const at::Tensor g = got.to(at::kDouble), w = want.to(at::kDouble);
-  const at::Tensor excess = (g - w).abs() - kTolerance * (1 + w.abs());
-  if (excess.numel() > 0 && excess.max().item<double>() > 0) {
-    return absl::InternalError(absl::StrCat(what, ": max |loom - reference| = ",
-                                            (g - w).abs().max().item<double>(), " exceeds ",
-                                            kTolerance, " (1 + |reference|)"));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status CheckGenerations(LlamaForCausalLM& model, const std::string& sdir) {
   RETURN_IF_ERROR(WriteGenerations(model, sdir, "loom_check_"));
-  for (const nlohmann::json& entry : GenerateCases()) {
-    const std::string name = entry["name"].get<std::string>();
-    ASSIGN_OR_RETURN(checkpoint::SafetensorsFile mine,
-                     checkpoint::LoadSafetensors(sdir + "/loom_check_gen_" + name + ".safetensors"));
-    ASSIGN_OR_RETURN(checkpoint::SafetensorsFile ref,
-                     checkpoint::LoadSafetensors(sdir + "/python_gen_" + name + ".safetensors"));
-    const at::Tensor a = Find(mine.tensors, "sequences"), b = Find(ref.tensors, "sequences");
-    if (!b.defined() || !a.sizes().equals(b.sizes()) || !torch::equal(a, b)) {
-      return absl::InternalError(absl::StrCat(sdir, " generate ", name, ": loom ", c10::str(a),
-                                              " but the reference ",
-                                              b.defined() ? c10::str(b) : "nothing"));
-    }
-  }
-  return absl::OkStatus();
+  std::vector<std::string> names;
+  for (const nlohmann::json& entry : GenerateCases()) names.push_back(entry["name"].get<std::string>());
+  return tests::CompareGenerations(sdir, names);
 }
 
 absl::Status Check(const std::string& dir, bool transformers_4_41) {
@@ -251,7 +223,8 @@ absl::Status Check(const std::string& dir, bool transformers_4_41) {
       for (const auto& [name, tensor] : mine) {
         const at::Tensor want = Find(ref.tensors, name);
         if (!want.defined()) return absl::InternalError(path + " lacks " + name);
-        RETURN_IF_ERROR(Compare(absl::StrCat(sc.name, " case ", k, " ", name), tensor, want));
+        RETURN_IF_ERROR(
+            tests::CompareWithin(absl::StrCat(sc.name, " case ", k, " ", name), tensor, want, kTolerance));
       }
     }
     RETURN_IF_ERROR(CheckGenerations(*loaded.model, sdir));

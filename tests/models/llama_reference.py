@@ -51,8 +51,9 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 import generation_reference as gen  # noqa: E402
+import parity_harness  # noqa: E402
 from parity_harness import (fail, list_cases, load_weights, read_generate_json,  # noqa: E402
-                            read_model_folder_json, require_close)
+                            read_model_folder_json)
 from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
 
 INPUT_NAMES = ("input_ids", "attention_mask", "labels")
@@ -346,28 +347,6 @@ def run_case(model, inputs):
     return result
 
 
-def check_case(model, path):
-    tensors = dict(read_safetensors(path))
-    for name in INPUT_NAMES:
-        if name not in tensors or tensors[name].dtype != torch.int64 or tensors[name].dim() != 2:
-            fail(f"{path}: {name} must be a 2-d int64 tensor")
-    ref = run_case(model, tensors)
-    missing = sorted(set(ref) - set(tensors))
-    unexpected = sorted(set(tensors) - set(ref) - set(INPUT_NAMES))
-    if missing or unexpected:
-        fail(f"{path}: missing outputs {missing}, unexpected tensors {unexpected}")
-    for name, want in ref.items():
-        require_close(path, name, tensors[name], want)
-
-
-def generate_for(model, entry, cases, where):
-    inputs = dict(read_safetensors(cases[entry["case"]]))
-    try:
-        return generate(model, inputs["input_ids"], inputs["attention_mask"], entry["config"])
-    except ValueError as e:
-        fail(f"{where}: generate {entry['name']}: {e}")
-
-
 def build(texts):
     generation = texts.get("generation_config.json")
     return LlamaForCausalLM(json.loads(texts["config.json"]),
@@ -384,14 +363,10 @@ def check_scenario(sdir):
     model.eval()
     cases = list_cases(sdir)
     for path in cases.values():
-        check_case(model, path)
+        parity_harness.check_case(model, path, run_case, INPUT_NAMES)
     entries = read_generate_json(sdir, cases)
     for e in entries:
-        path = os.path.join(sdir, f"gen_{e['name']}.safetensors")
-        cpp = dict(read_safetensors(path))["sequences"]
-        want = generate_for(model, e, cases, path)
-        if tuple(cpp.shape) != tuple(want.shape) or not torch.equal(cpp, want):
-            fail(f"{path} ({e['config']}): C++ {cpp.tolist()}\nreference {want.tolist()}")
+        parity_harness.check_generation(model, sdir, e, cases, generate)
     torch.manual_seed(1234)
     fresh = build(texts)
     init_weights(fresh)
@@ -410,21 +385,14 @@ def check_scenario(sdir):
     fresh.eval()
     for e in entries:
         write_safetensors(os.path.join(sdir, f"python_gen_{e['name']}.safetensors"),
-                          {"sequences": generate_for(fresh, e, cases, sdir)})
+                          {"sequences": parity_harness.generate_for(fresh, e, cases, sdir,
+                                                                    generate)})
     print(f"{os.path.basename(sdir)}: PASS ({len(cases)} cases: logits, loss, every gradient; "
           f"{len(entries)} generations)")
 
 
 def main():
-    if len(sys.argv) != 2:
-        fail("usage: llama_reference.py DIR")
-    torch.set_num_threads(1)
-    root = sys.argv[1]
-    scenarios = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
-    if not scenarios:
-        fail(f"no scenarios under {root}")
-    for name in scenarios:
-        check_scenario(os.path.join(root, name))
+    parity_harness.run_scenarios("llama_reference.py", check_scenario)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """What the Python-reference parity tests in tests/models share: failing with a reason, the
 elementwise tolerance check, reading the C++ tool's scenario folders (cases, generate.json, the
-model folder's JSON files) and loading weights whose keys must match exactly. Only torch and
+model folder's JSON files), loading weights whose keys must match exactly, checking a case's
+outputs and a generation against a model's, and the loop over scenario folders. Only torch and
 numpy are needed.
 """
 
@@ -12,6 +13,8 @@ import sys
 
 import numpy as np
 import torch
+
+from safetensors_io import read_safetensors
 
 TOLERANCE = 1e-6
 
@@ -92,3 +95,59 @@ def load_weights(model, weights, where, expected):
                 fail(f"{where}: {name} is {tensor.dtype} {tuple(tensor.shape)}, the reference "
                      f"wants float32 {tuple(params[name].shape)}")
             params[name].copy_(tensor)
+
+
+def check_case(model, path, run_case, input_names):
+    """One case_<k>.safetensors: the C++ outputs (every key run_case returns) must equal the
+    reference's within tolerance; the inputs must be 2-d int64 tensors."""
+    tensors = dict(read_safetensors(path))
+    for name in input_names:
+        if name not in tensors or tensors[name].dtype != torch.int64 or tensors[name].dim() != 2:
+            fail(f"{path}: {name} must be a 2-d int64 tensor")
+    ref = run_case(model, tensors)
+    missing = sorted(set(ref) - set(tensors))
+    unexpected = sorted(set(tensors) - set(ref) - set(input_names))
+    if missing or unexpected:
+        fail(f"{path}: missing outputs {missing}, unexpected tensors {unexpected}")
+    for name, want in ref.items():
+        require_close(path, name, tensors[name], want)
+
+
+def generate_for(model, entry, cases, where, generate):
+    """generate(model, input_ids, attention_mask, config) on the entry's case."""
+    inputs = dict(read_safetensors(cases[entry["case"]]))
+    try:
+        return generate(model, inputs["input_ids"], inputs["attention_mask"], entry["config"])
+    except ValueError as e:
+        fail(f"{where}: generate {entry['name']}: {e}")
+
+
+def check_generation(model, sdir, entry, cases, generate):
+    """gen_<name>.safetensors' "sequences" must be exactly the reference's generation."""
+    path = os.path.join(sdir, f"gen_{entry['name']}.safetensors")
+    if not os.path.exists(path):
+        fail(f"{path}: missing")
+    got = dict(read_safetensors(path))
+    if set(got) != {"sequences"}:
+        fail(f"{path}: holds {sorted(got)}, not just sequences")
+    want = generate_for(model, entry, cases, path, generate)
+    cpp = got["sequences"]
+    if cpp.dtype != torch.int64 or tuple(cpp.shape) != tuple(want.shape) or \
+            not torch.equal(cpp, want):
+        fail(f"{path} ({entry['config']} on case {entry['case']}): C++ sequences "
+             f"{cpp.dtype} {tuple(cpp.shape)}\n{cpp.tolist()}\nreference {tuple(want.shape)}\n"
+             f"{want.tolist()}")
+
+
+def run_scenarios(program, check_scenario):
+    """usage: PROGRAM DIR — check_scenario(DIR/<scenario>) for every sub-folder, sorted, with
+    one intra-op thread (as the C++ tools)."""
+    if len(sys.argv) != 2:
+        fail(f"usage: {program} DIR")
+    torch.set_num_threads(1)
+    root = sys.argv[1]
+    scenarios = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+    if not scenarios:
+        fail(f"no scenarios under {root}")
+    for name in scenarios:
+        check_scenario(os.path.join(root, name))

@@ -20,6 +20,7 @@
 #include "base/status_macros.h"
 #include "checkpoint/module_state.h"
 #include "checkpoint/safetensors.h"
+#include "tests/models/parity_tool_util.h"
 #include "logging/process_logging.h"
 #include "generation/generate.h"
 #include "modeling/generation_config.h"
@@ -28,6 +29,8 @@
 
 namespace loom::models::t5 {
 namespace {
+
+using tests::Find;
 
 constexpr double kTolerance = 1e-6;
 
@@ -72,11 +75,6 @@ checkpoint::NamedTensors Inputs(int k) {
     labels[2].narrow(0, 1, 5).fill_(-100);
   }
   return {{"input_ids", ids}, {"attention_mask", mask}, {"labels", labels}};
-}
-
-at::Tensor Find(const checkpoint::NamedTensors& tensors, const std::string& name) {
-  const at::Tensor* t = checkpoint::FindTensor(tensors, name);
-  return t == nullptr ? at::Tensor() : *t;
 }
 
 // Runs `inputs` through `model` (eval, fp32) and returns the inputs plus loom's outputs and
@@ -173,21 +171,6 @@ absl::Status Write(const std::string& dir) {
   return absl::OkStatus();
 }
 
-absl::Status Compare(const std::string& what, const at::Tensor& got, const at::Tensor& want) {
-  if (!got.sizes().equals(want.sizes())) {
-    return absl::InternalError(absl::StrCat(what, ": shape ", c10::str(got.sizes()),
-                                            " but the reference has ", c10::str(want.sizes())));
-  }
-  const at::Tensor g = got.to(at::kDouble), w = want.to(at::kDouble);
-  const at::Tensor excess = (g - w).abs() - kTolerance * (1 + w.abs());
-  if (excess.numel() > 0 && excess.max().item<double>() > 0) {
-    return absl::InternalError(absl::StrCat(what, ": max |loom - reference| = ",
-                                            (g - w).abs().max().item<double>(), " exceeds ",
-                                            kTolerance, " (1 + |reference|)"));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Check(const std::string& dir) {
   for (const Scenario& sc : Scenarios()) {
     const std::string sdir = dir + "/" + sc.name;
@@ -200,23 +183,16 @@ absl::Status Check(const std::string& dir) {
       for (const auto& [name, tensor] : mine) {
         const at::Tensor want = Find(ref.tensors, name);
         if (!want.defined()) return absl::InternalError(path + " lacks " + name);
-        RETURN_IF_ERROR(Compare(absl::StrCat(sc.name, " case ", k, " ", name), tensor, want));
+        RETURN_IF_ERROR(
+            tests::CompareWithin(absl::StrCat(sc.name, " case ", k, " ", name), tensor, want, kTolerance));
       }
     }
     RETURN_IF_ERROR(WriteGenerations(*loaded.model, sdir, "loom_check_"));
+    std::vector<std::string> names;
     for (const nlohmann::json& entry : GenerateCases()) {
-      const std::string name = entry["name"].get<std::string>();
-      ASSIGN_OR_RETURN(checkpoint::SafetensorsFile mine,
-                       checkpoint::LoadSafetensors(sdir + "/loom_check_gen_" + name + ".safetensors"));
-      ASSIGN_OR_RETURN(checkpoint::SafetensorsFile ref,
-                       checkpoint::LoadSafetensors(sdir + "/python_gen_" + name + ".safetensors"));
-      const at::Tensor a = Find(mine.tensors, "sequences"), b = Find(ref.tensors, "sequences");
-      if (!b.defined() || !a.sizes().equals(b.sizes()) || !torch::equal(a, b)) {
-        return absl::InternalError(absl::StrCat(sc.name, " generate ", name, ": loom ",
-                                                c10::str(a), " but the reference ",
-                                                b.defined() ? c10::str(b) : "nothing"));
-      }
+      names.push_back(entry["name"].get<std::string>());
     }
+    RETURN_IF_ERROR(tests::CompareGenerations(sdir, names));
     std::cout << sc.name << ": loom on the reference's weights matches it (outputs, gradients, "
               << GenerateCases().size() << " generations)\n";
   }

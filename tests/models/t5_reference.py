@@ -60,7 +60,7 @@ if _HERE not in sys.path:  # also when loaded by path (importlib) from another f
     sys.path.insert(0, _HERE)
 import generation_reference as gen  # noqa: E402
 from parity_harness import (fail, list_cases, read_generate_json,  # noqa: E402
-                            read_model_folder_json, require_close)
+                            read_model_folder_json)
 import parity_harness  # noqa: E402
 from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
 
@@ -564,52 +564,6 @@ def run_case(model, inputs):
     return result
 
 
-def check_inputs(where, inputs):
-    for name in INPUT_NAMES:
-        if name not in inputs:
-            fail(f"{where}: lacks input {name}")
-        if inputs[name].dtype != torch.int64 or inputs[name].dim() != 2:
-            fail(f"{where}: {name} must be a 2-d int64 tensor, is {inputs[name].dtype} "
-                 f"{tuple(inputs[name].shape)}")
-
-
-def check_case(model, path):
-    """One case_<k>.safetensors: the C++ outputs must equal the reference's within tolerance."""
-    tensors = dict(read_safetensors(path))
-    check_inputs(path, tensors)
-    ref = run_case(model, tensors)
-    unexpected = sorted(set(tensors) - set(ref) - set(INPUT_NAMES))
-    missing = sorted(set(ref) - set(tensors))
-    if missing or unexpected:
-        fail(f"{path}: missing outputs {missing}, unexpected tensors {unexpected}")
-    for name, want in ref.items():
-        require_close(path, name, tensors[name], want)
-
-
-def generate_for(model, entry, cases, where):
-    inputs = dict(read_safetensors(cases[entry["case"]]))
-    try:
-        return generate(model, inputs["input_ids"], inputs["attention_mask"], entry["config"])
-    except ValueError as e:
-        fail(f"{where}: generate {entry['name']}: {e}")
-
-
-def check_generation(model, sdir, entry, cases):
-    path = os.path.join(sdir, f"gen_{entry['name']}.safetensors")
-    if not os.path.exists(path):
-        fail(f"{path}: missing")
-    got = dict(read_safetensors(path))
-    if set(got) != {"sequences"}:
-        fail(f"{path}: holds {sorted(got)}, not just sequences")
-    want = generate_for(model, entry, cases, path)
-    cpp = got["sequences"]
-    if cpp.dtype != torch.int64 or tuple(cpp.shape) != tuple(want.shape) or \
-            not torch.equal(cpp, want):
-        fail(f"{path} ({entry['config']} on case {entry['case']}): C++ sequences "
-             f"{cpp.dtype} {tuple(cpp.shape)}\n{cpp.tolist()}\nreference {tuple(want.shape)}\n"
-             f"{want.tolist()}")
-
-
 def build(texts):
     generation = texts.get("generation_config.json")
     return T5ForConditionalGeneration(json.loads(texts["config.json"]),
@@ -637,7 +591,7 @@ def write_python_side(sdir, texts, cases, entries):
         write_safetensors(os.path.join(sdir, f"python_case_{k}.safetensors"), result)
     fresh.eval()
     for e in entries:
-        sequences = generate_for(fresh, e, cases, sdir)
+        sequences = parity_harness.generate_for(fresh, e, cases, sdir, generate)
         write_safetensors(os.path.join(sdir, f"python_gen_{e['name']}.safetensors"),
                           {"sequences": sequences})
 
@@ -653,25 +607,17 @@ def check_scenario(sdir):
     model.eval()
     cases = list_cases(sdir)
     for path in cases.values():
-        check_case(model, path)
+        parity_harness.check_case(model, path, run_case, INPUT_NAMES)
     entries = read_generate_json(sdir, cases)
     for e in entries:
-        check_generation(model, sdir, e, cases)
+        parity_harness.check_generation(model, sdir, e, cases, generate)
     write_python_side(sdir, texts, cases, entries)
     print(f"{os.path.basename(sdir)}: PASS ({len(cases)} cases: logits, loss, encoder output, "
           f"every gradient; {len(entries)} generations)")
 
 
 def main():
-    if len(sys.argv) != 2:
-        fail("usage: t5_reference.py DIR")
-    torch.set_num_threads(1)
-    root = sys.argv[1]
-    scenarios = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
-    if not scenarios:
-        fail(f"no scenarios under {root}")
-    for name in scenarios:
-        check_scenario(os.path.join(root, name))
+    parity_harness.run_scenarios("t5_reference.py", check_scenario)
 
 
 if __name__ == "__main__":

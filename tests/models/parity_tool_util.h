@@ -1,0 +1,35 @@
+// What the C++ halves of the Python-reference parity tests in tests/models share: finding a
+// tensor in a file's list, the elementwise tolerance check, and comparing generated ids with
+// the reference's files.
+//
+// Contract:
+//   - Find(tensors, name): the tensor or an undefined one.
+//   - CompareWithin(what, got, want, tolerance): same shape and |got - want| <= tolerance
+//     (1 + |want|) elementwise, else InternalError naming `what` and the worst difference.
+//   - CompareGenerations(sdir, names): for each name, the "sequences" of
+//     sdir/loom_check_gen_<name>.safetensors and sdir/python_gen_<name>.safetensors are equal
+//     (shape and ids), else InternalError showing both.
+//
+// Example:
+//   RETURN_IF_ERROR(CompareWithin("case 0 logits", mine, Find(ref, "logits"), 1e-6));
+#ifndef LOOM_TESTS_MODELS_PARITY_TOOL_UTIL_H_
+#define LOOM_TESTS_MODELS_PARITY_TOOL_UTIL_H_
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "checkpoint/named_tensors.h"
+
+namespace loom::tests {
+
+at::Tensor Find(const checkpoint::NamedTensors& tensors, const std::string& name);
+absl::Status CompareWithin(const std::string& what, const at::Tensor& got, const at::Tensor& want,
+                           double tolerance);
+absl::Status CompareGenerations(const std::string& sdir, const std::vector<std::string>& names);
+
+}  // namespace loom::tests
+
+#endif  // LOOM_TESTS_MODELS_PARITY_TOOL_UTIL_H_
