@@ -1,5 +1,6 @@
 #include "modeling/config_json.h"
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <string>
@@ -100,6 +101,20 @@ absl::StatusOr<json> ParseConfigObject(absl::string_view text, absl::string_view
                                  "\" configs can be read here"));
   }
   return j;
+}
+
+absl::Status ReadArchitectures(const nlohmann::json& j, absl::string_view source,
+                               std::optional<std::vector<std::string>>* out) {
+  auto it = j.find("architectures");
+  if (it == j.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_array() || !std::all_of(it->begin(), it->end(), [](const nlohmann::json& e) {
+        return e.is_string();
+      })) {
+    return KeyError(source, "architectures",
+                    absl::StrCat("must be a list of class names, got ", it->dump()));
+  }
+  *out = it->get<std::vector<std::string>>();
+  return absl::OkStatus();
 }
 
 }  // namespace loom::modeling

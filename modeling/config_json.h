@@ -8,6 +8,8 @@
 //     and return InvalidArgument (KeyError) when its value has the wrong type;
 //     ReadOptionalString / ReadOptionalInt also accept null (ReadOptionalInt resets *out).
 //   - KeyError(source, key, what): InvalidArgument "<source>: key "<key>" <what>".
+//   - ReadArchitectures(j, source, out): PretrainedConfig's "architectures", a list of class
+//     names (null or absent: *out unchanged).
 //   - Sorted(v): a copy of `v` with every object's keys in sorted order (json.dumps(sort_keys=True)
 //     for values a config only carries).
 //
@@ -20,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -46,6 +49,8 @@ absl::Status ReadOptionalString(const nlohmann::json& j, absl::string_view sourc
                                 const char* key, std::optional<std::string>* out);
 absl::Status ReadOptionalInt(const nlohmann::json& j, absl::string_view source, const char* key,
                              std::optional<int64_t>* out);
+absl::Status ReadArchitectures(const nlohmann::json& j, absl::string_view source,
+                               std::optional<std::vector<std::string>>* out);
 nlohmann::ordered_json Sorted(const nlohmann::json& v);
 
 }  // namespace loom::modeling

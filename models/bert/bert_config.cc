@@ -153,14 +153,7 @@ absl::Status ReadOptionalKeys(const json& j, absl::string_view source, BertConfi
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", s.message()));
   }
   RETURN_IF_ERROR(ReadOptionalString(j, source, "finetuning_task", &c.finetuning_task));
-  if (auto it = j.find("architectures"); it != j.end() && !it->is_null()) {
-    if (!it->is_array() ||
-        !std::all_of(it->begin(), it->end(), [](const json& e) { return e.is_string(); })) {
-      return KeyError(source, "architectures",
-                      absl::StrCat("must be a list of class names, got ", it->dump()));
-    }
-    c.architectures = it->get<std::vector<std::string>>();
-  }
+  RETURN_IF_ERROR(modeling::ReadArchitectures(j, source, &c.architectures));
   // transformers 4.41 sets unknown config.json keys as attributes: "_attn_implementation" goes
   // through the property's setter and becomes the requested implementation.
   if (auto it = j.find("_attn_implementation"); it != j.end() && !it->is_null()) {

@@ -134,14 +134,7 @@ absl::Status ReadFlagsAndIds(const json& j, absl::string_view source, LlamaConfi
   if (auto it = j.find("rope_scaling"); it != j.end() && !it->is_null()) {
     ASSIGN_OR_RETURN(c.rope_scaling, ReadRopeScaling(*it, source));
   }
-  if (auto it = j.find("architectures"); it != j.end() && !it->is_null()) {
-    if (!it->is_array() ||
-        !std::all_of(it->begin(), it->end(), [](const json& e) { return e.is_string(); })) {
-      return KeyError(source, "architectures",
-                      absl::StrCat("must be a list of class names, got ", it->dump()));
-    }
-    c.architectures = it->get<std::vector<std::string>>();
-  }
+  RETURN_IF_ERROR(modeling::ReadArchitectures(j, source, &c.architectures));
   if (auto it = j.find("torch_dtype"); it != j.end() && it->is_string()) {
     c.torch_dtype = it->get<std::string>();
   }
