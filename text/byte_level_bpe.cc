@@ -256,6 +256,10 @@ absl::Status ReadAddedTokens(const Json& j, const std::string& source,
         !t.contains("id") || !t["id"].is_number_integer()) {
       return absl::InvalidArgumentError(absl::StrCat(source, ": bad added token ", t.dump()));
     }
+    if (t["id"].get<int64_t>() < 0 || t["id"].get<int64_t>() > (1 << 24)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": added token ", t["content"].dump(), " has an id outside 0..2^24"));
+    }
     if (t.value("single_word", false)) {
       return Unsupported(source, absl::StrCat("added token ", t["content"].dump(), " with single_word"));
     }
@@ -325,14 +329,19 @@ std::vector<Segment> SplitAdded(const std::string& text, const std::vector<Added
   return out;
 }
 
+// How long one regex split may run (ICU's units of about a millisecond): a pattern from a
+// tokenizer.json that backtracks without end fails instead of hanging the run.
+constexpr int32_t kRegexTimeLimit = 5000;
+
 // Splits every piece by `regex`, keeping both the matches and what lies between (Isolated).
-std::vector<std::string> SplitIsolated(const std::vector<std::string>& pieces,
-                                       const icu::RegexPattern& regex) {
+absl::StatusOr<std::vector<std::string>> SplitIsolated(const std::vector<std::string>& pieces,
+                                                       const icu::RegexPattern& regex) {
   std::vector<std::string> out;
   for (const std::string& piece : pieces) {
     const icu::UnicodeString u = icu::UnicodeString::fromUTF8(piece);
     UErrorCode status = U_ZERO_ERROR;
     std::unique_ptr<icu::RegexMatcher> m(regex.matcher(u, status));
+    if (U_SUCCESS(status)) m->setTimeLimit(kRegexTimeLimit, status);
     int32_t prev = 0;
     auto emit = [&](int32_t a, int32_t b) {
       if (b <= a) return;
@@ -346,6 +355,12 @@ std::vector<std::string> SplitIsolated(const std::vector<std::string>& pieces,
       emit(a, b);
       prev = b;
       if (a == b) break;  // no pattern here matches empty text; never loop on one
+    }
+    if (U_FAILURE(status)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the pre-tokenizer's regex failed on a piece of ", piece.size(), " bytes (",
+          u_errorName(status), status == U_REGEX_TIME_OUT ? ": it backtracks too long" : "",
+          ")"));
     }
     emit(prev, u.length());
   }
@@ -409,6 +424,18 @@ std::string DecodeUtf8Lossy(const std::string& bytes) {
 
 absl::StatusOr<ByteLevelBpeTokenizer> ByteLevelBpeTokenizer::FromTokenizerJson(
     const std::string& text, const std::string& source) {
+  // The readers check the shapes they rely on; a value of another JSON type than a field's
+  // (nlohmann's type_error) is reported here, whichever field it was.
+  try {
+    return Parse(text, source);
+  } catch (const Json::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": a field has the wrong JSON type (", e.what(), ")"));
+  }
+}
+
+absl::StatusOr<ByteLevelBpeTokenizer> ByteLevelBpeTokenizer::Parse(const std::string& text,
+                                                                  const std::string& source) {
   const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": not a JSON object"));
@@ -431,6 +458,15 @@ absl::StatusOr<ByteLevelBpeTokenizer> ByteLevelBpeTokenizer::FromTokenizerJson(
   s->id_to_token.assign(static_cast<size_t>(size), "");
   for (const auto& [token, id] : s->vocab) s->id_to_token[id] = token;
   for (const AddedToken& t : s->added) s->id_to_token[t.id] = t.content;
+  for (const std::vector<int64_t>* ids : {&s->prefix_ids, &s->suffix_ids}) {
+    for (int64_t id : *ids) {
+      if (id < 0 || id >= size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            source, ": the post_processor's template names the id ", id,
+            ", outside the vocabulary (size ", size, ")"));
+      }
+    }
+  }
   for (int b = 0; b < 256; ++b) s->char_to_byte[s->byte_to_char[b]] = static_cast<uint8_t>(b);
   tok.json_text_ = text;
   return tok;
@@ -500,7 +536,9 @@ absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ByteLevelBpeTokeniz
           if (p.empty() || p[0] != ' ') p = " " + p;
         }
       }
-      if (stage.regex != nullptr) pieces = SplitIsolated(pieces, *stage.regex);
+      if (stage.regex != nullptr) {
+        ASSIGN_OR_RETURN(pieces, SplitIsolated(pieces, *stage.regex));
+      }
     }
     for (const std::string& p : pieces) {
       std::string mapped;

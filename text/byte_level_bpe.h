@@ -75,6 +75,8 @@ class ByteLevelBpeTokenizer {
 
  private:
   ByteLevelBpeTokenizer();
+  static absl::StatusOr<ByteLevelBpeTokenizer> Parse(const std::string& text,
+                                                     const std::string& source);
   absl::StatusOr<std::vector<int64_t>> PieceIds(const std::string& piece) const;
   absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> TokenizeWithIds(
       absl::string_view text) const;

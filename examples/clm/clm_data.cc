@@ -179,6 +179,11 @@ absl::StatusOr<TextColumn> ReadCsv(const std::string& text, const std::string& f
 absl::StatusOr<TextColumn> ReadTextColumn(const std::string& path, const std::string& flag,
                                           bool keep_linebreaks) {
   ASSIGN_OR_RETURN(const std::string raw, base::ReadFile(path), flag);
+  return ParseTextColumn(raw, path, flag, keep_linebreaks);
+}
+
+absl::StatusOr<TextColumn> ParseTextColumn(const std::string& raw, const std::string& path,
+                                           const std::string& flag, bool keep_linebreaks) {
   if (absl::Status utf8 = text::DecodeUtf8(raw).status(); !utf8.ok()) {
     return FileError(flag, path, absl::StrCat("is not UTF-8 text: ", utf8.message()));
   }

@@ -39,6 +39,10 @@ struct TextColumn {
 
 absl::StatusOr<TextColumn> ReadTextColumn(const std::string& path, const std::string& flag,
                                           bool keep_linebreaks);
+// ReadTextColumn on bytes already read: `path` gives the extension and names the file in
+// errors (what the fuzz target drives).
+absl::StatusOr<TextColumn> ParseTextColumn(const std::string& raw, const std::string& path,
+                                           const std::string& flag, bool keep_linebreaks);
 
 // {validation, train}.
 std::pair<std::vector<std::string>, std::vector<std::string>> SplitPercent(
