@@ -1,6 +1,7 @@
 #include "models/llama/llama_for_causal_lm.h"
 
 #include <exception>
+#include <map>
 #include <stdexcept>
 #include <utility>
 
@@ -29,12 +30,13 @@ modeling::GenerationConfig FromModelConfig(const LlamaConfig& c) {
 
 }  // namespace
 
-LlamaForCausalLM::LlamaForCausalLM(const LlamaConfig& config) : config_(config) {
-  model = register_module("model", std::make_shared<LlamaModel>(config));
+LlamaForCausalLM::LlamaForCausalLM(const LlamaConfig& config, bool deferred) : config_(config) {
+  model = register_module("model", std::make_shared<LlamaModel>(config, deferred));
   if (!config.tie_word_embeddings) {
     lm_head = register_module(
         "lm_head", torch::nn::Linear(
                        torch::nn::LinearOptions(config.hidden_size, config.vocab_size).bias(false)));
+    if (deferred) modeling::DeferParameters(*lm_head);
   }
   non_embedding_parameters_ = modeling::NonEmbeddingParameterCount(*this);
   generation_config_ = FromModelConfig(config);
@@ -46,10 +48,41 @@ absl::StatusOr<std::shared_ptr<LlamaForCausalLM>> LlamaForCausalLM::Create(
   try {
     auto model = std::make_shared<LlamaForCausalLM>(config);
     InitLlamaWeights(*model, "", config, seed);
+    model->seed_ = seed;
     return model;
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, kContext);
   }
+}
+
+absl::StatusOr<std::shared_ptr<LlamaForCausalLM>> LlamaForCausalLM::CreateDeferred(
+    const LlamaConfig& config, uint64_t seed) {
+  RETURN_IF_ERROR(config.Validate("LlamaConfig"));
+  try {
+    auto model = std::make_shared<LlamaForCausalLM>(config, /*deferred=*/true);
+    model->seed_ = seed;
+    return model;
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, kContext);
+  }
+}
+
+modeling::ParameterFill LlamaForCausalLM::InitFill() const {
+  // Each parameter's owning module, by its path in the model.
+  auto owners = std::make_shared<std::map<std::string, std::shared_ptr<torch::nn::Module>>>();
+  for (const auto& item : named_modules("", /*include_self=*/false)) {
+    (*owners)[item.key()] = item.value();
+  }
+  return [owners, config = config_, seed = seed_](const std::string& name,
+                                                   at::Tensor& dest) -> absl::Status {
+    const size_t dot = name.rfind('.');
+    auto it = dot == std::string::npos ? owners->end() : owners->find(name.substr(0, dot));
+    if (it == owners->end()) {
+      return absl::NotFoundError(absl::StrCat(name, " is not a parameter of LlamaForCausalLM"));
+    }
+    InitLlamaParameter(*it->second, name.substr(dot + 1), name, config, seed, dest);
+    return absl::OkStatus();
+  };
 }
 
 absl::Status LlamaForCausalLM::CheckInputs(const data::Batch& inputs) const {

@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "data/batch.h"
 #include "modeling/causal_lm.h"
+#include "modeling/deferred_init.h"
 #include "modeling/generation_config.h"
 #include "modeling/model.h"
 #include "models/llama/llama_config.h"
@@ -47,10 +48,16 @@ class LlamaForCausalLM : public modeling::Model, public modeling::CausalLM {
  public:
   // Builds the modules with LibTorch's default initialisation; prefer Create(). `config` must
   // have passed Validate().
-  explicit LlamaForCausalLM(const LlamaConfig& config);
+  explicit LlamaForCausalLM(const LlamaConfig& config, bool deferred = false);
 
   static absl::StatusOr<std::shared_ptr<LlamaForCausalLM>> Create(const LlamaConfig& config,
                                                                   uint64_t seed);
+  // The model with every parameter deferred (modeling/deferred_init.h): construction holds at
+  // most one decoder layer's bytes (DeepSpeed's zero.Init, FSDP's meta-device construction).
+  // InitFill() materialises any parameter with exactly the values Create(config, seed) gives it.
+  static absl::StatusOr<std::shared_ptr<LlamaForCausalLM>> CreateDeferred(
+      const LlamaConfig& config, uint64_t seed);
+  modeling::ParameterFill InitFill() const;
 
   modeling::ModelOutput Forward(const data::Batch& inputs) override;
   absl::StatusOr<modeling::ModelOutput> TryForward(const data::Batch& inputs);
@@ -82,6 +89,7 @@ class LlamaForCausalLM : public modeling::Model, public modeling::CausalLM {
  private:
   absl::Status CheckInputs(const data::Batch& inputs) const;
   LlamaConfig config_;
+  uint64_t seed_ = 0;
   int64_t non_embedding_parameters_ = 0;
   modeling::GenerationConfig generation_config_;
 };

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "modeling/deferred_init.h"
 #include "modeling/layers.h"
 
 namespace loom::models::llama {
@@ -195,15 +196,19 @@ at::Tensor CausalMask(const at::Tensor& attention_mask, int64_t batch, int64_t s
       .masked_fill(blocked, modeling::FinfoMin(dtype));
 }
 
-LlamaModel::LlamaModel(const LlamaConfig& c) : rotary_(c) {
+LlamaModel::LlamaModel(const LlamaConfig& c, bool deferred) : rotary_(c) {
   auto embedding = torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size);
   if (c.pad_token_id.has_value()) embedding.padding_idx(*c.pad_token_id);
   embed_tokens = register_module("embed_tokens", torch::nn::Embedding(embedding));
+  if (deferred) modeling::DeferParameters(*embed_tokens);
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    layers->push_back(std::make_shared<LlamaDecoderLayer>(c));
+    auto layer = std::make_shared<LlamaDecoderLayer>(c);
+    if (deferred) modeling::DeferParameters(*layer);  // at most one layer's bytes at a time
+    layers->push_back(layer);
   }
   norm = register_module("norm", std::make_shared<LlamaRMSNorm>(c.hidden_size, c.rms_norm_eps));
+  if (deferred) modeling::DeferParameters(*norm);
 }
 
 at::Tensor LlamaModel::Forward(const at::Tensor& input_ids, const at::Tensor& attention_mask,
@@ -276,20 +281,35 @@ void Normal(const at::Tensor& weight, double std, uint64_t seed, const std::stri
   weight.copy_(values);
 }
 
+}  // namespace
+
+void InitLlamaParameter(const torch::nn::Module& owner, const std::string& local_name,
+                        const std::string& name, const LlamaConfig& config, uint64_t seed,
+                        at::Tensor& dest) {
+  at::NoGradGuard no_grad;
+  const double stddev = config.initializer_range;
+  if (owner.as<torch::nn::Linear>() != nullptr) {
+    if (local_name == "weight") {
+      Normal(dest, stddev, seed, name);
+    } else {
+      dest.zero_();  // a bias
+    }
+  } else if (const auto* embedding = owner.as<torch::nn::Embedding>()) {
+    Normal(dest, stddev, seed, name);
+    if (auto pad = embedding->options.padding_idx(); pad.has_value()) dest[*pad].zero_();
+  } else if (owner.as<LlamaRMSNorm>() != nullptr) {
+    dest.fill_(1.0);
+  }
+}
+
+namespace {
+
 // _init_weights on one module named `name` (its tensors are "<name>.weight", ...).
-void InitModule(torch::nn::Module& module, const std::string& name, double stddev,
+void InitModule(torch::nn::Module& module, const std::string& name, const LlamaConfig& config,
                 uint64_t seed) {
   const std::string dot = name.empty() ? "" : name + ".";
-  if (auto* linear = module.as<torch::nn::Linear>()) {
-    Normal(linear->weight, stddev, seed, dot + "weight");
-    if (linear->bias.defined()) linear->bias.zero_();
-  } else if (auto* embedding = module.as<torch::nn::Embedding>()) {
-    Normal(embedding->weight, stddev, seed, dot + "weight");
-    if (auto pad = embedding->options.padding_idx(); pad.has_value()) {
-      embedding->weight[*pad].zero_();
-    }
-  } else if (auto* rms = module.as<LlamaRMSNorm>()) {
-    rms->weight.fill_(1.0);
+  for (auto& item : module.named_parameters(/*recurse=*/false)) {
+    InitLlamaParameter(module, item.key(), dot + item.key(), config, seed, item.value());
   }
 }
 
@@ -298,12 +318,11 @@ void InitModule(torch::nn::Module& module, const std::string& name, double stdde
 void InitLlamaWeights(torch::nn::Module& module, const std::string& prefix,
                       const LlamaConfig& config, uint64_t seed) {
   at::NoGradGuard no_grad;
-  const double stddev = config.initializer_range;
   const std::string root =
       !prefix.empty() && prefix.back() == '.' ? prefix.substr(0, prefix.size() - 1) : prefix;
-  InitModule(module, root, stddev, seed);
+  InitModule(module, root, config, seed);
   for (const auto& item : module.named_modules("", /*include_self=*/false)) {
-    InitModule(*item.value(), prefix + item.key(), stddev, seed);
+    InitModule(*item.value(), prefix + item.key(), config, seed);
   }
 }
 

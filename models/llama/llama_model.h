@@ -152,7 +152,9 @@ at::Tensor CausalMask(const at::Tensor& attention_mask, int64_t batch, int64_t s
 
 class LlamaModel : public torch::nn::Module {
  public:
-  explicit LlamaModel(const LlamaConfig& config);
+  // `deferred`: every parameter is deferred (modeling/deferred_init.h) as soon as its module
+  // is built, so construction holds at most one decoder layer's bytes.
+  explicit LlamaModel(const LlamaConfig& config, bool deferred = false);
 
   // The last hidden state (after the final norm), [B, S, hidden]. attention_mask [B, past + S]
   // or undefined; position_ids [B, S] or undefined (past .. past + S - 1); cache or null.
@@ -180,6 +182,13 @@ class LlamaModel : public torch::nn::Module {
 // construction) gets exactly the values whole-model initialisation gives it.
 void InitLlamaWeights(torch::nn::Module& module, const std::string& prefix,
                       const LlamaConfig& config, uint64_t seed);
+
+// What InitLlamaWeights writes into the parameter `local_name` ("weight", "bias") of `owner`,
+// whose name in the whole model is `name`, written into `dest` — how a deferred model
+// materialises one parameter (the same values, whatever else exists).
+void InitLlamaParameter(const torch::nn::Module& owner, const std::string& local_name,
+                        const std::string& name, const LlamaConfig& config, uint64_t seed,
+                        at::Tensor& dest);
 
 }  // namespace loom::models::llama
 

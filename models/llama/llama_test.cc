@@ -10,6 +10,7 @@
 #include "data/batch.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "modeling/deferred_init.h"
 #include "modeling/model.h"
 #include "modeling/unit_runner.h"
 #include "models/llama/llama_for_causal_lm.h"
@@ -62,6 +63,39 @@ TEST(LlamaTest, AUnitInitialisedAloneEqualsTheWholeModelsInit) {
   // The padding row of the embedding is zero; different seeds give different weights.
   EXPECT_EQ(model->model->embed_tokens->weight[0].abs().sum().item<float>(), 0.0f);
   EXPECT_FALSE(at::equal(model->lm_head->weight, Model(c, 12)->lm_head->weight));
+}
+
+// Deferred construction (DeepSpeed's zero.Init): no parameter holds bytes after CreateDeferred;
+// materialising them — all at once, or one decoder layer alone — gives exactly Create's values.
+TEST(LlamaTest, DeferredConstructionMaterialisesCreatesValues) {
+  for (bool tied : {false, true}) {
+    const LlamaConfig c = Tiny(tied);
+    auto eager = Model(c, 21);
+    ASSERT_OK_AND_ASSIGN(auto deferred, LlamaForCausalLM::CreateDeferred(c, 21));
+    for (const at::Tensor& p : deferred->parameters()) {
+      EXPECT_TRUE(modeling::IsDeferred(p));
+      EXPECT_EQ(p.storage().nbytes(), 0u);
+    }
+    const modeling::ParameterFill fill = deferred->InitFill();
+    ASSERT_OK(modeling::MaterializeParameters(*deferred->model->layers[1], "model.layers.1.", fill));
+    EXPECT_TRUE(modeling::AnyDeferred(*deferred));
+    const auto want_layer = checkpoint::ModuleStateDict(*eager->model->layers[1]);
+    const auto got_layer = checkpoint::ModuleStateDict(*deferred->model->layers[1]);
+    for (size_t i = 0; i < want_layer.size(); ++i) {
+      EXPECT_TRUE(at::equal(want_layer[i].second, got_layer[i].second)) << want_layer[i].first;
+    }
+    ASSERT_OK(modeling::MaterializeParameters(*deferred, "", fill));
+    EXPECT_FALSE(modeling::AnyDeferred(*deferred));
+    const auto want = checkpoint::ModuleStateDict(*eager);
+    const auto got = checkpoint::ModuleStateDict(*deferred);
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(want[i].first, got[i].first);
+      EXPECT_TRUE(at::equal(want[i].second, got[i].second)) << want[i].first << " tied " << tied;
+    }
+    EXPECT_TRUE(at::equal(eager->TryForward({{"input_ids", Ids({3, 4, 5}, 1)}})->Get("logits"),
+                          deferred->TryForward({{"input_ids", Ids({3, 4, 5}, 1)}})->Get("logits")));
+  }
 }
 
 TEST(LlamaTest, CachedStepsEqualTheFullForwardWithGqaAndPadding) {
