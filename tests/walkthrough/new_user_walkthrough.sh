@@ -63,4 +63,13 @@ run 2 "FP16 Mixed precision training" ./bazelw run //args:show_args -- --output_
 # The smaller Trainer example.
 run 0 "Num Epochs = " ./bazelw run //trainer/examples:run_synthetic -- --output_dir "$work/loom_demo" --do_train --do_eval
 
+# Causal language modeling: the demo, then a Llama folder of the user's on 2 processes.
+run 0 "running loom's embedded demo" ./bazelw run //examples:run_clm
+ppl=$(sed -n 's/.*"perplexity": \([0-9.e+]*\).*/\1/p' /tmp/loom_run_clm/eval_results.json)
+awk -v p="$ppl" 'BEGIN { exit !(p < 10) }' || fail "run_clm demo perplexity $ppl >= 10"
+missing_llama="^run_clm: error: --model_name_or_path /models/TinyLlama-1.1B: no such model folder \(loom does not download\)"
+if [[ -d /models/TinyLlama-1.1B && -d data ]]; then missing_llama="perplexity"; fi
+want_llama=$([[ $missing_llama == perplexity ]] && echo 0 || echo 2)
+run "$want_llama" "$missing_llama" ./bazelw run //tools:launch -- --standalone --nproc_per_node 2 //examples/clm:run_clm --model_name_or_path /models/TinyLlama-1.1B --train_file data/train.txt --validation_file data/valid.txt --block_size 512 --do_train --do_eval --output_dir /tmp/clm
+
 echo "walkthrough: PASS ($step README commands on a clean clone)"
