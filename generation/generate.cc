@@ -104,7 +104,10 @@ at::Tensor ChooseNext(const Resolved& r, const GenerateOptions& options, const a
   const at::Tensor scores = ProcessLogits(r.config, r.max_length, ids, logits);
   if (!r.config.do_sample) return scores.argmax(-1);
   const at::Tensor probs = at::softmax(WarpLogits(r.config, scores), -1);
-  return at::multinomial(probs, 1, /*replacement=*/false, options.generator).squeeze(1);
+  const c10::optional<at::Generator> generator =
+      options.generator.has_value() ? c10::optional<at::Generator>(*options.generator)
+                                    : c10::nullopt;  // c10::optional is not std's on 1.13
+  return at::multinomial(probs, 1, /*replacement=*/false, generator).squeeze(1);
 }
 
 // HF's _greedy_search and _sample: one token per row per step.
