@@ -3,6 +3,9 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "checkpoint/safetensors.h"
+#include "data/batch.h"
+
+#include <exception>
 
 namespace loom::tests {
 
@@ -25,6 +28,34 @@ absl::Status CompareWithin(const std::string& what, const at::Tensor& got, const
                                             tolerance, " (1 + |reference|)"));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<checkpoint::NamedTensors> RunCase(modeling::Model& model,
+                                                 const checkpoint::NamedTensors& inputs,
+                                                 const std::vector<std::string>& outputs) {
+  static const char* kInputs[] = {"input_ids", "attention_mask", "labels"};
+  model.eval();
+  model.zero_grad();
+  data::Batch batch;
+  for (const char* key : kInputs) batch[key] = Find(inputs, key);
+  modeling::ModelOutput out;
+  try {
+    out = model.Forward(batch);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
+  out.loss.backward();
+  checkpoint::NamedTensors result;
+  for (const char* key : kInputs) result.emplace_back(key, Find(inputs, key));
+  for (const std::string& name : outputs) result.emplace_back(name, out.Get(name).detach());
+  result.emplace_back("loss", out.loss.detach());
+  for (const auto& item : model.named_parameters()) {
+    if (!item.value().grad().defined()) {
+      return absl::InternalError(absl::StrCat("no gradient reached ", item.key()));
+    }
+    result.emplace_back("grad." + item.key(), item.value().grad().detach().clone());
+  }
+  return result;
 }
 
 absl::Status CompareGenerations(const std::string& sdir, const std::vector<std::string>& names) {

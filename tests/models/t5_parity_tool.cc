@@ -32,6 +32,9 @@ namespace {
 
 using tests::Find;
 
+// The outputs compared besides the loss and the gradients.
+const std::vector<std::string> kOutputs = {"logits", "encoder_last_hidden_state"};
+
 constexpr double kTolerance = 1e-6;
 
 struct Scenario {
@@ -75,32 +78,6 @@ checkpoint::NamedTensors Inputs(int k) {
     labels[2].narrow(0, 1, 5).fill_(-100);
   }
   return {{"input_ids", ids}, {"attention_mask", mask}, {"labels", labels}};
-}
-
-// Runs `inputs` through `model` (eval, fp32) and returns the inputs plus loom's outputs and
-// the gradient of every saved key.
-absl::StatusOr<checkpoint::NamedTensors> Run(T5ForConditionalGeneration& model,
-                                             const checkpoint::NamedTensors& inputs) {
-  model.eval();
-  model.zero_grad();
-  data::Batch batch;
-  for (const char* key : {"input_ids", "attention_mask", "labels"}) batch[key] = Find(inputs, key);
-  ASSIGN_OR_RETURN(modeling::ModelOutput out, model.TryForward(batch));
-  out.loss.backward();
-  checkpoint::NamedTensors result;
-  for (const char* key : {"input_ids", "attention_mask", "labels"}) {
-    result.emplace_back(key, Find(inputs, key));
-  }
-  result.emplace_back("logits", out.Get("logits").detach());
-  result.emplace_back("loss", out.loss.detach());
-  result.emplace_back("encoder_last_hidden_state", out.Get("encoder_last_hidden_state").detach());
-  for (const auto& item : model.named_parameters()) {
-    if (!item.value().grad().defined()) {
-      return absl::InternalError(absl::StrCat("no gradient reached ", item.key()));
-    }
-    result.emplace_back("grad." + item.key(), item.value().grad().detach().clone());
-  }
-  return result;
 }
 
 // generate.json: the generation configs every scenario runs on case 0's inputs (greedy and
@@ -162,7 +139,8 @@ absl::Status Write(const std::string& dir) {
     RETURN_IF_ERROR(base::WriteFileAtomically(sdir + "/generate.json", GenerateCases().dump(2)));
     RETURN_IF_ERROR(WriteGenerations(*model, sdir, ""));
     for (int k = 0; k < 2; ++k) {
-      ASSIGN_OR_RETURN(checkpoint::NamedTensors tensors, Run(*model, Inputs(k)),
+      ASSIGN_OR_RETURN(checkpoint::NamedTensors tensors,
+                       tests::RunCase(*model, Inputs(k), kOutputs),
                        sc.name + " case " + std::to_string(k));
       RETURN_IF_ERROR(checkpoint::SaveSafetensors(
           absl::StrCat(sdir, "/case_", k, ".safetensors"), tensors));
@@ -179,7 +157,8 @@ absl::Status Check(const std::string& dir) {
     for (int k = 0; k < 2; ++k) {
       const std::string path = absl::StrCat(sdir, "/python_case_", k, ".safetensors");
       ASSIGN_OR_RETURN(checkpoint::SafetensorsFile ref, checkpoint::LoadSafetensors(path));
-      ASSIGN_OR_RETURN(checkpoint::NamedTensors mine, Run(*loaded.model, ref.tensors));
+      ASSIGN_OR_RETURN(checkpoint::NamedTensors mine,
+                       tests::RunCase(*loaded.model, ref.tensors, kOutputs));
       for (const auto& [name, tensor] : mine) {
         const at::Tensor want = Find(ref.tensors, name);
         if (!want.defined()) return absl::InternalError(path + " lacks " + name);
