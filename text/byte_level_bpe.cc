@@ -4,7 +4,10 @@
 #include <unicode/unistr.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <queue>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -75,7 +78,7 @@ struct ByteLevelBpeTokenizer::State {
   std::vector<int64_t> prefix_ids, suffix_ids;  // the template's special tokens
   std::vector<std::string> byte_to_char = ByteToChar();
   std::unordered_map<std::string, uint8_t> char_to_byte;
-  bool clean_up = false;
+  bool clean_up = true;  // transformers 4.41's default when tokenizer_config.json has no key
 };
 
 ByteLevelBpeTokenizer::ByteLevelBpeTokenizer() : state_(std::make_unique<State>()) {}
@@ -134,7 +137,12 @@ absl::Status ReadModel(const Json& model, const std::string& source,
     } else {
       return absl::InvalidArgumentError(absl::StrCat(source, ": merge ", m.dump(), " is not a pair"));
     }
-    s->ranks.emplace(std::move(pair), rank++);
+    if (s->vocab.find(pair.first + pair.second) == s->vocab.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ": merge ", m.dump(), " makes a token that is not in model.vocab"));
+    }
+    s->ranks[std::move(pair)] = rank++;  // a repeated merge keeps its last rank, as tokenizers'
+
   }
   return absl::OkStatus();
 }
@@ -273,18 +281,20 @@ absl::Status ReadAddedTokens(const Json& j, const std::string& source,
   return absl::OkStatus();
 }
 
-// Whitespace as tokenizers' lstrip / rstrip (char::is_whitespace) at byte `i` (ASCII and the
-// common Unicode spaces; enough for what the added tokens sit next to).
+// Rust's char::is_whitespace (Unicode White_Space) for the character starting at byte `i`,
+// whose UTF-8 length goes to *width — what tokenizers' lstrip / rstrip strip.
 bool IsSpaceAt(const std::string& text, size_t i, size_t* width) {
-  static const char* kSpaces[] = {" ", "\t", "\n", "\r", "\v", "\f", "\xC2\xA0", "\xE3\x80\x80"};
-  for (const char* sp : kSpaces) {
-    const size_t n = std::char_traits<char>::length(sp);
-    if (text.compare(i, n, sp) == 0) {
-      *width = n;
-      return true;
-    }
-  }
-  return false;
+  const unsigned char c = static_cast<unsigned char>(text[i]);
+  const size_t n = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+  if (i + n > text.size()) return false;
+  absl::StatusOr<std::u32string> cp = DecodeUtf8(absl::string_view(text).substr(i, n));
+  if (!cp.ok() || cp->size() != 1) return false;
+  const char32_t u = (*cp)[0];
+  const bool space = (u >= 0x9 && u <= 0xD) || u == 0x20 || u == 0x85 || u == 0xA0 ||
+                     u == 0x1680 || (u >= 0x2000 && u <= 0x200A) || u == 0x2028 ||
+                     u == 0x2029 || u == 0x202F || u == 0x205F || u == 0x3000;
+  if (space) *width = n;
+  return space;
 }
 
 struct Segment {
@@ -353,8 +363,7 @@ absl::StatusOr<std::vector<std::string>> SplitIsolated(const std::vector<std::st
       const int32_t a = m->start(status), b = m->end(status);
       emit(prev, a);
       emit(a, b);
-      prev = b;
-      if (a == b) break;  // no pattern here matches empty text; never loop on one
+      prev = b;  // ICU's find() moves past an empty match by itself
     }
     if (U_FAILURE(status)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -485,34 +494,50 @@ std::optional<int64_t> ByteLevelBpeTokenizer::TokenToId(const std::string& token
   return it->second;
 }
 
-// BPE on one byte-mapped piece: the lowest-ranked adjacent pair merged first (the leftmost of
-// equal ranks), as tokenizers' BPE::merge_word.
+// BPE on one byte-mapped piece as tokenizers' BPE::merge_word: a min-heap of (rank, position)
+// over adjacent pairs — the lowest rank merged first, the leftmost of equal ranks — with stale
+// entries (a side merged away or changed since) skipped: O(n log n) in the piece's length.
 absl::StatusOr<std::vector<int64_t>> ByteLevelBpeTokenizer::PieceIds(const std::string& piece) const {
   const State& s = *state_;
   if (s.ignore_merges) {
     if (auto it = s.vocab.find(piece); it != s.vocab.end()) return std::vector<int64_t>{it->second};
   }
-  std::vector<std::string> symbols = Chars(piece);
-  while (symbols.size() > 1) {
-    int64_t best = std::numeric_limits<int64_t>::max();
-    size_t at = 0;
-    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-      auto it = s.ranks.find({symbols[i], symbols[i + 1]});
-      if (it != s.ranks.end() && it->second < best) {
-        best = it->second;
-        at = i;
-      }
-    }
-    if (best == std::numeric_limits<int64_t>::max()) break;
-    symbols[at] += symbols[at + 1];
-    symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+  std::vector<std::string> sym = Chars(piece);
+  const int n = static_cast<int>(sym.size());
+  std::vector<int> prev(n), next(n);
+  std::vector<bool> alive(n, true);
+  for (int i = 0; i < n; ++i) {
+    prev[i] = i - 1;
+    next[i] = i + 1 < n ? i + 1 : -1;
+  }
+  using Entry = std::tuple<int64_t, int, int>;  // rank, left, right
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+  auto push = [&](int left, int right) {
+    if (left < 0 || right < 0) return;
+    auto it = s.ranks.find({sym[left], sym[right]});
+    if (it != s.ranks.end()) heap.emplace(it->second, left, right);
+  };
+  for (int i = 0; i + 1 < n; ++i) push(i, i + 1);
+  while (!heap.empty()) {
+    const auto [rank, left, right] = heap.top();
+    heap.pop();
+    if (!alive[left] || !alive[right] || next[left] != right) continue;
+    auto it = s.ranks.find({sym[left], sym[right]});
+    if (it == s.ranks.end() || it->second != rank) continue;  // a side changed since
+    sym[left] += sym[right];
+    alive[right] = false;
+    next[left] = next[right];
+    if (next[right] >= 0) prev[next[right]] = left;
+    push(prev[left], left);
+    push(left, next[left]);
   }
   std::vector<int64_t> ids;
-  for (const std::string& sym : symbols) {
-    auto it = s.vocab.find(sym);
+  for (int i = 0; i < n; ++i) {
+    if (!alive[i]) continue;
+    auto it = s.vocab.find(sym[i]);
     if (it == s.vocab.end()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("the vocabulary has no token \"", sym, "\" (a byte-level vocabulary holds "
+          absl::StrCat("the vocabulary has no token \"", sym[i], "\" (a byte-level vocabulary holds "
                        "all 256 byte characters)"));
     }
     ids.push_back(it->second);
@@ -567,7 +592,7 @@ absl::StatusOr<Encoding> ByteLevelBpeTokenizer::Encode(absl::string_view text,
   const std::vector<int64_t>& prefix = options.add_special_tokens ? state_->prefix_ids : empty;
   const std::vector<int64_t>& suffix = options.add_special_tokens ? state_->suffix_ids : empty;
   ASSIGN_OR_RETURN(std::optional<int64_t> max_length, ResolveMaxLength(options, model_max_length_));
-  if (max_length.has_value()) {
+  if (max_length.has_value() && options.truncation != Truncation::kDoNotTruncate) {
     RETURN_IF_ERROR(Truncate(options.truncation, *max_length,
                              static_cast<int64_t>(prefix.size() + suffix.size()), false, ids, none));
   }
@@ -592,10 +617,10 @@ absl::StatusOr<std::string> ByteLevelBpeTokenizer::Decode(const std::vector<int6
                                                           bool skip_special_tokens) const {
   std::string bytes;
   for (int64_t id : ids) {
-    if (id < 0 || id >= size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("token id ", id, " is outside the vocabulary (size ", size(), ")"));
+    if (id < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("token id ", id, " is negative"));
     }
+    if (id >= size()) continue;  // tokenizers drops ids it has no token for (padded vocabularies)
     const std::string& token = state_->id_to_token[id];
     const auto added = std::find_if(state_->added.begin(), state_->added.end(),
                                     [&](const AddedToken& t) { return t.id == id; });

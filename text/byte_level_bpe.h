@@ -6,7 +6,8 @@
 // Contract:
 //   - FromTokenizerJson(text, source) accepts: model {"type": "BPE"} with vocab and merges
 //     (strings "a b" or pairs), ignore_merges, no dropout, no byte_fallback, no subword
-//     prefix / suffix; normalizer null; pre_tokenizer ByteLevel (add_prefix_space, the GPT-2
+//     prefix / suffix; every merge's result in the vocabulary (a repeated merge keeps its last
+//     rank); normalizer null; pre_tokenizer ByteLevel (add_prefix_space, the GPT-2
 //     regex when use_regex) or a Sequence of Split(Regex, behavior "Isolated", not inverted)
 //     and ByteLevel(use_regex false) — Llama 3's; post_processor null, ByteLevel or
 //     TemplateProcessing whose "single" template is special tokens around $A (or a Sequence of
@@ -21,9 +22,10 @@
 //   - Encode(text, options): the ids, with the template's special tokens when
 //     add_special_tokens; truncation and padding as text/encoding.h (padding needs pad_token).
 //   - Decode(ids, skip_special_tokens): the tokens' characters mapped back to bytes (added
-//     tokens verbatim), as UTF-8 with invalid sequences replaced by U+FFFD (HF's
-//     from_utf8_lossy), cleaned up (text/encoding.h) when tokenizer_config.json's
-//     clean_up_tokenization_spaces is true.
+//     tokens verbatim; ids beyond the vocabulary skipped, as tokenizers does), as UTF-8 with
+//     invalid sequences replaced by U+FFFD (HF's from_utf8_lossy), cleaned up
+//     (text/encoding.h) unless tokenizer_config.json's clean_up_tokenization_spaces is false
+//     (transformers 4.41's default is true).
 //   - FromPretrained(dir): tokenizer.json (required) plus tokenizer_config.json's
 //     model_max_length, pad_token and clean_up_tokenization_spaces.
 //     SavePretrained(dir) writes both files.

@@ -32,8 +32,10 @@ Json TinyTokenizer() {
   vocab["\xC4\xA0" "a"] = 256;
   vocab["\xC4\xA0" "ab"] = 257;
   vocab["ab"] = 258;
+  vocab["!!"] = 260;
+  vocab["!!!!"] = 261;
   return {{"model", {{"type", "BPE"}, {"vocab", vocab},
-                     {"merges", {"\xC4\xA0 a", "\xC4\xA0" "a b", "a b"}}}},
+                     {"merges", {"\xC4\xA0 a", "\xC4\xA0" "a b", "a b", "! !", "!! !!"}}}},
           {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
           {"post_processor", {{"type", "TemplateProcessing"},
                               {"single", {{{"SpecialToken", {{"id", "<s>"}}}}, {{"Sequence", {{"id", "A"}}}}}},
@@ -45,7 +47,7 @@ Json TinyTokenizer() {
 TEST(ByteLevelBpeTest, MergesByRankAndTheTemplate) {
   ASSERT_OK_AND_ASSIGN(ByteLevelBpeTokenizer tok,
                        ByteLevelBpeTokenizer::FromTokenizerJson(TinyTokenizer().dump(), "t.json"));
-  EXPECT_EQ(tok.size(), 260);
+  EXPECT_EQ(tok.size(), 262);
   // "ab ab": the regex gives "ab" and " ab"; "ab" merges by "a b" (rank 2), " ab" by "Ġ a" then
   // "Ġa b".
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> tokens, tok.Tokenize("ab ab"));
@@ -58,6 +60,21 @@ TEST(ByteLevelBpeTest, MergesByRankAndTheTemplate) {
   EXPECT_EQ(with_special, "<s>ab ab");
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> added, tok.Tokenize("x<s>y"));
   EXPECT_THAT(added, ElementsAre("x", "<s>", "y"));
+}
+
+// One piece of 200000 characters (a run of punctuation is one GPT-2 piece): the merges run in
+// O(n log n) and the run ends; 5 x "!" is "!!!!" then "!".
+TEST(ByteLevelBpeTest, LongPiecesMergeInLogLinearTime) {
+  ASSERT_OK_AND_ASSIGN(ByteLevelBpeTokenizer tok,
+                       ByteLevelBpeTokenizer::FromTokenizerJson(TinyTokenizer().dump(), "t.json"));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> five, tok.Tokenize("!!!!!"));
+  EXPECT_THAT(five, ElementsAre("!!!!", "!"));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> many, tok.Tokenize(std::string(200000, '!')));
+  EXPECT_EQ(many.size(), 50000u);
+  Json bad = TinyTokenizer();
+  bad["model"]["merges"].push_back("a a");  // "aa" is not in the vocabulary
+  EXPECT_THAT(ByteLevelBpeTokenizer::FromTokenizerJson(bad.dump(), "b.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not in model.vocab")));
 }
 
 TEST(ByteLevelBpeTest, UnsupportedTypesAreNamed) {

@@ -155,7 +155,7 @@ absl::StatusOr<Encoding> LlamaTokenizer::Encode(absl::string_view text,
   const bool eos = options.add_special_tokens && options_.add_eos_token;
   ASSIGN_OR_RETURN(std::optional<int64_t> max_length,
                    ResolveMaxLength(options, options_.model_max_length));
-  if (max_length.has_value()) {
+  if (max_length.has_value() && options.truncation != Truncation::kDoNotTruncate) {
     RETURN_IF_ERROR(Truncate(options.truncation, *max_length, (bos ? 1 : 0) + (eos ? 1 : 0),
                              /*pair=*/false, ids, none));
   }

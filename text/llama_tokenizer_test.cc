@@ -65,6 +65,12 @@ TEST(LlamaTokenizerTest, SpecialTokensInTextTruncationEosAndPadding) {
   ASSERT_EQ(enc.input_ids.size(), 4u);
   EXPECT_EQ(enc.input_ids.front(), 1);
   EXPECT_EQ(enc.input_ids.back(), 2);
+  // No truncation asked for: a text longer than model_max_length keeps every token (HF warns).
+  LlamaTokenizerOptions short_max = options;
+  short_max.model_max_length = 3;
+  ASSERT_OK_AND_ASSIGN(LlamaTokenizer limited, LlamaTokenizer::Create(TrainedModel(), short_max));
+  ASSERT_OK_AND_ASSIGN(Encoding whole, limited.Encode("the quick brown fox jumps", {}));
+  EXPECT_GT(whole.input_ids.size(), 3u);
   EncodeOptions padded;
   padded.max_length = 12;
   padded.padding = Padding::kMaxLength;

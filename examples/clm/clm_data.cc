@@ -1,6 +1,7 @@
 #include "examples/clm/clm_data.h"
 
 #include <cmath>
+#include <set>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -103,23 +104,30 @@ absl::StatusOr<TextColumn> ReadJson(const std::string& text, const std::string& 
   return out;
 }
 
-// RFC 4180 records: fields split on ',', quoted fields may hold ',', '\n' and "" (a quote).
+// RFC 4180 records as pandas' C parser reads them: fields split on ','; a field that starts
+// with '"' is quoted (it may hold ',', line breaks and "" for a quote) — a quote elsewhere is a
+// literal character; rows end at "\n", "\r\n" or "\r" outside quotes.
 absl::StatusOr<std::vector<std::vector<std::string>>> CsvRecords(const std::string& text,
                                                                  const std::string& flag,
                                                                  const std::string& path) {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> row;
   std::string field;
-  bool quoted = false, any = false;
+  bool quoted = false, field_started = false, row_started = false;
   int line = 1;
+  auto end_field = [&] {
+    row.push_back(std::move(field));
+    field.clear();
+    field_started = false;
+  };
   auto end_row = [&] {
-    if (any || !field.empty() || !row.empty()) {
-      row.push_back(std::move(field));
+    if (row_started) {
+      end_field();
       rows.push_back(std::move(row));
     }
     row.clear();
     field.clear();
-    any = false;
+    field_started = row_started = false;
   };
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -133,23 +141,34 @@ absl::StatusOr<std::vector<std::vector<std::string>>> CsvRecords(const std::stri
         if (c == '\n') ++line;
         field.push_back(c);
       }
-    } else if (c == '"') {
-      quoted = any = true;
+    } else if (c == '"' && !field_started) {
+      quoted = field_started = row_started = true;
     } else if (c == ',') {
-      row.push_back(std::move(field));
-      field.clear();
-      any = true;
-    } else if (c == '\n') {
+      end_field();
+      row_started = true;
+    } else if (c == '\n' || c == '\r') {
+      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
       end_row();
       ++line;
     } else {
       field.push_back(c);
-      any = true;
+      field_started = row_started = true;
     }
   }
-  if (quoted) return FileError(flag, path, absl::StrCat("a quoted field opened before line ", line, " never closes"));
+  if (quoted) {
+    return FileError(flag, path,
+                     absl::StrCat("a quoted field opened before line ", line, " never closes"));
+  }
   end_row();
   return rows;
+}
+
+// pandas.read_csv's default na_values: a text cell holding one of them is NaN to pandas.
+bool IsPandasNa(const std::string& v) {
+  static const auto* na = new std::set<std::string>{
+      "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+      "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"};
+  return na->count(v) > 0;
 }
 
 absl::StatusOr<TextColumn> ReadCsv(const std::string& text, const std::string& flag,
@@ -164,9 +183,10 @@ absl::StatusOr<TextColumn> ReadCsv(const std::string& text, const std::string& f
       return FileError(flag, path, absl::StrCat("row ", r, " has ", rows[r].size(),
                                                 " fields but the header has ", rows[0].size()));
     }
-    if (rows[r][column].empty()) {
+    if (IsPandasNa(rows[r][column])) {
       return FileError(flag, path,
-                       absl::StrCat("row ", r, " has an empty \"", out.column,
+                       absl::StrCat("row ", r, " has \"", rows[r][column], "\" in \"",
+                                    out.column,
                                     "\" (pandas reads it as NaN, which cannot be tokenized)"));
     }
     out.texts.push_back(rows[r][column]);
@@ -187,15 +207,14 @@ absl::StatusOr<TextColumn> ParseTextColumn(const std::string& raw, const std::st
   if (absl::Status utf8 = text::DecodeUtf8(raw).status(); !utf8.ok()) {
     return FileError(flag, path, absl::StrCat("is not UTF-8 text: ", utf8.message()));
   }
-  const std::string text = UniversalNewlines(raw);
   const std::string ext = Extension(path);
   absl::StatusOr<TextColumn> column;
   if (ext == "txt") {
-    column = ReadLines(text, keep_linebreaks);
+    column = ReadLines(UniversalNewlines(raw), keep_linebreaks);
   } else if (ext == "json" || ext == "jsonl") {
-    column = ReadJson(text, flag, path);
+    column = ReadJson(UniversalNewlines(raw), flag, path);
   } else if (ext == "csv") {
-    column = ReadCsv(text, flag, path);
+    column = ReadCsv(raw, flag, path);  // line breaks inside quoted fields stay as written
   } else {
     return FileError(flag, path, "must end in .txt, .json, .jsonl or .csv");
   }

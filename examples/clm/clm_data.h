@@ -9,10 +9,12 @@
 //       keep_linebreaks each example keeps its "\n" (the last line has none when the file does
 //       not end with one); empty lines are examples too.
 //     .json / .jsonl: JSON Lines (one object per non-blank line) or one JSON list of objects.
-//     .csv: a header row, then one record per row (blank lines skipped; quoted fields may hold
-//       commas, newlines and "" for a quote).
+//     .csv: a header row, then one record per row (blank lines skipped; a field starting with
+//       a quote may hold commas, line breaks — kept as written — and "" for a quote; a quote
+//       elsewhere is a literal character, as pandas reads it).
 //     The column is "text" when the file has one, else its first column (run_clm's rule); a
-//     value that is not a string (JSON) or is empty (CSV: pandas reads NaN) is InvalidArgument
+//     value that is not a string (JSON) or one of pandas' default NA strings (CSV: "", "NA",
+//     "null", "None", ...: pandas reads NaN) is InvalidArgument
 //     naming the file, the line or row, and the column. Not UTF-8, unreadable or empty
 //     files are errors naming `flag` and the path.
 //   - SplitPercent(texts, percent): datasets' train[:P%] and train[P%:] (the boundary rounded

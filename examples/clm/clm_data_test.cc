@@ -57,6 +57,14 @@ TEST(ClmDataTest, CsvQuotingAndErrors) {
       ReadTextColumn(Write("a.csv", "id,text\n1,plain\n\n2,\"has, comma\nand \"\"quote\"\"\"\r\n"),
                      "--train_file", true));
   EXPECT_THAT(csv.texts, ElementsAre("plain", "has, comma\nand \"quote\""));
+  // A quote inside an unquoted field is a character; "\r\n" inside quotes stays as written.
+  ASSERT_OK_AND_ASSIGN(
+      TextColumn literal,
+      ReadTextColumn(Write("q.csv", "text,id\r\na 5\" screen,1\r\n\"two\r\nlines\",2\r\n"),
+                     "--train_file", true));
+  EXPECT_THAT(literal.texts, ElementsAre("a 5\" screen", "two\r\nlines"));
+  EXPECT_THAT(ReadTextColumn(Write("na.csv", "id,text\n1,None\n"), "--train_file", true),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"None\"")));
   EXPECT_THAT(ReadTextColumn(Write("b.csv", "text\n\"open\n"), "--train_file", true),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("never closes")));
   EXPECT_THAT(ReadTextColumn(Write("c.csv", "id,text\n1,\n"), "--train_file", true),

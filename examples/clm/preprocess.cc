@@ -71,6 +71,11 @@ BlockSize ResolveBlockSize(std::optional<int64_t> requested,
 absl::StatusOr<std::shared_ptr<data::ExampleListDataset>> GroupTexts(
     const std::vector<std::vector<int64_t>>& ids, int64_t block_size, int64_t max_examples,
     const std::string& path) {
+  if (block_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("block_size ", block_size, " must be >= 1 (--block_size, or the "
+                     "tokenizer's model_max_length)"));
+  }
   std::vector<data::Example> examples;
   int64_t total_tokens = 0;
   const auto options = at::TensorOptions().dtype(at::kLong);

@@ -1,6 +1,8 @@
 #include "models/llama/llama_model.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/DispatchKeySet.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
 
 #include <cmath>
@@ -88,6 +90,9 @@ std::pair<at::Tensor, at::Tensor> LlamaRotaryEmbedding::CosSin(const at::Tensor&
           at::pow(base, at::arange(0, dim_, 2, at::kLong).to(at::kFloat) / dim_).reciprocal();
     }
   }
+  // transformers 4.41 computes the angles with autocast disabled (bf16 positions and angles
+  // lose whole radians on long contexts).
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
   const int64_t batch = position_ids.size(0);
   const at::Tensor inv = inv_freq.to(position_ids.device())
                              .unsqueeze(0)

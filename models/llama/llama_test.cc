@@ -13,6 +13,7 @@
 #include "modeling/deferred_init.h"
 #include "modeling/model.h"
 #include "modeling/unit_runner.h"
+#include "precision/autocast.h"
 #include "models/llama/llama_for_causal_lm.h"
 #include "models/llama/llama_testing.h"
 #include "models/llama/llama_model.h"
@@ -96,6 +97,20 @@ TEST(LlamaTest, DeferredConstructionMaterialisesCreatesValues) {
     EXPECT_TRUE(at::equal(eager->TryForward({{"input_ids", Ids({3, 4, 5}, 1)}})->Get("logits"),
                           deferred->TryForward({{"input_ids", Ids({3, 4, 5}, 1)}})->Get("logits")));
   }
+}
+
+// transformers 4.41 computes the rotary angles with autocast off: under bf16 CPU autocast the
+// cos / sin of position 1000 are those of float32 (bf16 positions would be off by whole steps).
+TEST(LlamaTest, RotaryAnglesIgnoreAutocast) {
+  LlamaConfig c = Tiny();
+  c.max_position_embeddings = 4096;
+  const LlamaRotaryEmbedding rotary(c);
+  const at::Tensor positions = torch::tensor({{1000, 1001, 3001}}, torch::kLong);
+  const auto [cos32, sin32] = rotary.CosSin(positions, at::kFloat);
+  precision::AutocastGuard autocast(precision::AutocastSpec{});  // CPU, bf16
+  const auto [cos, sin] = rotary.CosSin(positions, at::kFloat);
+  EXPECT_TRUE(at::equal(cos, cos32));
+  EXPECT_TRUE(at::equal(sin, sin32));
 }
 
 TEST(LlamaTest, CachedStepsEqualTheFullForwardWithGqaAndPadding) {
