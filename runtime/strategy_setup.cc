@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "args/deepspeed_config.h"
 #include "base/status_macros.h"
+#include "modeling/deferred_init.h"
 #include "nlohmann/json.hpp"
 #include "sharding/create_strategy.h"
 
@@ -68,6 +69,12 @@ absl::StatusOr<std::unique_ptr<sharding::ShardingStrategy>> SetUpStrategy(
     const StrategySetup& setup) {
   if (setup.args == nullptr || setup.parallel == nullptr) {
     return absl::InvalidArgumentError("SetUpStrategy: args and parallel must be set");
+  }
+  if (setup.model != nullptr && modeling::AnyDeferred(*setup.model)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        setup.model->ClassName(),
+        " has deferred parameters (built without their values, e.g. by CreateDeferred): no "
+        "data-parallel strategy materialises them yet; build the model with Create"));
   }
   ASSIGN_OR_RETURN(std::shared_ptr<const sharding::StrategyFactory> factory,
                    sharding::ResolveStrategyFactory(*setup.args, setup.factory));

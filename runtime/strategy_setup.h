@@ -13,7 +13,8 @@
 //     the context's, 1 <= data_parallel_size <= world size, a replica for every rank);
 //     InvalidArgument naming the factory's answer otherwise.
 //   - SetUpStrategy: the factory's strategy over the pieces; FailedPrecondition when its
-//     Topology() differs from what its factory promised.
+//     Topology() differs from what its factory promised, or when the model has deferred
+//     parameters (modeling/deferred_init.h), which no strategy materialises yet.
 //   - WithOutOfMemoryAdvice: a ResourceExhausted status naming the strategy and the model state
 //     this rank holds; it suggests sharding only when the strategy does not shard parameters
 //     already (StrategyCapabilities), and offload when it offloads nothing.

@@ -19,6 +19,7 @@
 #include "data/shard_sampler.h"
 #include "glog/logging.h"
 #include "logging/log_level.h"
+#include "modeling/deferred_init.h"
 #include "nlohmann/json.hpp"
 #include "optim/deepspeed_optim.h"
 #include "optim/optimizer_factory.h"
@@ -71,6 +72,12 @@ absl::Status Trainer::Init() {
     }
     ASSIGN_OR_RETURN(model_, options_.model_init(), "model_init");
     if (model_ == nullptr) return absl::InvalidArgumentError("model_init returned no model");
+  }
+  if (modeling::AnyDeferred(*model_)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Trainer: ", model_->ClassName(),
+        " has deferred parameters (built without their values, e.g. by CreateDeferred): the "
+        "Trainer cannot run it yet; build the model with Create"));
   }
   RETURN_IF_ERROR(CheckOptions());
   if (options_.data_collator == nullptr) {

@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "logging/log_level.h"
+#include "modeling/deferred_init.h"
 
 namespace loom::trainer {
 namespace {
@@ -57,6 +58,17 @@ TEST(TrainerCreateTest, NeedsModelOrModelInit) {
   o.model = nullptr;
   EXPECT_THAT(Trainer::Create(std::move(o)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("model_init")));
+}
+
+// A model whose parameters are deferred (modeling/deferred_init.h) is refused, not run on
+// parameters without bytes.
+TEST(TrainerCreateTest, DeferredParametersAreRefused) {
+  TrainerOptions o = Options(nullptr);
+  auto model = std::make_shared<EchoModel>();
+  modeling::DeferParameters(*model);
+  o.model = model;
+  EXPECT_THAT(Trainer::Create(std::move(o)),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("deferred parameters")));
 }
 
 TEST(TrainerCreateTest, LabelNamedLabelIsRejected) {
