@@ -26,6 +26,7 @@
 #include "args/parser.h"
 #include "args/training_args.pb.h"
 #include "base/cpu_memory_limit.h"
+#include "base/error_line.h"
 #include "logging/process_logging.h"
 
 namespace loom::examples {
@@ -42,7 +43,7 @@ int ScriptMain(int argc, char** argv, const ScriptInfo& info,
                absl::Status (*run)(const ModelArgs&, DataArgs, args::TrainingArguments)) {
   // LOOM_CPU_MEMORY_LIMIT: this process's CPU tensor memory capped, as a device's would be.
   if (absl::StatusOr<int64_t> limit = base::InstallCpuMemoryLimitFromEnv(); !limit.ok()) {
-    std::cerr << info.program << ": error: " << limit.status().message() << "\n";
+    base::PrintErrorLine(info.program, limit.status().message());
     return 2;
   }
   logging::InitProcessLogging(argv[0]);
@@ -59,7 +60,7 @@ int ScriptMain(int argc, char** argv, const ScriptInfo& info,
       .AddGroup("DataTrainingArguments", &data_args)
       .AddGroup("TrainingArguments", &training_args);
   if (absl::Status s = parser.Parse(argc, argv); !s.ok()) {
-    std::cerr << info.program << ": error: " << s.message() << "\n";
+    base::PrintErrorLine(info.program, s.message());
     return 2;
   }
   // --hub_token & co. off `ps` from here on (the parser holds its own copies).
@@ -69,7 +70,7 @@ int ScriptMain(int argc, char** argv, const ScriptInfo& info,
     return 0;
   }
   if (absl::Status s = run(model_args, data_args, training_args); !s.ok()) {
-    std::cerr << info.program << ": error: " << s.message() << "\n";
+    base::PrintErrorLine(info.program, s.message());
     return absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsUnimplemented(s) ? 2 : 1;
   }
   return 0;

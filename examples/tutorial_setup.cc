@@ -15,6 +15,7 @@
 #include "accelerate/prepared.h"
 #include "args/parser.h"
 #include "base/file_util.h"
+#include "base/error_line.h"
 #include "base/status_macros.h"
 #include "checkpoint/model_weights.h"
 #include "checkpoint/module_state.h"
@@ -177,7 +178,7 @@ int ExampleMain(int argc, char** argv,
   }
   const absl::Status status = flags.ok() ? run(*flags) : flags.status();
   if (status.ok()) return 0;
-  std::cerr << program << ": error: " << status.message() << "\n";
+  base::PrintErrorLine(program, status.message());
   return absl::IsInvalidArgument(status) || absl::IsNotFound(status) ? 2 : 1;
 }
 

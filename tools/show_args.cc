@@ -20,6 +20,7 @@
 #include "args/parser.h"
 #include "args/serialize.h"
 #include "args/training_args.h"
+#include "base/error_line.h"
 #include "logging/log_level.h"
 #include "logging/process_logging.h"
 #include "runtime/run_setup.h"
@@ -40,7 +41,7 @@ int main(int argc, char** argv) {
   parser.AddGroup("TrainingArguments", &args);
   absl::Status status = parser.Parse(argc, argv);
   if (!status.ok()) {
-    std::cerr << "show_args: error: " << status.message() << "\n";
+    loom::base::PrintErrorLine("show_args", status.message());
     return 2;
   }
   if (parser.help_requested()) {
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
   }
   auto warnings = loom::args::PostInit(&args);
   if (!warnings.ok()) {
-    std::cerr << "show_args: error: " << warnings.status().message() << "\n";
+    loom::base::PrintErrorLine("show_args", warnings.status().message());
     return 2;
   }
   for (const auto& w : *warnings) std::cerr << "warning: " << w << "\n";
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
   if (absl::Status run =
           loom::runtime::PreflightRun(args, here.local_process_index, here.world_size).status();
       !run.ok()) {
-    std::cerr << "show_args: error: " << run.message() << "\n";
+    loom::base::PrintErrorLine("show_args", run.message());
     return 2;
   }
   std::cout << loom::args::ToJsonString(args) << "\n";

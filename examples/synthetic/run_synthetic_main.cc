@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "args/parser.h"
 #include "args/training_args.h"
+#include "base/error_line.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "examples/script_resume.h"
@@ -123,7 +124,7 @@ int main(int argc, char** argv) {
        .description = "Trains a small classifier on a generated task with loom's Trainer."});
   parser.AddGroup("TrainingArguments", &targs).AddGroup("SyntheticArguments", &sargs);
   if (absl::Status s = parser.Parse(argc, argv); !s.ok()) {
-    std::cerr << "run_synthetic: error: " << s.message() << "\n";
+    loom::base::PrintErrorLine("run_synthetic", s.message());
     return 2;
   }
   if (parser.help_requested()) {
@@ -131,7 +132,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (absl::Status s = loom::examples::synthetic::Run(targs, sargs); !s.ok()) {
-    std::cerr << "run_synthetic: error: " << s.message() << "\n";
+    loom::base::PrintErrorLine("run_synthetic", s.message());
     return absl::IsInvalidArgument(s) ? 2 : 1;
   }
   return 0;
