@@ -3,6 +3,7 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -36,6 +37,7 @@ class LimitedAllocator : public AllocatorBase {
                          kCpuMemoryLimitEnv, " of ", limit_, " bytes");
       }
       live_ += static_cast<int64_t>(n);
+      peak_ = std::max(peak_, live_);
     }
     c10::DataPtr inner = base_->allocate(n);
     void* data = inner.get();
@@ -47,6 +49,16 @@ class LimitedAllocator : public AllocatorBase {
     return {data, data, &Release, c10::Device(c10::DeviceType::CPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &Release; }
+
+  CpuMemoryStats Stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {limit_, live_, peak_};
+  }
+  void ResetPeak() {
+    std::lock_guard<std::mutex> lock(mu_);
+    peak_ = live_;
+  }
+  static LimitedAllocator* instance() { return instance_; }
 
  private:
   struct Block {
@@ -70,6 +82,7 @@ class LimitedAllocator : public AllocatorBase {
   const int64_t limit_;
   mutable std::mutex mu_;
   mutable int64_t live_ = 0;
+  mutable int64_t peak_ = 0;
   mutable std::unordered_map<void*, Block> blocks_;
   static LimitedAllocator* instance_;
 };
@@ -104,6 +117,15 @@ absl::StatusOr<int64_t> ParseMemorySize(absl::string_view text) {
         "'", text, "' is not a memory size (e.g. 350MB, 1.5GiB or a number of bytes)"));
   }
   return static_cast<int64_t>(value * scale);
+}
+
+std::optional<CpuMemoryStats> CurrentCpuMemoryStats() {
+  if (LimitedAllocator::instance() == nullptr) return std::nullopt;
+  return LimitedAllocator::instance()->Stats();
+}
+
+void ResetCpuMemoryPeak() {
+  if (LimitedAllocator::instance() != nullptr) LimitedAllocator::instance()->ResetPeak();
 }
 
 absl::StatusOr<int64_t> InstallCpuMemoryLimitFromEnv() {

@@ -14,6 +14,9 @@
 //     how much is held and the limit. Returns the limit (0 when unset); InvalidArgument naming
 //     the variable for a bad value. Call it once, first thing in main(): the allocator is a
 //     process-wide LibTorch setting, and memory allocated before is not counted.
+//   - CurrentCpuMemoryStats(): once the limit is installed, the limit, the live bytes and the
+//     most held at once since installation or the last ResetCpuMemoryPeak(); nullopt without
+//     a limit (nothing is counted then).
 //
 // Example (a main()):
 //   absl::StatusOr<int64_t> limit = loom::base::InstallCpuMemoryLimitFromEnv();
@@ -22,6 +25,7 @@
 #define LOOM_BASE_CPU_MEMORY_LIMIT_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -30,7 +34,15 @@ namespace loom::base {
 
 inline constexpr char kCpuMemoryLimitEnv[] = "LOOM_CPU_MEMORY_LIMIT";
 
+struct CpuMemoryStats {
+  int64_t limit = 0;
+  int64_t live = 0;
+  int64_t peak = 0;
+};
+
 absl::StatusOr<int64_t> ParseMemorySize(absl::string_view text);
+std::optional<CpuMemoryStats> CurrentCpuMemoryStats();
+void ResetCpuMemoryPeak();
 absl::StatusOr<int64_t> InstallCpuMemoryLimitFromEnv();
 
 }  // namespace loom::base

@@ -125,6 +125,7 @@ absl::StatusOr<LoadStateDictResult> LoadStateDict(torch::nn::Module& module,
   for (auto& [name, target] : targets) {
     auto it = given.find(name);
     if (it == given.end()) continue;
+    if (options.copy_filter && !options.copy_filter(name, target)) continue;
     try {
       target.copy_(*it->second);
     } catch (const std::exception& e) {

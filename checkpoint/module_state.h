@@ -10,7 +10,8 @@
 //   LoadStateDict(module, state_dict, {strict}): checks keys and shapes before changing anything;
 //     then copies each tensor in (converting dtype and device like Tensor.copy_, under no_grad;
 //     a copy_ that throws, e.g. between devices, is reported as torch words it and may leave
-//     earlier tensors loaded).
+//     earlier tensors loaded). options.copy_filter, when set, picks the keys copied; the others
+//     are only checked.
 //     Errors (InvalidArgument) use torch's wording, all problems in one message:
 //       Error(s) in loading state_dict for Linear:
 //       	Missing key(s) in state_dict: "bias".
@@ -31,6 +32,7 @@
 
 #include <torch/nn/module.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,9 @@ NamedTensors ModuleStateDict(const torch::nn::Module& module);
 
 struct LoadStateDictOptions {
   bool strict = true;
+  // When set, a key for which it returns false is checked (present, shape) but not copied:
+  // e.g. parameters built without their bytes, filled later (modeling/deferred_init.h).
+  std::function<bool(const std::string& name, const torch::Tensor& target)> copy_filter;
 };
 
 struct LoadStateDictResult {

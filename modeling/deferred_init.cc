@@ -36,22 +36,36 @@ bool AnyDeferred(const torch::nn::Module& module) {
   return false;
 }
 
+int64_t DeferredBytes(const torch::nn::Module& module) {
+  int64_t bytes = 0;
+  for (const at::Tensor& p : module.parameters(/*recurse=*/true)) {
+    if (IsDeferred(p)) bytes += static_cast<int64_t>(NeededBytes(p));
+  }
+  return bytes;
+}
+
+absl::Status MaterializeParameter(const std::string& name, at::Tensor& p,
+                                  const ParameterFill& fill) {
+  if (!IsDeferred(p)) return absl::OkStatus();
+  try {
+    c10::StorageImpl* storage = p.storage().unsafeGetStorageImpl();
+    const size_t nbytes = NeededBytes(p);
+    storage->set_data_ptr_noswap(storage->allocator()->allocate(nbytes));
+    storage->set_nbytes(nbytes);
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kResourceExhausted,
+                                    absl::StrCat("materialising ", name));
+  }
+  at::NoGradGuard no_grad;
+  return fill(name, p);
+}
+
 absl::Status MaterializeParameters(torch::nn::Module& module, const std::string& prefix,
                                    const ParameterFill& fill) {
   for (auto& item : module.named_parameters(/*recurse=*/true)) {
-    at::Tensor& p = item.value();
-    if (!IsDeferred(p)) continue;
-    try {
-      c10::StorageImpl* storage = p.storage().unsafeGetStorageImpl();
-      const size_t nbytes = NeededBytes(p);
-      storage->set_data_ptr_noswap(storage->allocator()->allocate(nbytes));
-      storage->set_nbytes(nbytes);
-    } catch (const std::exception& e) {
-      return base::TorchErrorToStatus(e, absl::StatusCode::kResourceExhausted,
-                                      absl::StrCat("materialising ", prefix, item.key()));
+    if (absl::Status s = MaterializeParameter(prefix + item.key(), item.value(), fill); !s.ok()) {
+      return s;
     }
-    at::NoGradGuard no_grad;
-    if (absl::Status s = fill(prefix + item.key(), p); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -12,7 +12,11 @@
 //   - AnyDeferred(module): some parameter of `module` is deferred.
 //   - MaterializeParameters(module, prefix, fill): every deferred parameter gets fresh storage
 //     of its size and fill(qualified name, tensor) writes its values (`prefix` + the
-//     parameter's name in `module`); the first error stops and is returned.
+//     parameter's name in `module`); the first error stops and is returned. An allocation
+//     that fails (e.g. past LOOM_CPU_MEMORY_LIMIT) is ResourceExhausted naming the parameter.
+//     MaterializeParameter(name, p, fill) does the same for one tensor (a no-op when p is not
+//     deferred).
+//   - DeferredBytes(module): the bytes the deferred parameters of `module` will take.
 //   - ParameterFill: how a model provides a parameter's values by name (its initialisation, or
 //     a checkpoint's tensor).
 //
@@ -25,6 +29,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -39,6 +44,9 @@ bool IsDeferred(const at::Tensor& t);
 bool AnyDeferred(const torch::nn::Module& module);
 absl::Status MaterializeParameters(torch::nn::Module& module, const std::string& prefix,
                                    const ParameterFill& fill);
+absl::Status MaterializeParameter(const std::string& name, at::Tensor& p,
+                                  const ParameterFill& fill);
+int64_t DeferredBytes(const torch::nn::Module& module);
 
 }  // namespace loom::modeling
 

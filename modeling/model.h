@@ -25,6 +25,10 @@
 //   - FloatingPointOps(inputs) is HF's floating_point_ops: forward+backward FLOPs of one batch
 //     (PreTrainedModel: 6 * non-embedding parameters * tokens). The default returns 0, as HF
 //     does for plain nn.Modules.
+//   - parameter_fill(): for a model built with deferred parameters (deferred_init.h), how each
+//     one's values are made when it gets its bytes (its initialisation, or a checkpoint's
+//     tensor): a parameter-sharding strategy materialises one wrap unit at a time through it,
+//     anything else the whole model (runtime/strategy_setup.h). Empty for other models.
 //
 // Example:
 //   class Regressor : public loom::modeling::Model {
@@ -53,6 +57,7 @@
 #include "absl/status/status.h"
 #include "data/batch.h"
 #include "modeling/activation_checkpoint.h"
+#include "modeling/deferred_init.h"
 #include "modeling/forward_hooks.h"
 #include "modeling/unit_runner.h"
 
@@ -100,6 +105,12 @@ class Model : public torch::nn::Module {
   virtual bool IsGradientCheckpointing() const { return false; }
   // The class name without namespaces ("BertForSequenceClassification"), for messages.
   std::string ClassName() const;
+
+  const ParameterFill& parameter_fill() const { return parameter_fill_; }
+  void set_parameter_fill(ParameterFill fill) { parameter_fill_ = std::move(fill); }
+
+ private:
+  ParameterFill parameter_fill_;
 };
 
 }  // namespace loom::modeling

@@ -10,6 +10,13 @@
 //     - otherwise the tensors are copied in; model keys the checkpoint lacks keep their values
 //       and are listed (sorted) in newly_initialized_keys, checkpoint keys the model lacks in
 //       unused_keys.
+//   LoadWeightsDeferred(model, tensors, source, names, init): the same checks and report for a
+//     model built with deferred parameters (deferred_init.h), without giving them bytes: the
+//     buffers and any parameter that has bytes are copied now; the result's `fill` gives each
+//     deferred parameter its checkpoint tensor (converted to the parameter's dtype) when the
+//     checkpoint has it and init(name, dest) otherwise — what DeepSpeed's zero.Init and FSDP's
+//     meta-device loading do, one wrap unit at a time. The fill holds the checkpoint's tensors
+//     (memory-mapped safetensors stay mapped, not read) until it is dropped.
 //   WeightsLoadReport::Report() words HF's two warnings ("" when every key was loaded and
 //   used).
 //
@@ -27,6 +34,7 @@
 
 #include "absl/status/statusor.h"
 #include "checkpoint/named_tensors.h"
+#include "modeling/deferred_init.h"
 
 namespace loom::modeling {
 
@@ -48,6 +56,16 @@ absl::StatusOr<WeightsLoadReport> LoadWeightsNonStrict(torch::nn::Module& model,
                                                        const checkpoint::NamedTensors& tensors,
                                                        const std::string& source,
                                                        const ModelNames& names);
+
+struct DeferredWeights {
+  WeightsLoadReport report;
+  ParameterFill fill;
+};
+
+absl::StatusOr<DeferredWeights> LoadWeightsDeferred(torch::nn::Module& model,
+                                                    checkpoint::NamedTensors tensors,
+                                                    const std::string& source,
+                                                    const ModelNames& names, ParameterFill init);
 
 }  // namespace loom::modeling
 

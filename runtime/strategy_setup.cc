@@ -1,9 +1,12 @@
 #include "runtime/strategy_setup.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "args/deepspeed_config.h"
+#include "base/cpu_memory_limit.h"
 #include "base/status_macros.h"
+#include "glog/logging.h"
 #include "modeling/deferred_init.h"
 #include "nlohmann/json.hpp"
 #include "sharding/create_strategy.h"
@@ -35,6 +38,24 @@ absl::Status CheckTopology(const sharding::DataParallelTopology& t,
       "the data-parallel strategy's topology (", Describe(t), ") does not fit this process (rank ",
       parallel.rank(), " of ", parallel.world_size(),
       "): every rank needs a replica in [0, data_parallel_size)"));
+}
+
+std::string Mib(int64_t bytes) {
+  return absl::StrFormat("%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+}
+
+// What sharded construction held, against the whole model (the peak when
+// LOOM_CPU_MEMORY_LIMIT counts the CPU tensor bytes).
+void LogShardedConstruction(const modeling::Model& model) {
+  int64_t whole = 0;
+  for (const at::Tensor& p : model.parameters()) whole += p.numel() * p.element_size();
+  std::string peak;
+  if (std::optional<base::CpuMemoryStats> stats = base::CurrentCpuMemoryStats()) {
+    peak = absl::StrCat("; peak CPU tensor memory while building: ", Mib(stats->peak),
+                        " (now ", Mib(stats->live), ", limit ", Mib(stats->limit), ")");
+  }
+  LOG(INFO) << "sharded construction: " << model.ClassName() << " built one wrap unit at a time, "
+            << "its whole parameters being " << Mib(whole) << peak;
 }
 
 }  // namespace
@@ -70,14 +91,13 @@ absl::StatusOr<std::unique_ptr<sharding::ShardingStrategy>> SetUpStrategy(
   if (setup.args == nullptr || setup.parallel == nullptr) {
     return absl::InvalidArgumentError("SetUpStrategy: args and parallel must be set");
   }
-  if (setup.model != nullptr && modeling::AnyDeferred(*setup.model)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        setup.model->ClassName(),
-        " has deferred parameters (built without their values, e.g. by CreateDeferred): no "
-        "data-parallel strategy materialises them yet; build the model with Create"));
-  }
   ASSIGN_OR_RETURN(std::shared_ptr<const sharding::StrategyFactory> factory,
                    sharding::ResolveStrategyFactory(*setup.args, setup.factory));
+  if (setup.model != nullptr && !factory->ShardsParameters(*setup.args)) {
+    RETURN_IF_ERROR(MaterializeWholeModel(*setup.model));
+  }
+  const bool sharded_build = setup.model != nullptr && modeling::AnyDeferred(*setup.model);
+  base::ResetCpuMemoryPeak();
   const std::optional<distributed::ProcessGroup>& pg = setup.parallel->process_group();
   ASSIGN_OR_RETURN(std::unique_ptr<sharding::ShardingStrategy> strategy,
                    factory->Create(sharding::StrategyOptions()
@@ -87,6 +107,7 @@ absl::StatusOr<std::unique_ptr<sharding::ShardingStrategy>> SetUpStrategy(
                                        .set_optimizer(setup.optimizer)
                                        .set_precision(setup.precision)
                                        .set_process_group(pg ? &*pg : nullptr)));
+  if (sharded_build) LogShardedConstruction(*setup.model);
   const sharding::DataParallelTopology promised =
       factory->Topology(*setup.args, setup.parallel->world_size(), setup.parallel->rank());
   const sharding::DataParallelTopology reported = strategy->Topology();
@@ -96,6 +117,27 @@ absl::StatusOr<std::unique_ptr<sharding::ShardingStrategy>> SetUpStrategy(
         Describe(reported), ") other than its factory promised (", Describe(promised), ")"));
   }
   return strategy;
+}
+
+absl::Status MaterializeWholeModel(modeling::Model& model) {
+  if (!modeling::AnyDeferred(model)) return absl::OkStatus();
+  if (!model.parameter_fill()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        model.ClassName(), " has deferred parameters but no parameter_fill to make their values"));
+  }
+  const int64_t bytes = modeling::DeferredBytes(model);
+  absl::Status made = modeling::MaterializeParameters(model, "", model.parameter_fill());
+  if (absl::IsResourceExhausted(made)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "building ", model.ClassName(), " whole on this rank (", Mib(bytes),
+        " of parameters) does not fit: ", made.message(),
+        ". Build it sharded instead, each rank holding only its shards: --deepspeed with "
+        "zero_optimization.stage 3 (zero.Init), or --fsdp \"full_shard auto_wrap\" with "
+        "--fsdp_config '{\"cpu_ram_efficient_loading\": true}'"));
+  }
+  RETURN_IF_ERROR(made);
+  model.set_parameter_fill(nullptr);
+  return absl::OkStatus();
 }
 
 absl::Status WithOutOfMemoryAdvice(const absl::Status& status,

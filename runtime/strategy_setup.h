@@ -13,8 +13,14 @@
 //     the context's, 1 <= data_parallel_size <= world size, a replica for every rank);
 //     InvalidArgument naming the factory's answer otherwise.
 //   - SetUpStrategy: the factory's strategy over the pieces; FailedPrecondition when its
-//     Topology() differs from what its factory promised, or when the model has deferred
-//     parameters (modeling/deferred_init.h), which no strategy materialises yet.
+//     Topology() differs from what its factory promised. A model built with deferred
+//     parameters (modeling/deferred_init.h) goes to a factory that ShardsParameters() as it is
+//     (materialised one wrap unit at a time); for any other it is first MaterializeWholeModel'd.
+//   - MaterializeWholeModel(model): every deferred parameter gets its bytes and values through
+//     the model's parameter_fill(), which is then dropped (no-op for a model without deferred
+//     parameters; FailedPrecondition when it has no fill). When the bytes do not fit (e.g. past
+//     LOOM_CPU_MEMORY_LIMIT) the ResourceExhausted error names the model's size and the fix:
+//     build it sharded, under --deepspeed zero_optimization.stage 3 or --fsdp full_shard.
 //   - WithOutOfMemoryAdvice: a ResourceExhausted status naming the strategy and the model state
 //     this rank holds; it suggests sharding only when the strategy does not shard parameters
 //     already (StrategyCapabilities), and offload when it offloads nothing.
@@ -64,6 +70,9 @@ struct StrategySetup {
 
 absl::StatusOr<std::unique_ptr<sharding::ShardingStrategy>> SetUpStrategy(
     const StrategySetup& setup);
+
+absl::Status MaterializeWholeModel(modeling::Model& model);
+
 
 absl::Status WithOutOfMemoryAdvice(const absl::Status& status,
                                    const sharding::ShardingStrategy& strategy);

@@ -94,6 +94,11 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateZero12(const StrategyOpt
 // size or step count).
 class DeepSpeedFactory : public StrategyFactory {
  public:
+  // ZeRO stage 3 (HF's is_deepspeed_zero3_enabled); an unreadable config is reported by Create.
+  bool ShardsParameters(const args::TrainingArguments& args) const override {
+    absl::StatusOr<args::DeepSpeedConfig> config = args::LoadDeepSpeedConfig(args.deepspeed());
+    return config.ok() && config->IsZero3();
+  }
   absl::StatusOr<std::unique_ptr<ShardingStrategy>> Create(
       const StrategyOptions& o) const override {
     // HF refuses --fsdp with --deepspeed (CheckFsdp says so).
@@ -144,6 +149,10 @@ int HybridNodeSize(const StrategyOptions& o) {
 // --fsdp: FSDP's sharding strategies over ParamShardStrategy; no_shard is DDP.
 class FsdpFactory : public StrategyFactory {
  public:
+  // Every --fsdp strategy but no_shard (DDP).
+  bool ShardsParameters(const args::TrainingArguments& args) const override {
+    return !Has(args, "no_shard");
+  }
   absl::StatusOr<std::unique_ptr<ShardingStrategy>> Create(
       const StrategyOptions& o) const override {
     const args::TrainingArguments& args = *o.args;

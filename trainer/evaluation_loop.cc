@@ -16,6 +16,7 @@
 #include "data/shard_sampler.h"
 #include "trainer/numpy_mean.h"
 #include "trainer/trainer.h"
+#include "runtime/strategy_setup.h"
 
 namespace loom::trainer {
 namespace {
@@ -325,6 +326,8 @@ absl::StatusOr<EvalLoopOutput> Trainer::EvaluationLoop(data::DataLoader& dataloa
   // are resolved: args/field_support.h.)
   const bool prediction_loss_only = prediction_loss_only_opt.value_or(args_.prediction_loss_only());
   RETURN_IF_ERROR(SetUpZeroInference());
+  // No strategy shards the parameters here: a model still deferred is built whole.
+  if (strategy_ == nullptr) RETURN_IF_ERROR(runtime::MaterializeWholeModel(*model_));
   try {
     // HF: outside training, --fp16_full_eval / --bf16_full_eval cast the model itself (it
     // stays in that dtype afterwards, as in HF).

@@ -14,8 +14,10 @@
 #include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "glog/logging.h"
+#include "modeling/deferred_init.h"
 #include "rng/rng_state.h"
 #include "runtime/strategy_setup.h"
+#include "sharding/create_strategy.h"
 #include "sharding/strategy.h"
 #include "trainer/checkpoint_io.h"
 #include "trainer/neftune.h"
@@ -202,7 +204,8 @@ absl::Status Trainer::ReplaceStrategy(torch::optim::Optimizer* optimizer) {
 }
 
 absl::Status Trainer::SetUpZeroInference() {
-  if (strategy_ != nullptr || is_in_train_ || args_.deepspeed().empty()) return absl::OkStatus();
+  if (strategy_ != nullptr || is_in_train_) return absl::OkStatus();
+  if (args_.deepspeed().empty()) return SetUpDeferredFsdpInference();
   // HF's deepspeed_init(inference=True): the config without its optimizer and scheduler
   // sections, which must be ZeRO stage 3.
   ASSIGN_OR_RETURN(deepspeed_, runtime::PlanDeepSpeedForModel(args_, topology_.data_parallel_size,
@@ -216,6 +219,21 @@ absl::Status Trainer::SetUpZeroInference() {
         "config (evaluating or predicting without training under ZeRO stage ",
         stage, "; set zero_optimization.stage to 3, or drop --deepspeed)"));
   }
+  return SetUpInferenceStrategy("ZeRO-3 inference");
+}
+
+absl::Status Trainer::SetUpDeferredFsdpInference() {
+  // HF's evaluation_loop prepares the model with FSDP (accelerator.prepare_model(model,
+  // evaluation_mode=True)); loom evaluates a whole model as it is, and shards one built with
+  // deferred parameters, which no rank could hold whole.
+  if (args_.fsdp_size() == 0 || !modeling::AnyDeferred(*model_)) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::shared_ptr<const sharding::StrategyFactory> factory,
+                   sharding::ResolveStrategyFactory(args_, options_.strategy_factory), "--fsdp");
+  if (!factory->ShardsParameters(args_)) return absl::OkStatus();
+  return SetUpInferenceStrategy("FSDP inference");
+}
+
+absl::Status Trainer::SetUpInferenceStrategy(const std::string& what) {
   // The parameter shards are laid out per optimizer group: a placeholder optimizer with one
   // group over every parameter, never stepped and stateless (plain SGD), stands in for the one
   // inference has none of.
@@ -224,7 +242,7 @@ absl::Status Trainer::SetUpZeroInference() {
   inference_optimizer_ = std::make_unique<torch::optim::SGD>(
       params, torch::optim::SGDOptions(/*lr=*/0.0));
   RETURN_IF_ERROR(ReplaceStrategy(inference_optimizer_.get()));
-  LOG(INFO) << "ZeRO-3 inference: " << strategy_->Name()
+  LOG(INFO) << what << ": " << strategy_->Name()
             << "; model state on this rank: " << strategy_->StateBytes().Describe()
             << " (no optimizer state)";
   return absl::OkStatus();

@@ -30,6 +30,7 @@
 #include "runtime/precision_forward.h"
 #include "runtime/run_setup.h"
 #include "runtime/strategy_setup.h"
+#include "sharding/create_strategy.h"
 #include "trainer/tensorboard_callback.h"
 
 namespace loom::trainer {
@@ -73,13 +74,8 @@ absl::Status Trainer::Init() {
     ASSIGN_OR_RETURN(model_, options_.model_init(), "model_init");
     if (model_ == nullptr) return absl::InvalidArgumentError("model_init returned no model");
   }
-  if (modeling::AnyDeferred(*model_)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "Trainer: ", model_->ClassName(),
-        " has deferred parameters (built without their values, e.g. by CreateDeferred): the "
-        "Trainer cannot run it yet; build the model with Create"));
-  }
   RETURN_IF_ERROR(CheckOptions());
+  RETURN_IF_ERROR(MaterializeUnlessSharded());
   if (options_.data_collator == nullptr) {
     options_.data_collator = std::make_shared<data::DefaultCollator>();
   }
@@ -92,6 +88,14 @@ absl::Status Trainer::Init() {
   RETURN_IF_ERROR(callbacks_.OnInitEnd(args_, state_, control_));
   memory_tracker_->Stop("init");
   return absl::OkStatus();
+}
+
+absl::Status Trainer::MaterializeUnlessSharded() {
+  if (!modeling::AnyDeferred(*model_)) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::shared_ptr<const sharding::StrategyFactory> factory,
+                   sharding::ResolveStrategyFactory(args_, options_.strategy_factory), "Trainer");
+  if (factory->ShardsParameters(args_)) return absl::OkStatus();
+  return runtime::MaterializeWholeModel(*model_);
 }
 
 absl::Status Trainer::ApplyProcessLogLevel() {

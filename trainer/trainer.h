@@ -459,7 +459,14 @@ class Trainer {
   // outside training, without a strategy, --deepspeed ZeRO stage 3 shards the parameters
   // for evaluate / predict (no optimizer state); other stages are InvalidArgument with HF's
   // "ZeRO inference only makes sense with ZeRO Stage 3". A no-op otherwise.
+  // Evaluation outside training under a parameter-sharding strategy: ZeRO-3 inference
+  // (--deepspeed), or FSDP for a model built with deferred parameters.
   absl::Status SetUpZeroInference();
+  absl::Status SetUpDeferredFsdpInference();
+  absl::Status SetUpInferenceStrategy(const std::string& what);
+  // A model built with deferred parameters stays so when the run's strategy shards parameters
+  // (it materialises one wrap unit at a time); otherwise it is built whole now.
+  absl::Status MaterializeUnlessSharded();
   // The position the run starts from (the beginning, or the resumed checkpoint's), and the
   // loop's running totals from it.
   absl::StatusOr<std::optional<ResumedCheckpoint>> StartPosition(

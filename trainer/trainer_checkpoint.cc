@@ -18,6 +18,7 @@
 #include "runtime/shared_staged_folder.h"
 #include "trainer/checkpoint_io.h"
 #include "trainer/trainer.h"
+#include "runtime/strategy_setup.h"
 
 namespace loom::trainer {
 namespace {
@@ -92,6 +93,7 @@ absl::Status Trainer::SaveModel(std::optional<std::string> output_dir) {
 }
 
 absl::Status Trainer::SaveModelFiles(const std::string& dir) {
+  if (strategy_ == nullptr) RETURN_IF_ERROR(runtime::MaterializeWholeModel(*model_));
   if (SavesNoWeights()) {
     // HF's save_model under ZeRO-3 when the 16-bit weights are not gathered: the DeepSpeed
     // checkpoint instead of a weights file (transformers 4.38 `Trainer.save_model`).

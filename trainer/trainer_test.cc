@@ -60,15 +60,34 @@ TEST(TrainerCreateTest, NeedsModelOrModelInit) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("model_init")));
 }
 
-// A model whose parameters are deferred (modeling/deferred_init.h) is refused, not run on
-// parameters without bytes.
-TEST(TrainerCreateTest, DeferredParametersAreRefused) {
+// A model whose parameters are deferred (modeling/deferred_init.h) without a fill to make
+// them is refused, not run on parameters without bytes.
+TEST(TrainerCreateTest, DeferredParametersWithoutFillAreRefused) {
   TrainerOptions o = Options(nullptr);
   auto model = std::make_shared<EchoModel>();
   modeling::DeferParameters(*model);
   o.model = model;
   EXPECT_THAT(Trainer::Create(std::move(o)),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("deferred parameters")));
+}
+
+// Without parameter sharding the Trainer builds a deferred model whole through its fill, once.
+TEST(TrainerCreateTest, DeferredParametersAreBuiltWholeWithoutParameterSharding) {
+  TrainerOptions o = Options(nullptr);
+  auto model = std::make_shared<EchoModel>();
+  modeling::DeferParameters(*model);
+  int calls = 0;
+  model->set_parameter_fill([&calls](const std::string& name, at::Tensor& dest) {
+    ++calls;
+    dest.fill_(name == "w" ? 0.25 : -1.0);
+    return absl::OkStatus();
+  });
+  o.model = model;
+  ASSERT_OK_AND_ASSIGN(auto trainer, Trainer::Create(std::move(o)));
+  EXPECT_FALSE(modeling::AnyDeferred(*model));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(model->named_parameters()["w"].item<float>(), 0.25f);
+  EXPECT_FALSE(model->parameter_fill());  // dropped once the values are made
 }
 
 TEST(TrainerCreateTest, LabelNamedLabelIsRejected) {

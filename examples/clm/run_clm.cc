@@ -124,6 +124,11 @@ absl::StatusOr<LlamaConfig> ScratchConfig(const ModelArguments& m) {
   return LlamaConfig::FromJson(overridden.dump(), "--config_overrides");
 }
 
+// The model is built with its parameters deferred, their values coming from the seed or the
+// (memory-mapped) weight files when the Trainer's strategy makes them: one decoder layer at a
+// time, each rank keeping its shards, under a strategy that shards parameters (ZeRO-3, FSDP:
+// DeepSpeed's zero.Init, FSDP's meta-device loading); whole, with an error naming that fix when
+// it does not fit, otherwise (runtime/strategy_setup.h).
 absl::StatusOr<std::shared_ptr<LlamaForCausalLM>> LoadModel(const ModelArguments& m,
                                                             const LlamaConfig* builtin,
                                                             uint64_t seed) {
@@ -134,7 +139,8 @@ absl::StatusOr<std::shared_ptr<LlamaForCausalLM>> LoadModel(const ModelArguments
           "implemented; edit config.json in a copy of the model folder instead");
     }
     ASSIGN_OR_RETURN(models::llama::LoadedLlama loaded,
-                     models::llama::LoadLlamaForCausalLM(m.model_name_or_path(), {.seed = seed}));
+                     models::llama::LoadLlamaForCausalLM(
+                         m.model_name_or_path(), {.seed = seed, .deferred = true}));
     if (std::string r = loaded.Report(); !r.empty()) LOG(WARNING) << r;
     return loaded.model;
   }
@@ -144,7 +150,8 @@ absl::StatusOr<std::shared_ptr<LlamaForCausalLM>> LoadModel(const ModelArguments
   } else {
     ASSIGN_OR_RETURN(config, ScratchConfig(m));
   }
-  ASSIGN_OR_RETURN(std::shared_ptr<LlamaForCausalLM> model, LlamaForCausalLM::Create(config, seed));
+  ASSIGN_OR_RETURN(std::shared_ptr<LlamaForCausalLM> model,
+                   LlamaForCausalLM::CreateDeferred(config, seed));
   int64_t params = 0;
   for (const at::Tensor& p : model->parameters()) params += p.numel();
   LOG(INFO) << absl::StrFormat("Training new model from scratch - Total size=%.2fM params",

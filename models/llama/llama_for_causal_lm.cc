@@ -61,6 +61,7 @@ absl::StatusOr<std::shared_ptr<LlamaForCausalLM>> LlamaForCausalLM::CreateDeferr
   try {
     auto model = std::make_shared<LlamaForCausalLM>(config, /*deferred=*/true);
     model->seed_ = seed;
+    model->set_parameter_fill(model->InitFill());
     return model;
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, kContext);

@@ -54,7 +54,8 @@ class LlamaForCausalLM : public modeling::Model, public modeling::CausalLM {
                                                                   uint64_t seed);
   // The model with every parameter deferred (modeling/deferred_init.h): construction holds at
   // most one decoder layer's bytes (DeepSpeed's zero.Init, FSDP's meta-device construction).
-  // InitFill() materialises any parameter with exactly the values Create(config, seed) gives it.
+  // InitFill() materialises any parameter with exactly the values Create(config, seed) gives it;
+  // it is the model's parameter_fill().
   static absl::StatusOr<std::shared_ptr<LlamaForCausalLM>> CreateDeferred(
       const LlamaConfig& config, uint64_t seed);
   modeling::ParameterFill InitFill() const;

@@ -29,25 +29,40 @@ checkpoint::NamedTensors FoldTiedHead(const checkpoint::NamedTensors& tensors, b
   return out;
 }
 
+modeling::ModelNames Names() {
+  return {"LlamaForCausalLM", "Llama",
+          absl::StrCat(kEmbedding, ", model.layers.0.self_attn.q_proj.weight")};
+}
+
 }  // namespace
 
 absl::StatusOr<LlamaLoadReport> LoadLlamaWeights(LlamaForCausalLM& model,
                                                  const checkpoint::NamedTensors& tensors,
                                                  const std::string& source) {
   return modeling::LoadWeightsNonStrict(
-      model, FoldTiedHead(tensors, model.config().tie_word_embeddings), source,
-      {"LlamaForCausalLM", "Llama",
-       absl::StrCat(kEmbedding, ", model.layers.0.self_attn.q_proj.weight")});
+      model, FoldTiedHead(tensors, model.config().tie_word_embeddings), source, Names());
 }
 
 absl::StatusOr<LoadedLlama> LoadLlamaForCausalLM(const std::string& folder,
                                                  const LlamaLoadOptions& options) {
   ASSIGN_OR_RETURN(LlamaConfig config, LlamaConfig::FromFile(folder + "/config.json"));
   LoadedLlama loaded;
-  ASSIGN_OR_RETURN(loaded.model, LlamaForCausalLM::Create(config, options.seed));
   ASSIGN_OR_RETURN(checkpoint::LoadedWeights weights,
                    checkpoint::LoadModelWeights(folder, options.prefer_safetensors));
-  ASSIGN_OR_RETURN(loaded.report, LoadLlamaWeights(*loaded.model, weights.tensors, weights.source));
+  if (options.deferred) {
+    ASSIGN_OR_RETURN(loaded.model, LlamaForCausalLM::CreateDeferred(config, options.seed));
+    ASSIGN_OR_RETURN(
+        modeling::DeferredWeights deferred,
+        modeling::LoadWeightsDeferred(
+            *loaded.model, FoldTiedHead(weights.tensors, config.tie_word_embeddings),
+            weights.source, Names(), loaded.model->InitFill()));
+    loaded.report = std::move(deferred.report);
+    loaded.model->set_parameter_fill(std::move(deferred.fill));
+  } else {
+    ASSIGN_OR_RETURN(loaded.model, LlamaForCausalLM::Create(config, options.seed));
+    ASSIGN_OR_RETURN(loaded.report,
+                     LoadLlamaWeights(*loaded.model, weights.tensors, weights.source));
+  }
   const std::string generation = folder + "/generation_config.json";
   if (std::filesystem::exists(generation)) {
     ASSIGN_OR_RETURN(loaded.model->generation_config(),

@@ -4,7 +4,10 @@
 // Contract:
 //   LoadLlamaForCausalLM(folder, options):
 //     1. reads <folder>/config.json (LlamaConfig::FromFile);
-//     2. builds the model initialised from options.seed (InitLlamaWeights);
+//     2. builds the model initialised from options.seed (InitLlamaWeights) — or, with
+//        options.deferred, its parameters deferred (CreateDeferred) and the weights checked but
+//        left in the (memory-mapped) files: the model's parameter_fill() copies each tensor in
+//        when a strategy materialises its wrap unit (modeling::LoadWeightsDeferred);
 //     3. reads the weights with checkpoint::LoadModelWeights (model.safetensors, a sharded
 //        index — whose shards must all exist, else NotFound naming the missing file — or
 //        pytorch_model.bin) and copies them in with LoadLlamaWeights;
@@ -42,6 +45,9 @@ namespace loom::models::llama {
 struct LlamaLoadOptions {
   uint64_t seed = 42;  // initialises the weights the checkpoint does not provide
   bool prefer_safetensors = true;
+  // Sharded construction (DeepSpeed's zero.Init, FSDP's cpu_ram_efficient_loading): no
+  // parameter gets its bytes here.
+  bool deferred = false;
 };
 
 // HF's load warnings (modeling/pretrained_weights.h).

@@ -8,7 +8,10 @@
 #include <vector>
 
 #include "base/status_matchers.h"
+#include "base/file_util.h"
+#include "checkpoint/model_weights.h"
 #include "checkpoint/module_state.h"
+#include "modeling/deferred_init.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -106,6 +109,43 @@ TEST(LlamaPretrainedTest, MissingAndUnusedKeysAreReportedAndForeignFilesRefused)
   EXPECT_THAT(LoadLlamaWeights(*model, wrong, "w.bin"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("size mismatch for model.embed_tokens.weight")));
+}
+
+// Loaded deferred (sharded construction), nothing is materialised until the model's fill makes
+// each parameter: then every one equals the eagerly loaded model's, a key the folder lacks
+// comes from the seed's initialisation, and the report is the same. A size mismatch is still
+// refused before anything is built.
+TEST(LlamaPretrainedTest, DeferredLoadMakesTheSameWeightsThroughTheFill) {
+  for (bool tied : {false, true}) {
+    const std::string dir = TempDir(tied ? "deferred_tied" : "deferred");
+    ASSERT_OK_AND_ASSIGN(auto model, LlamaForCausalLM::Create(Tiny(tied), 1));
+    checkpoint::NamedTensors tensors = checkpoint::ModuleStateDict(*model);
+    tensors.erase(tensors.begin() + 1);  // model.layers.0.self_attn.q_proj.weight
+    ASSERT_OK(checkpoint::SaveModelWeights(dir, tensors, {.max_shard_size = 4000}).status());
+    ASSERT_OK(base::WriteFileAtomically(dir + "/config.json", model->ConfigJson()));
+    ASSERT_OK_AND_ASSIGN(LoadedLlama eager, LoadLlamaForCausalLM(dir, {.seed = 5}));
+    ASSERT_OK_AND_ASSIGN(LoadedLlama deferred,
+                         LoadLlamaForCausalLM(dir, {.seed = 5, .deferred = true}));
+    EXPECT_EQ(deferred.Report(), eager.Report());
+    EXPECT_THAT(deferred.report.newly_initialized_keys,
+                ElementsAre("model.layers.0.self_attn.q_proj.weight"));
+    for (const at::Tensor& p : deferred.model->parameters()) EXPECT_TRUE(modeling::IsDeferred(p));
+    ASSERT_TRUE(deferred.model->parameter_fill());
+    ASSERT_OK(modeling::MaterializeParameters(*deferred.model, "",
+                                              deferred.model->parameter_fill()));
+    const auto want = eager.model->named_parameters();
+    for (const auto& item : deferred.model->named_parameters()) {
+      EXPECT_TRUE(torch::equal(item.value(), want[item.key()])) << item.key();
+    }
+  }
+  const std::string dir = TempDir("deferred_mismatch");
+  ASSERT_OK_AND_ASSIGN(auto model, LlamaForCausalLM::Create(Tiny(false), 1));
+  ASSERT_OK(SaveLlamaForCausalLM(*model, dir).status());
+  LlamaConfig wider = Tiny(false);
+  wider.intermediate_size = 32;
+  ASSERT_OK(base::WriteFileAtomically(dir + "/config.json", wider.ToJson()));
+  EXPECT_THAT(LoadLlamaForCausalLM(dir, {.deferred = true}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("size mismatch")));
 }
 
 }  // namespace

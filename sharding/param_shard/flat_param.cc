@@ -9,12 +9,13 @@
 #include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "distributed/collectives.h"
+#include "modeling/deferred_init.h"
 
 namespace loom::sharding {
 
 absl::StatusOr<std::unique_ptr<FlatParamUnit>> FlatParamUnit::Create(
     std::vector<at::Tensor> params, int rank, int world,
-    std::optional<at::TensorOptions> shard_options) {
+    std::optional<at::TensorOptions> shard_options, const DeferredFill& fill) {
   if (params.empty()) return absl::InvalidArgumentError("FlatParamUnit: a unit without parameters");
   if (world < 1 || rank < 0 || rank >= world) {
     return absl::InvalidArgumentError(
@@ -24,6 +25,12 @@ absl::StatusOr<std::unique_ptr<FlatParamUnit>> FlatParamUnit::Create(
     if (p.scalar_type() != params.front().scalar_type() || p.device() != params.front().device()) {
       return absl::InvalidArgumentError(
           "FlatParamUnit: a unit's parameters must share one dtype and device");
+    }
+  }
+  for (const at::Tensor& p : params) {
+    if (modeling::IsDeferred(p) && !fill) {
+      return absl::FailedPreconditionError(
+          "FlatParamUnit: a deferred parameter (no bytes yet) and no fill to make its values");
     }
   }
   auto unit = absl::WrapUnique(new FlatParamUnit());
@@ -36,8 +43,13 @@ absl::StatusOr<std::unique_ptr<FlatParamUnit>> FlatParamUnit::Create(
     unit->flat_ = at::zeros({unit->padded_numel_}, params.front().options().requires_grad(false));
     int64_t offset = 0;
     for (at::Tensor& p : params) {
-      unit->flat_.slice(0, offset, offset + p.numel()).copy_(p.detach().reshape({-1}));
-      p.set_data(unit->flat_.slice(0, offset, offset + p.numel()).view(p.sizes()));
+      at::Tensor view = unit->flat_.slice(0, offset, offset + p.numel()).view(p.sizes());
+      if (modeling::IsDeferred(p)) {
+        RETURN_IF_ERROR(fill(p, view));
+      } else {
+        view.copy_(p.detach());
+      }
+      p.set_data(view);
       offset += p.numel();
     }
     const int64_t part = unit->padded_numel_ / world;

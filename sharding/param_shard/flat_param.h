@@ -7,7 +7,9 @@
 //     become views of one flat buffer of padded_numel() = numel rounded up to a multiple of
 //     `world`; shard() is a separate copy of elements [rank * part, (rank + 1) * part).
 //     Parameters keep their values and identities (set_data), so optimizers, autograd and
-//     module code see the same tensors.
+//     module code see the same tensors. A deferred parameter (modeling/deferred_init.h: shape
+//     without bytes) gets its values from `fill` (its view in the full buffer to write), so a
+//     unit built deferred never exists twice (FailedPrecondition without a fill).
 //   - Release(): the full buffer's storage is freed (FSDP's _free_storage): the parameters stay
 //     views of a storage of zero bytes — reading them is an error until the next Gather().
 //     Autograd's saved references to them survive and see the gathered data again after
@@ -38,6 +40,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -50,6 +53,9 @@
 
 namespace loom::sharding {
 
+// Writes a deferred parameter's values into `dest` (its view in the unit's full buffer).
+using DeferredFill = std::function<absl::Status(const at::Tensor& param, at::Tensor& dest)>;
+
 class FlatParamUnit {
  public:
   // `shard_options` (e.g. offload.h's HostOptions): where and in which dtype the shard lives;
@@ -57,7 +63,8 @@ class FlatParamUnit {
   // their device for each gather.
   static absl::StatusOr<std::unique_ptr<FlatParamUnit>> Create(
       std::vector<at::Tensor> params, int rank, int world,
-      std::optional<at::TensorOptions> shard_options = std::nullopt);
+      std::optional<at::TensorOptions> shard_options = std::nullopt,
+      const DeferredFill& fill = nullptr);
 
   void Release();
   // `pg` may be null for one process.

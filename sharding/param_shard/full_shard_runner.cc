@@ -7,6 +7,7 @@
 #include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "distributed/collectives.h"
+#include "modeling/deferred_init.h"
 
 namespace loom::sharding {
 
@@ -20,6 +21,7 @@ absl::StatusOr<std::unique_ptr<FullShardRunner>> FullShardRunner::Create(
   const int world = pg != nullptr ? pg->world_size() : 1;
   const int rank = pg != nullptr ? pg->rank() : 0;
   for (ShardUnitSpec& spec : specs) {
+    bool built_deferred = false;  // its parameters had no bytes before
     Unit u;
     u.name = spec.name;
     u.module = spec.module;
@@ -30,13 +32,13 @@ absl::StatusOr<std::unique_ptr<FullShardRunner>> FullShardRunner::Create(
       piece.group = g;
       u.params += static_cast<int64_t>(spec.params_by_group[g].size());
       for (const at::Tensor& p : spec.params_by_group[g]) u.numel += p.numel();
+      for (const at::Tensor& p : spec.params_by_group[g]) built_deferred |= modeling::IsDeferred(p);
       ASSIGN_OR_RETURN(piece.flat,
                        FlatParamUnit::Create(std::move(spec.params_by_group[g]), rank, world,
-                                             options.shard_options),
+                                             options.shard_options, options.fill),
                        absl::StrCat("wrap unit ", spec.name));
-      at::Tensor& shard = piece.flat->mutable_shard();
-      shard.set_requires_grad(true);
-      shard.mutable_grad() = at::zeros_like(shard);
+      // Its gradient is made by the first reduction (none for evaluation, as ZeRO-3 inference).
+      piece.flat->mutable_shard().set_requires_grad(true);
       u.pieces.push_back(runner->pieces_.size());
       runner->pieces_.push_back(std::move(piece));
     }
@@ -44,6 +46,9 @@ absl::StatusOr<std::unique_ptr<FullShardRunner>> FullShardRunner::Create(
     if (u.module != nullptr) runner->index_[u.module] = runner->units_.size();
     u.pending = u.params;
     runner->units_.push_back(std::move(u));
+    // Nothing of it existed before: only its shards stay (the others are released below, once
+    // nothing can fail any more, so that a failure leaves their parameters whole).
+    if (built_deferred) runner->ReleaseUnit(runner->units_.size() - 1);
   }
   for (size_t i = 0; i < runner->units_.size(); ++i) {
     Unit& u = runner->units_[i];
@@ -172,6 +177,7 @@ absl::Status FullShardRunner::ReduceUnit(size_t i) {
       if (replicas_ != nullptr) RETURN_IF_ERROR(distributed::AllReduce(*replicas_, reduced));
       const int total = world * (replicas_ != nullptr ? replicas_->world_size() : 1);
       if (total > 1) reduced.div_(static_cast<double>(total));
+      if (!shard_grad.defined()) shard_grad = at::zeros_like(flat.shard());
       shard_grad.add_(reduced.to(shard_grad.device()));  // no copy on the same device
       for (at::Tensor param : flat.params()) param.mutable_grad().reset();  // a handle
     }

@@ -7,9 +7,13 @@
 //     FlatParamUnit (flat_param.h) — a "piece" — sharded over the group (null: one process).
 //     A unit with `module` null is persistent (FSDP's root unit, DeepSpeed's persistent
 //     parameters): its pieces stay gathered, their gradients are reduced by FinishBackward.
-//     The others are released: between uses each rank holds only their shards. Each piece's
-//     shard is a leaf whose .grad() is the shard's gradient (zeros until a backward reached
-//     it): the optimizer steps on the shards.
+//     The others are released: between uses each rank holds only their shards. Deferred
+//     parameters (modeling/deferred_init.h) get their values from options.fill as their unit
+//     is flattened, and such a unit is released at once: construction holds one unit's full
+//     parameters at a time (DeepSpeed's zero.Init). Each piece's shard is a leaf whose .grad()
+//     is the shard's gradient, undefined until the first reduction makes it (so evaluation
+//     holds no gradients, as ZeRO-3 inference; the optimizer skips such a shard, as torch skips
+//     a parameter whose .grad is None): the optimizer steps on the shards.
 //   - Run(unit, forward) (the model calls it per unit): the unit's pieces are gathered, forward()
 //     runs, and the unit is released again when options.reshard_after_forward (full_shard) or
 //     when the result needs no gradient (evaluation); otherwise it stays gathered until its
@@ -89,6 +93,8 @@ struct FullShardRunnerOptions {
   // Where the shards (the optimizer's parameters) and their gradients live; unset: with the
   // parameters. Offload (offload.h) puts them in host memory.
   std::optional<at::TensorOptions> shard_options;
+  // Makes the values of deferred parameters (required when there are some).
+  DeferredFill fill;
 };
 
 class FullShardRunner : public modeling::UnitRunner {

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <set>
+#include <string>
 
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
@@ -16,6 +18,7 @@
 #include "checkpoint/optimizer_state.h"
 #include "distributed/collectives.h"
 #include "glog/logging.h"
+#include "modeling/deferred_init.h"
 #include "modeling/model.h"
 #include "sharding/replicated.h"
 
@@ -86,6 +89,8 @@ absl::Status SyncModuleStates(const ParamShardOptions& o, modeling::Model& model
   try {
     at::NoGradGuard no_grad;
     for (at::Tensor t : model.parameters()) {
+      // A deferred parameter is made the same on every rank (one seed, or the same files).
+      if (modeling::IsDeferred(t)) continue;
       at::Tensor data = t.detach();
       RETURN_IF_ERROR_CTX(distributed::Broadcast(pg, data),
                           absl::StrCat(o.name, ": sharing rank 0's weights"));
@@ -130,6 +135,20 @@ std::vector<ShardUnitSpec> UnitSpecs(const ParamShardOptions& o, modeling::Model
   return specs;
 }
 
+// The model's parameter_fill by tensor instead of by name (for the runner's units).
+DeferredFill FillByTensor(modeling::Model& model) {
+  auto names = std::make_shared<std::map<const void*, std::string>>();
+  for (const auto& p : model.named_parameters()) {
+    (*names)[p.value().unsafeGetTensorImpl()] = p.key();
+  }
+  return [names, fill = model.parameter_fill()](const at::Tensor& param,
+                                                at::Tensor& dest) -> absl::Status {
+    auto it = names->find(param.unsafeGetTensorImpl());
+    if (it == names->end()) return absl::InternalError("a deferred tensor that is not a parameter");
+    return fill(it->second, dest);
+  };
+}
+
 FullShardRunnerOptions RunnerOptions(const ParamShardOptions& o) {
   return FullShardRunnerOptions{
       .reshard_after_forward = o.reshard_after_forward,
@@ -138,7 +157,30 @@ FullShardRunnerOptions RunnerOptions(const ParamShardOptions& o) {
       .prefetch_limit = o.prefetch_limit,
       .max_live_elements = o.max_live_elements,
       .shard_options = o.offload.any() ? std::optional<at::TensorOptions>(HostOptions(o.offload))
-                                       : std::nullopt};
+                                       : std::nullopt,
+      .fill = o.model->parameter_fill() ? FillByTensor(*o.model) : nullptr};
+}
+
+// A model with deferred parameters must say how to make them.
+absl::Status CheckDeferred(const ParamShardOptions& o) {
+  if (modeling::AnyDeferred(*o.model) && !o.model->parameter_fill()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        o.name, ": ", o.model->ClassName(),
+        " has deferred parameters but no parameter_fill to make their values"));
+  }
+  return absl::OkStatus();
+}
+
+// Parameters outside every unit (frozen ones) stay whole: a deferred one gets its bytes now.
+absl::Status MaterializeUnsharded(const ParamShardOptions& o,
+                                  const std::set<const void*>& claimed) {
+  for (auto& item : o.model->named_parameters()) {
+    if (claimed.count(item.value().unsafeGetTensorImpl()) > 0) continue;
+    RETURN_IF_ERROR_CTX(
+        modeling::MaterializeParameter(item.key(), item.value(), o.model->parameter_fill()),
+        o.name);
+  }
+  return absl::OkStatus();
 }
 
 // The least loom holds at once: the root and the largest unit; a warning when
@@ -232,6 +274,7 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
     const ParamShardOptions& o) {
   RETURN_IF_ERROR(o.CheckPieces("ParamShardStrategy"));
   RETURN_IF_ERROR(CheckPrecisionAndOptimizer(o));
+  RETURN_IF_ERROR(CheckDeferred(o));
   modeling::Model* const model = o.model;
   ASSIGN_OR_RETURN(const std::vector<modeling::FoundUnit> found, FindWrapUnits(o, *model));
   ASSIGN_OR_RETURN(const auto group_of, GroupOfParameters(o, *model));
@@ -242,6 +285,7 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
   }
   std::set<const void*> claimed;
   std::vector<ShardUnitSpec> specs = UnitSpecs(o, *model, found, group_of, claimed);
+  RETURN_IF_ERROR(MaterializeUnsharded(o, claimed));
   ASSIGN_OR_RETURN(
       strategy->runner_,
       FullShardRunner::Create(std::move(specs), strategy->pg(), RunnerOptions(o),
@@ -251,6 +295,8 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
     RETURN_IF_ERROR_CTX(model->SetUnitRunner(strategy->runner_.get()), o.name);
   }
   WarnIfBelowLiveMinimum(o, *strategy->runner_);
+  // The values now live in the shards: a fill from a checkpoint lets go of its files.
+  model->set_parameter_fill(nullptr);
   for (const at::Tensor& p : model->parameters()) {
     if (claimed.count(p.unsafeGetTensorImpl()) == 0) strategy->unsharded_.push_back(p);
   }
@@ -299,6 +345,14 @@ ParamShardStrategy::~ParamShardStrategy() {
   }
 }
 
+std::vector<at::Tensor> ParamShardStrategy::ShardGradients() const {
+  std::vector<at::Tensor> grads;
+  for (const at::Tensor& shard : Shards()) {
+    if (shard.grad().defined()) grads.push_back(shard.grad());
+  }
+  return grads;
+}
+
 std::vector<at::Tensor> ParamShardStrategy::Shards() const {
   std::vector<at::Tensor> shards;
   for (const FullShardRunner::Piece& piece : runner_->pieces()) {
@@ -313,9 +367,9 @@ absl::Status ParamShardStrategy::AfterBackward() { return runner_->FinishBackwar
 // float64, the squares summed and all-reduced, clip = (norm + 1e-6) / max_norm when above 1.
 absl::StatusOr<double> ParamShardStrategy::DeepSpeedClip(double max_norm) {
   double local = 0;
-  for (const at::Tensor& shard : Shards()) {
+  for (const at::Tensor& grad : ShardGradients()) {
     const double n =
-        at::linalg_vector_norm(shard.grad(), 2, c10::nullopt, false, at::kDouble).item<double>();
+        at::linalg_vector_norm(grad, 2, c10::nullopt, false, at::kDouble).item<double>();
     local += n * n;
   }
   at::Tensor sq = at::full({}, local, at::TensorOptions().dtype(at::kDouble));
@@ -323,7 +377,7 @@ absl::StatusOr<double> ParamShardStrategy::DeepSpeedClip(double max_norm) {
   const double norm = std::sqrt(sq.item<double>());
   const double clip = (norm + 1e-6) / max_norm;
   if (clip > 1) {
-    for (at::Tensor shard : Shards()) shard.mutable_grad().mul_(1.0 / clip);
+    for (at::Tensor grad : ShardGradients()) grad.mul_(1.0 / clip);
   }
   return norm;
 }
@@ -333,8 +387,8 @@ absl::StatusOr<double> ParamShardStrategy::DeepSpeedClip(double max_norm) {
 // max_norm / (norm + 1e-6) clamped to 1 as a float32 tensor multiplies every shard's gradient.
 absl::StatusOr<double> ParamShardStrategy::FsdpClip(double max_norm) {
   std::vector<at::Tensor> norms;
-  for (const at::Tensor& shard : Shards()) {
-    norms.push_back(at::linalg_vector_norm(shard.grad(), 2, c10::nullopt, false, at::kFloat));
+  for (const at::Tensor& grad : ShardGradients()) {
+    norms.push_back(at::linalg_vector_norm(grad, 2, c10::nullopt, false, at::kFloat));
   }
   at::Tensor total = norms.empty() ? at::zeros({}, at::kFloat)
                                    : at::linalg_vector_norm(at::stack(norms), 2, c10::nullopt,
@@ -343,7 +397,7 @@ absl::StatusOr<double> ParamShardStrategy::FsdpClip(double max_norm) {
   if (world() > 1) RETURN_IF_ERROR(distributed::AllReduce(*pg(), total));
   total = total.pow(0.5);
   const at::Tensor coef = at::clamp_max(max_norm / (total + 1e-6), 1.0);
-  for (at::Tensor shard : Shards()) shard.mutable_grad().mul_(coef.to(shard.grad().scalar_type()));
+  for (at::Tensor grad : ShardGradients()) grad.mul_(coef.to(grad.scalar_type()));
   return total.item<float>();
 }
 
@@ -388,7 +442,7 @@ absl::StatusOr<bool> ParamShardStrategy::OptimizerStep() {
 }
 
 void ParamShardStrategy::ZeroGrad() {
-  for (at::Tensor shard : Shards()) shard.mutable_grad().zero_();
+  for (at::Tensor grad : ShardGradients()) grad.zero_();
   options_.model->zero_grad();
 }
 

@@ -45,6 +45,12 @@
 //     (as a checkpoint of the group's size, which any world size resumes).
 //   - BeginFullParameters / EndFullParameters: every parameter gathered (to save or load the
 //     model's weights), then written back into the shards and released.
+// Sharded construction: a model built with deferred parameters (modeling/deferred_init.h: what
+// DeepSpeed's zero.Init and FSDP's meta-device construction give) is materialised one unit at a
+// time through its parameter_fill() — each unit's full parameters made, this rank's shard kept,
+// the unit released — so no rank ever holds the whole model; deferred parameters are not
+// broadcast (each rank makes the same values), and the model's fill is dropped once the shards
+// hold the values.
 // Precision: fp32 and autocast (parameters stay fp32); 16-bit weights and the fp16 GradScaler
 // are refused (Unimplemented) until they land.
 //
@@ -211,6 +217,8 @@ class ParamShardStrategy : public ShardingStrategy {
   // Under hybrid sharding, which replica (node) this rank belongs to; 0 otherwise.
   int replica() const { return replica_pg_ ? replica_pg_->rank() : 0; }
   std::vector<at::Tensor> Shards() const;
+  // The shards' gradients made so far (a shard has none before its first reduction).
+  std::vector<at::Tensor> ShardGradients() const;
   // FSDP's hybrid sharding (hybrid_group_size below the world size): shard_pg_ over this
   // node's ranks, replica_pg_ over this local rank on every node; nothing otherwise.
   absl::Status SetUpHybridGroups();
