@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/cpu_memory_limit.h"
 #include "absl/strings/str_cat.h"
 
 namespace loom::aio {
@@ -48,7 +49,9 @@ int OpenFile(const std::string& path, int flags, bool* direct) {
 }  // namespace
 
 AlignedBuffer::AlignedBuffer(int64_t bytes) : size_(AlignUp(std::max<int64_t>(bytes, 1))) {
+  base::ChargeCpuMemory(size_);  // throws past LOOM_CPU_MEMORY_LIMIT
   if (posix_memalign(&data_, kAlignment, static_cast<size_t>(size_)) != 0) {
+    base::RefundCpuMemory(size_);
     data_ = nullptr;
     size_ = 0;
     throw std::bad_alloc();
@@ -56,13 +59,17 @@ AlignedBuffer::AlignedBuffer(int64_t bytes) : size_(AlignUp(std::max<int64_t>(by
   std::memset(data_, 0, static_cast<size_t>(size_));
 }
 
-AlignedBuffer::~AlignedBuffer() { std::free(data_); }
+AlignedBuffer::~AlignedBuffer() {
+  if (data_ != nullptr) base::RefundCpuMemory(size_);
+  std::free(data_);
+}
 
 AlignedBuffer::AlignedBuffer(AlignedBuffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
 
 AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& other) noexcept {
   if (this != &other) {
+    if (data_ != nullptr) base::RefundCpuMemory(size_);
     std::free(data_);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);

@@ -76,7 +76,9 @@ struct AioOptions {
   }
 };
 
-// Memory aligned for O_DIRECT, zero-filled, size rounded up to kAlignment.
+// Memory aligned for O_DIRECT, zero-filled, size rounded up to kAlignment; counted against
+// LOOM_CPU_MEMORY_LIMIT like tensor memory (base/cpu_memory_limit.h: the constructor throws
+// c10::OutOfMemoryError past it).
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;

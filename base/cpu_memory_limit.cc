@@ -27,19 +27,32 @@ class LimitedAllocator : public AllocatorBase {
     instance_ = this;
   }
 
-  c10::DataPtr AllocateBytes(size_t n) const override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (live_ + static_cast<int64_t>(n) > limit_) {
-        TORCH_CHECK_WITH(OutOfMemoryError, false,
-                         "DefaultCPUAllocator: can't allocate memory: you tried to allocate ", n,
-                         " bytes while this process holds ", live_, " bytes of its ",
-                         kCpuMemoryLimitEnv, " of ", limit_, " bytes");
-      }
-      live_ += static_cast<int64_t>(n);
-      peak_ = std::max(peak_, live_);
+  // Counts n more bytes as held; throws the allocator's OutOfMemoryError past the limit.
+  void Charge(size_t n) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (live_ + static_cast<int64_t>(n) > limit_) {
+      TORCH_CHECK_WITH(OutOfMemoryError, false,
+                       "DefaultCPUAllocator: can't allocate memory: you tried to allocate ", n,
+                       " bytes while this process holds ", live_, " bytes of its ",
+                       kCpuMemoryLimitEnv, " of ", limit_, " bytes");
     }
-    c10::DataPtr inner = base_->allocate(n);
+    live_ += static_cast<int64_t>(n);
+    peak_ = std::max(peak_, live_);
+  }
+  void Refund(int64_t n) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_ -= n;
+  }
+
+  c10::DataPtr AllocateBytes(size_t n) const override {
+    Charge(n);
+    c10::DataPtr inner;
+    try {
+      inner = base_->allocate(n);
+    } catch (...) {
+      Refund(static_cast<int64_t>(n));
+      throw;
+    }
     void* data = inner.get();
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -122,6 +135,16 @@ absl::StatusOr<int64_t> ParseMemorySize(absl::string_view text) {
 std::optional<CpuMemoryStats> CurrentCpuMemoryStats() {
   if (LimitedAllocator::instance() == nullptr) return std::nullopt;
   return LimitedAllocator::instance()->Stats();
+}
+
+void ChargeCpuMemory(int64_t bytes) {
+  if (LimitedAllocator::instance() != nullptr) {
+    LimitedAllocator::instance()->Charge(static_cast<size_t>(bytes));
+  }
+}
+
+void RefundCpuMemory(int64_t bytes) {
+  if (LimitedAllocator::instance() != nullptr) LimitedAllocator::instance()->Refund(bytes);
 }
 
 void ResetCpuMemoryPeak() {

@@ -14,6 +14,10 @@
 //     how much is held and the limit. Returns the limit (0 when unset); InvalidArgument naming
 //     the variable for a bad value. Call it once, first thing in main(): the allocator is a
 //     process-wide LibTorch setting, and memory allocated before is not counted.
+//   - ChargeCpuMemory(bytes) / RefundCpuMemory(bytes): memory a component allocates outside
+//     LibTorch's allocator (aio's O_DIRECT buffers for NVMe offload) counted as tensor memory:
+//     Charge throws the allocator's c10::OutOfMemoryError when it would pass the limit, Refund
+//     gives the bytes back; both are no-ops without a limit.
 //   - CurrentCpuMemoryStats(): once the limit is installed, the limit, the live bytes and the
 //     most held at once since installation or the last ResetCpuMemoryPeak(); nullopt without
 //     a limit (nothing is counted then).
@@ -42,6 +46,8 @@ struct CpuMemoryStats {
 
 absl::StatusOr<int64_t> ParseMemorySize(absl::string_view text);
 std::optional<CpuMemoryStats> CurrentCpuMemoryStats();
+void ChargeCpuMemory(int64_t bytes);
+void RefundCpuMemory(int64_t bytes);
 void ResetCpuMemoryPeak();
 absl::StatusOr<int64_t> InstallCpuMemoryLimitFromEnv();
 

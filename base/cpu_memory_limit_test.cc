@@ -53,6 +53,21 @@ TEST(CpuMemoryLimitTest, AllocationsPastTheLimitThrowOutOfMemory) {
   // Freed: the same again fits.
   at::Tensor c = at::empty({1024 * 1024 + 1024}, at::kFloat);
   EXPECT_EQ(c.numel(), 1024 * 1024 + 1024);
+  // Stats: the live bytes and the peak (c's bytes and the 4 MiB a held at once).
+  std::optional<CpuMemoryStats> stats = CurrentCpuMemoryStats();
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_EQ(stats->limit, 8 * 1024 * 1024);
+  EXPECT_EQ(stats->live, (1024 * 1024 + 1024) * 4);
+  EXPECT_GE(stats->peak, 4 * 1024 * 1024);
+  ResetCpuMemoryPeak();
+  EXPECT_EQ(CurrentCpuMemoryStats()->peak, stats->live);
+  // Memory held outside the allocator counts too: a charge past the limit throws the same way.
+  ChargeCpuMemory(2 * 1024 * 1024);
+  EXPECT_EQ(CurrentCpuMemoryStats()->live, stats->live + 2 * 1024 * 1024);
+  EXPECT_THROW(ChargeCpuMemory(2 * 1024 * 1024), c10::OutOfMemoryError);
+  EXPECT_THROW(at::empty({512 * 1024}, at::kFloat), c10::OutOfMemoryError);  // 2 MiB more
+  RefundCpuMemory(2 * 1024 * 1024);
+  EXPECT_EQ(CurrentCpuMemoryStats()->live, stats->live);
   ::unsetenv(kCpuMemoryLimitEnv);
   EXPECT_THAT(InstallCpuMemoryLimitFromEnv(), IsOkAndHolds(0));
 }
