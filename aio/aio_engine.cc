@@ -6,6 +6,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <c10/util/Exception.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -14,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "base/cpu_memory_limit.h"
 #include "absl/strings/str_cat.h"
+#include "base/cpu_memory_limit.h"
 
 namespace loom::aio {
 namespace {
@@ -75,6 +77,18 @@ AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& other) noexcept {
     size_ = std::exchange(other.size_, 0);
   }
   return *this;
+}
+
+absl::StatusOr<std::unique_ptr<AlignedBuffer>> NewAlignedBuffer(int64_t bytes) {
+  try {
+    return std::make_unique<AlignedBuffer>(bytes);
+  } catch (const c10::Error& e) {  // past LOOM_CPU_MEMORY_LIMIT
+    return absl::ResourceExhaustedError(
+        absl::StrCat("a ", bytes, "-byte O_DIRECT buffer: ", e.what_without_backtrace()));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("no host memory for a ", bytes, "-byte O_DIRECT buffer"));
+  }
 }
 
 absl::StatusOr<std::unique_ptr<AioEngine>> AioEngine::Create(const AioOptions& o) {

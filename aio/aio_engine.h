@@ -97,6 +97,10 @@ class AlignedBuffer {
   int64_t size_ = 0;
 };
 
+// A new AlignedBuffer of `bytes`, or ResourceExhausted in the limit's (or the system's) words
+// when there is no memory for it.
+absl::StatusOr<std::unique_ptr<AlignedBuffer>> NewAlignedBuffer(int64_t bytes);
+
 inline int64_t AlignUp(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 class AioEngine {

@@ -167,12 +167,7 @@ int64_t OptimizerSwapper::resident_bytes() const {
 absl::Status OptimizerSwapper::StartRead(SubGroup& g) {
   if (!g.on_disk || g.reading.valid()) return absl::OkStatus();
   RETURN_IF_ERROR(FinishWrite(g));  // a file still being written is read after it
-  try {
-    g.buffer = std::make_shared<aio::AlignedBuffer>(g.bytes);
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("no host memory for a ", g.bytes, "-byte swap buffer"));
-  }
+  ASSIGN_OR_RETURN(g.buffer, aio::NewAlignedBuffer(g.bytes), "swapping optimizer state in");
   g.reading = space_.engine->ReadAsync(g.file, g.buffer->data(), g.bytes);
   return absl::OkStatus();
 }
@@ -227,8 +222,10 @@ absl::Status OptimizerSwapper::StartWrite(SubGroup& g) {
   if (states.size() != g.shards.size()) {
     return absl::InternalError("OptimizerSwapper: a sub-group's state is only partly made");
   }
+  if (g.buffer == nullptr) {
+    ASSIGN_OR_RETURN(g.buffer, aio::NewAlignedBuffer(g.bytes), "swapping optimizer state out");
+  }
   try {
-    if (g.buffer == nullptr) g.buffer = std::make_shared<aio::AlignedBuffer>(g.bytes);
     float* data = static_cast<float*>(g.buffer->data());
     int64_t offset = 0;
     for (size_t j = 0; j < g.shards.size(); ++j) {
@@ -245,9 +242,6 @@ absl::Status OptimizerSwapper::StartWrite(SubGroup& g) {
         offset += n;
       }
     }
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("no host memory for a ", g.bytes, "-byte swap buffer"));
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "packing optimizer state");
   }

@@ -95,11 +95,9 @@ ParamSwapper::Entry* ParamSwapper::Find(const at::Tensor& shard) {
 void ParamSwapper::StartReadAhead(size_t k) {
   Entry& e = entries_[k];
   if (e.resident || e.reading.valid()) return;
-  try {
-    e.ahead = std::make_shared<aio::AlignedBuffer>(e.bytes);
-  } catch (const std::bad_alloc&) {
-    return;  // no memory to read ahead: the fetch reads it then
-  }
+  absl::StatusOr<std::unique_ptr<aio::AlignedBuffer>> ahead = aio::NewAlignedBuffer(e.bytes);
+  if (!ahead.ok()) return;  // no memory to read ahead: the fetch reads it then
+  e.ahead = std::move(*ahead);
   e.reading = space_.engine->ReadAsync(e.file, e.ahead->data(), e.bytes);
 }
 
@@ -113,7 +111,7 @@ absl::Status ParamSwapper::Fetch(const at::Tensor& shard) {
     buffer = std::make_unique<aio::AlignedBuffer>(std::move(*e->ahead));
     e->ahead.reset();
   } else {
-    buffer = std::make_unique<aio::AlignedBuffer>(e->bytes);
+    ASSIGN_OR_RETURN(buffer, aio::NewAlignedBuffer(e->bytes), "swapping parameters in");
     RETURN_IF_ERROR(space_.engine->Read(e->file, buffer->data(), e->bytes));
   }
   Install(e->shard, std::move(buffer));
