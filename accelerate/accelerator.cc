@@ -239,12 +239,7 @@ absl::Status Accelerator::PrepareOne(std::shared_ptr<modeling::Model>& model) {
         "Accelerator::Prepare: a second model; loom's Accelerator trains one model (and one "
         "optimizer) per Accelerator");
   }
-  try {
-    model->to(s.device);
-  } catch (const std::exception& e) {
-    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
-                                    "Accelerator::Prepare: placing the model");
-  }
+  RETURN_IF_ERROR_CTX(runtime::PlaceModel(*model, s.device), "Accelerator::Prepare");
   s.model = model;
   auto prepared = std::make_shared<PreparedModel>(model, state_);
   s.prepared_model = prepared;

@@ -6,6 +6,7 @@
 #include "args/deepspeed_config.h"
 #include "base/cpu_memory_limit.h"
 #include "base/status_macros.h"
+#include "base/torch_status.h"
 #include "glog/logging.h"
 #include "modeling/deferred_init.h"
 #include "nlohmann/json.hpp"
@@ -137,6 +138,22 @@ absl::Status MaterializeWholeModel(modeling::Model& model) {
   }
   RETURN_IF_ERROR(made);
   model.set_parameter_fill(nullptr);
+  return absl::OkStatus();
+}
+
+absl::Status PlaceModel(modeling::Model& model, const c10::Device& device) {
+  if (modeling::AnyDeferred(model)) {
+    if (device.is_cpu()) return absl::OkStatus();  // made on the CPU by the strategy
+    LOG(WARNING) << "sharded construction on " << device.str()
+                 << " is not implemented yet: building " << model.ClassName()
+                 << " whole before placing it there";
+    RETURN_IF_ERROR(MaterializeWholeModel(model));
+  }
+  try {
+    model.to(device);
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "placing the model");
+  }
   return absl::OkStatus();
 }
 

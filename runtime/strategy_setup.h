@@ -21,6 +21,10 @@
 //     parameters; FailedPrecondition when it has no fill). When the bytes do not fit (e.g. past
 //     LOOM_CPU_MEMORY_LIMIT) the ResourceExhausted error names the model's size and the fix:
 //     build it sharded, under --deepspeed zero_optimization.stage 3 or --fsdp full_shard.
+//   - PlaceModel(model, device): model.to(device), the Trainer's and the Accelerator's. A model
+//     with deferred parameters stays deferred on the CPU (the strategy makes it there); for
+//     another device it is made whole first, with a warning (sharded construction on an
+//     accelerator is not implemented yet: FlatParamUnit builds its buffers on the CPU).
 //   - WithOutOfMemoryAdvice: a ResourceExhausted status naming the strategy and the model state
 //     this rank holds; it suggests sharding only when the strategy does not shard parameters
 //     already (StrategyCapabilities), and offload when it offloads nothing.
@@ -72,6 +76,8 @@ absl::StatusOr<std::unique_ptr<sharding::ShardingStrategy>> SetUpStrategy(
     const StrategySetup& setup);
 
 absl::Status MaterializeWholeModel(modeling::Model& model);
+
+absl::Status PlaceModel(modeling::Model& model, const c10::Device& device);
 
 
 absl::Status WithOutOfMemoryAdvice(const absl::Status& status,

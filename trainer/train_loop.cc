@@ -64,7 +64,7 @@ absl::StatusOr<TrainOutput> Trainer::TrainWithBatchSizeSearch(
       RETURN_IF_ERROR(Seed());
       strategy_.reset();  // it holds the old model's parameters and hooks
       ASSIGN_OR_RETURN(model_, options_.model_init(), "model_init");
-      model_->to(device_);
+      RETURN_IF_ERROR(runtime::PlaceModel(*model_, device_));
       callbacks_.context().model = model_.get();
       optimizer_.reset();
       lr_scheduler_.reset();

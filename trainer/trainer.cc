@@ -162,11 +162,7 @@ absl::Status Trainer::SetUpDeviceAndPrecision() {
   LOG(INFO) << thread_plan.Describe();
   LOG(INFO) << precision_policy.Describe();
   precision::ApplyTf32(precision_policy);
-  try {
-    model_->to(device_);
-  } catch (const std::exception& e) {
-    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "placing the model");
-  }
+  RETURN_IF_ERROR(runtime::PlaceModel(*model_, device_));
   return absl::OkStatus();
 }
 

@@ -137,9 +137,10 @@ absl::Status ParamSwapper::Write(Entry& e) {
       e.shard.storage().data_ptr().get_deleter() == &DeleteBuffer) {
     return space_.engine->Write(e.file, data, e.bytes);  // our own page-aligned buffer
   }
-  aio::AlignedBuffer staging(e.bytes);
-  std::memcpy(staging.data(), data, static_cast<size_t>(e.shard.numel()) * sizeof(float));
-  return space_.engine->Write(e.file, staging.data(), e.bytes);
+  ASSIGN_OR_RETURN(std::unique_ptr<aio::AlignedBuffer> staging, aio::NewAlignedBuffer(e.bytes),
+                   "swapping parameters out");
+  std::memcpy(staging->data(), data, static_cast<size_t>(e.shard.numel()) * sizeof(float));
+  return space_.engine->Write(e.file, staging->data(), e.bytes);
 }
 
 absl::Status ParamSwapper::Evict(const at::Tensor& shard, bool dirty) {

@@ -63,6 +63,7 @@ absl::StatusOr<std::unique_ptr<FullShardRunner>> FullShardRunner::Create(
   }
   // Released only once nothing can fail any more.
   for (size_t i = 0; i < runner->units_.size(); ++i) runner->ReleaseUnit(i);
+  runner->options_.fill = nullptr;  // what it holds (a checkpoint's tensors) is not needed now
   runner->ResetPeak();
   return runner;
 }

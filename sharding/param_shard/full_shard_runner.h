@@ -12,8 +12,8 @@
 //     is flattened, and such a unit is released at once: construction holds one unit's full
 //     parameters at a time (DeepSpeed's zero.Init). Each piece's shard is a leaf whose .grad()
 //     is the shard's gradient, undefined until the first reduction makes it (so evaluation
-//     holds no gradients, as ZeRO-3 inference; the optimizer skips such a shard, as torch skips
-//     a parameter whose .grad is None): the optimizer steps on the shards.
+//     holds no gradients, as ZeRO-3 inference; ParamShardStrategy gives a shard still without
+//     one zeros before the optimizer steps): the optimizer steps on the shards.
 //   - Run(unit, forward) (the model calls it per unit): the unit's pieces are gathered, forward()
 //     runs, and the unit is released again when options.reshard_after_forward (full_shard) or
 //     when the result needs no gradient (evaluation); otherwise it stays gathered until its

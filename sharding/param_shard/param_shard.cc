@@ -295,8 +295,6 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
     RETURN_IF_ERROR_CTX(model->SetUnitRunner(strategy->runner_.get()), o.name);
   }
   WarnIfBelowLiveMinimum(o, *strategy->runner_);
-  // The values now live in the shards: a fill from a checkpoint lets go of its files.
-  model->set_parameter_fill(nullptr);
   for (const at::Tensor& p : model->parameters()) {
     if (claimed.count(p.unsafeGetTensorImpl()) == 0) strategy->unsharded_.push_back(p);
   }
@@ -309,6 +307,8 @@ absl::StatusOr<std::unique_ptr<ParamShardStrategy>> ParamShardStrategy::Create(
     ASSIGN_OR_RETURN(strategy->swapper_,
                      SwapOptimizerState(o, strategy->rank(), strategy->Shards()));
   }
+  // The values now live in the shards: a fill from a checkpoint lets go of its files.
+  model->set_parameter_fill(nullptr);
   return strategy;
 }
 
@@ -415,6 +415,11 @@ absl::StatusOr<std::optional<double>> ParamShardStrategy::ClipGradients(double m
 }
 
 absl::StatusOr<bool> ParamShardStrategy::OptimizerStep() {
+  // A shard no backward reached has no gradient yet: zeros, so that the optimizer steps (and
+  // makes state for) every shard, as DeepSpeed and FSDP do with their flat gradient buffers.
+  for (at::Tensor shard : Shards()) {
+    if (!shard.grad().defined()) shard.mutable_grad() = at::zeros_like(shard);
+  }
   bool stepped = true;
   // The shards the optimizer steps now (one sub-group of them with the state on NVMe) are
   // fetched for the step and written back after (parameters on NVMe).
