@@ -94,8 +94,8 @@ absl::StatusOr<std::unique_ptr<sharding::ShardingStrategy>> SetUpStrategy(
   }
   ASSIGN_OR_RETURN(std::shared_ptr<const sharding::StrategyFactory> factory,
                    sharding::ResolveStrategyFactory(*setup.args, setup.factory));
-  if (setup.model != nullptr && !factory->ShardsParameters(*setup.args)) {
-    RETURN_IF_ERROR(MaterializeWholeModel(*setup.model));
+  if (setup.model != nullptr) {
+    RETURN_IF_ERROR(MaterializeUnlessSharded(*setup.args, *setup.model, factory));
   }
   const bool sharded_build = setup.model != nullptr && modeling::AnyDeferred(*setup.model);
   base::ResetCpuMemoryPeak();
@@ -139,6 +139,16 @@ absl::Status MaterializeWholeModel(modeling::Model& model) {
   RETURN_IF_ERROR(made);
   model.set_parameter_fill(nullptr);
   return absl::OkStatus();
+}
+
+absl::Status MaterializeUnlessSharded(const args::TrainingArguments& args,
+                                      modeling::Model& model,
+                                      std::shared_ptr<const sharding::StrategyFactory> own) {
+  if (!modeling::AnyDeferred(model)) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::shared_ptr<const sharding::StrategyFactory> factory,
+                   sharding::ResolveStrategyFactory(args, std::move(own)));
+  if (factory->ShardsParameters(args)) return absl::OkStatus();
+  return MaterializeWholeModel(model);
 }
 
 absl::Status PlaceModel(modeling::Model& model, const c10::Device& device) {

@@ -77,6 +77,12 @@ absl::StatusOr<std::unique_ptr<sharding::ShardingStrategy>> SetUpStrategy(
 
 absl::Status MaterializeWholeModel(modeling::Model& model);
 
+// MaterializeWholeModel unless the run's strategy factory (own_factory, else the arguments')
+// ShardsParameters(): the one decision SetUpStrategy and Trainer::Init share.
+absl::Status MaterializeUnlessSharded(const args::TrainingArguments& args,
+                                      modeling::Model& model,
+                                      std::shared_ptr<const sharding::StrategyFactory> own_factory);
+
 absl::Status PlaceModel(modeling::Model& model, const c10::Device& device);
 
 

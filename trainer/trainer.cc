@@ -30,7 +30,6 @@
 #include "runtime/precision_forward.h"
 #include "runtime/run_setup.h"
 #include "runtime/strategy_setup.h"
-#include "sharding/create_strategy.h"
 #include "trainer/tensorboard_callback.h"
 
 namespace loom::trainer {
@@ -75,7 +74,7 @@ absl::Status Trainer::Init() {
     if (model_ == nullptr) return absl::InvalidArgumentError("model_init returned no model");
   }
   RETURN_IF_ERROR(CheckOptions());
-  RETURN_IF_ERROR(MaterializeUnlessSharded());
+  RETURN_IF_ERROR(runtime::MaterializeUnlessSharded(args_, *model_, options_.strategy_factory));
   if (options_.data_collator == nullptr) {
     options_.data_collator = std::make_shared<data::DefaultCollator>();
   }
@@ -88,14 +87,6 @@ absl::Status Trainer::Init() {
   RETURN_IF_ERROR(callbacks_.OnInitEnd(args_, state_, control_));
   memory_tracker_->Stop("init");
   return absl::OkStatus();
-}
-
-absl::Status Trainer::MaterializeUnlessSharded() {
-  if (!modeling::AnyDeferred(*model_)) return absl::OkStatus();
-  ASSIGN_OR_RETURN(std::shared_ptr<const sharding::StrategyFactory> factory,
-                   sharding::ResolveStrategyFactory(args_, options_.strategy_factory), "Trainer");
-  if (factory->ShardsParameters(args_)) return absl::OkStatus();
-  return runtime::MaterializeWholeModel(*model_);
 }
 
 absl::Status Trainer::ApplyProcessLogLevel() {

@@ -464,9 +464,6 @@ class Trainer {
   absl::Status SetUpZeroInference();
   absl::Status SetUpDeferredFsdpInference();
   absl::Status SetUpInferenceStrategy(const std::string& what);
-  // A model built with deferred parameters stays so when the run's strategy shards parameters
-  // (it materialises one wrap unit at a time); otherwise it is built whole now.
-  absl::Status MaterializeUnlessSharded();
   // The position the run starts from (the beginning, or the resumed checkpoint's), and the
   // loop's running totals from it.
   absl::StatusOr<std::optional<ResumedCheckpoint>> StartPosition(
