@@ -73,6 +73,24 @@ absl::Status AtomicFileWriter::Append(absl::string_view data) {
   return absl::OkStatus();
 }
 
+absl::Status AtomicFileWriter::WriteAt(uint64_t offset, absl::string_view data) {
+  if (fd_ < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("write to '", path_, "' after it was committed or abandoned"));
+  }
+  while (!data.empty()) {
+    const size_t chunk = std::min<size_t>(data.size(), size_t{1} << 30);
+    const ssize_t n = ::pwrite(fd_, data.data(), chunk, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("cannot write", temp_path_, errno);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+    offset += static_cast<uint64_t>(n);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status AtomicFileWriter::Commit() {
   if (fd_ < 0) {
     return absl::FailedPreconditionError(

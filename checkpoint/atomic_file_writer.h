@@ -2,7 +2,9 @@
 // base::WriteFileAtomically for files too large to hold in one string (tensor data).
 //
 // Contract: Create(path) opens a temporary file beside `path` (same directory, so the final
-// rename is atomic). Append() writes to it. Commit() fsyncs it, renames it over `path` and
+// rename is atomic). Append() writes at the end of what was written; WriteAt(offset, data)
+// writes anywhere (a file laid out before its contents are known: torch_save_writer.h), the
+// file growing as needed and holes reading as zeros. Commit() fsyncs it, renames it over `path` and
 // fsyncs the directory, so a reader sees either the old file or the whole new one, also after
 // a crash. Destroying the writer without a successful Commit() removes the temporary file and
 // leaves `path` untouched. Errors name the file and the failed system call.
@@ -35,9 +37,10 @@ class AtomicFileWriter {
   ~AtomicFileWriter();
 
   absl::Status Append(absl::string_view data);
+  absl::Status WriteAt(uint64_t offset, absl::string_view data);
   absl::Status Commit();
 
-  uint64_t bytes_written() const { return bytes_written_; }
+  uint64_t bytes_written() const { return bytes_written_; }  // by Append
   const std::string& temp_path() const { return temp_path_; }
 
  private:

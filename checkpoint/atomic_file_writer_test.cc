@@ -57,6 +57,21 @@ TEST(AtomicFileWriterTest, AppendsAndCommits) {
   EXPECT_THAT(Listing(dir), ElementsAre("f.bin"));
 }
 
+TEST(AtomicFileWriterTest, WritesAtOffsetsInAnyOrder) {
+  const std::string dir = TempDir();
+  const std::string path = dir + "/f.bin";
+  {
+    ASSERT_OK_AND_ASSIGN(AtomicFileWriter out, AtomicFileWriter::Create(path));
+    ASSERT_OK(out.WriteAt(6, "world"));
+    ASSERT_OK(out.WriteAt(0, "hello"));
+    ASSERT_OK(out.WriteAt(13, "!"));  // past the end: the gap reads as zeros
+    ASSERT_OK(out.Commit());
+    EXPECT_THAT(out.WriteAt(0, "x"), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("after it was committed")));
+  }
+  EXPECT_THAT(base::ReadFile(path), ::loom::base::testing::IsOkAndHolds(
+                                        std::string("hello\0world\0\0!", 14)));
+}
+
 TEST(AtomicFileWriterTest, AbandonedWriterLeavesNothing) {
   const std::string dir = TempDir();
   const std::string path = dir + "/f.bin";

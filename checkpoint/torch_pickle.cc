@@ -98,6 +98,15 @@ absl::StatusOr<std::vector<char>> TorchSaveBytes(const c10::IValue& value) {
   return bytes;
 }
 
+absl::StatusOr<std::vector<char>> TorchSavePickle(const c10::IValue& value,
+                                                  std::vector<at::Tensor>* storages) {
+  try {
+    return PickleWithoutTypeTags(value, storages);
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, "pickling the value");
+  }
+}
+
 absl::Status SavePickle(const std::string& path, const c10::IValue& value) {
   ASSIGN_OR_RETURN(AtomicFileWriter out, AtomicFileWriter::Create(path));
   absl::Status appended = absl::OkStatus();

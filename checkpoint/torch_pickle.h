@@ -9,6 +9,9 @@
 //     torch::pickle_save, containers carry no TorchScript type tags, so torch >= 2.6's default
 //     torch.load(weights_only=True) accepts the file as it accepts Python's own torch.save.
 //   TorchSaveBytes(value): the same bytes in memory (for files written with other data).
+//   TorchSavePickle(value, &storages): the archive's data.pkl alone (its tensors' storages
+//     named "0", "1", ... in `storages`' order, one tensor per storage): for writers of the
+//     archive's records (torch_save_writer.h).
 //   LoadPickle(path): torch::pickle_load, which reads what SavePickle writes; when it fails
 //     (LibTorch 1.13's unpickler stops at much of what Python writes: an OrderedDict, as every
 //     module.state_dict() is, or a one-element list, as in optimizer and scheduler state
@@ -51,6 +54,8 @@ namespace loom::checkpoint {
 absl::Status SavePickle(const std::string& path, const c10::IValue& value);
 absl::StatusOr<c10::IValue> LoadPickle(const std::string& path);
 absl::StatusOr<std::vector<char>> TorchSaveBytes(const c10::IValue& value);
+absl::StatusOr<std::vector<char>> TorchSavePickle(const c10::IValue& value,
+                                                  std::vector<at::Tensor>* storages);
 
 c10::IValue PythonTorchSize(const std::vector<int64_t>& dims);
 
