@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "absl/memory/memory.h"
@@ -35,7 +36,7 @@ constexpr uint16_t kZip64ExtraId = 0x0001;
 constexpr uint16_t kPaddingExtraId = 0x4246;  // "FB": torch.save's alignment padding
 constexpr uint64_t kAlignment = 64;            // torch.save aligns each record's data
 constexpr uint16_t kDosDate = 0x0021;          // 1980-01-01, time 00:00
-constexpr uint32_t kCrcOffset = 14;            // in the local header
+constexpr size_t kMaxRecordName = 32;          // "archive/data/" and a 19-digit key
 
 uint16_t VersionNeeded(bool zip64) { return zip64 ? 45 : 20; }
 
@@ -46,55 +47,49 @@ uint32_t Crc32(uint32_t crc, const void* data, uint64_t size) {
 
 }  // namespace
 
-at::Tensor TorchSaveWriter::Placeholder(at::ScalarType dtype, int64_t numel) {
-  const size_t bytes = static_cast<size_t>(numel) * c10::elementSize(dtype);
-  c10::Storage storage(c10::Storage::use_byte_size_t(), bytes,
-                       c10::DataPtr(nullptr, c10::Device(c10::kCPU)), /*allocator=*/nullptr,
-                       /*resizable=*/false);
-  return at::empty({0}, at::TensorOptions().dtype(dtype)).set_(storage, 0, {numel}, {1});
-}
-
 absl::StatusOr<std::unique_ptr<TorchSaveWriter>> TorchSaveWriter::Create(
-    const std::string& path, const c10::IValue& value, const TorchSaveWriterOptions& options) {
-  std::vector<at::Tensor> storages;
-  ASSIGN_OR_RETURN(const std::vector<char> pickle, TorchSavePickle(value, &storages),
-                   absl::StrCat("writing ", path));
+    const std::string& path, const TorchSaveWriterOptions& options) {
   ASSIGN_OR_RETURN(AtomicFileWriter file, AtomicFileWriter::Create(path));
   auto out = absl::WrapUnique(new TorchSaveWriter(std::move(file)));
   out->options_ = options;
-  // torch.save's records, in its order.
-  RETURN_IF_ERROR(out->AddRecord("archive/data.pkl", pickle.size()));
-  RETURN_IF_ERROR(out->WriteRecord(out->records_.back(), pickle.data(), pickle.size()));
-  const std::string byteorder = "little";
-  RETURN_IF_ERROR(out->AddRecord("archive/byteorder", byteorder.size()));
-  RETURN_IF_ERROR(out->WriteRecord(out->records_.back(), byteorder.data(), byteorder.size()));
-  for (size_t i = 0; i < storages.size(); ++i) {
-    const c10::Storage& storage = storages[i].storage();
-    RETURN_IF_ERROR(out->AddRecord(absl::StrCat("archive/data/", i), storage.nbytes()));
-    if (storage.nbytes() > 0 && storage.data() == nullptr) {
-      out->storages_[storage.unsafeGetStorageImpl()] = out->records_.size() - 1;
-      continue;
-    }
-    if (storage.device_type() != c10::kCPU) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("writing ", path, ": tensor data must be on the CPU"));
-    }
-    RETURN_IF_ERROR(out->WriteRecord(out->records_.back(), storage.data(), storage.nbytes()));
-  }
-  const std::string version = "3\n";  // torch.save's file format version
-  RETURN_IF_ERROR(out->AddRecord("archive/version", version.size()));
-  RETURN_IF_ERROR(out->WriteRecord(out->records_.back(), version.data(), version.size()));
   return out;
 }
 
-// Lays out a record at the end of the file: its local header (CRC still zero), zip64 sizes
-// when it needs them, and the padding that aligns its data.
-absl::Status TorchSaveWriter::AddRecord(const std::string& name, uint64_t size) {
+absl::StatusOr<at::Tensor> TorchSaveWriter::Reserve(at::ScalarType dtype, int64_t numel) {
+  if (numel < 0) return absl::InvalidArgumentError("TorchSaveWriter::Reserve: numel < 0");
+  const uint64_t bytes = static_cast<uint64_t>(numel) * c10::elementSize(dtype);
+  try {
+    c10::Storage storage(c10::Storage::use_byte_size_t(), bytes,
+                         c10::DataPtr(nullptr, c10::Device(c10::kCPU)), /*allocator=*/nullptr,
+                         /*resizable=*/false);
+    at::Tensor t = at::empty({0}, at::TensorOptions().dtype(dtype)).set_(storage, 0, {numel}, {1});
+    // The name ("archive/data/<key>") comes at Commit: room for the longest is kept.
+    AddRecord(std::string(kMaxRecordName, ' '), bytes);
+    storages_[t.storage().unsafeGetStorageImpl()] = records_.size() - 1;
+    placeholders_.push_back(t);
+    return t;
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "TorchSaveWriter::Reserve");
+  }
+}
+
+// A record at the end of the file: room for its local header (zip64 sizes when it needs them)
+// and the padding that aligns its data.
+TorchSaveWriter::Record& TorchSaveWriter::AddRecord(const std::string& name, uint64_t size) {
   Record r;
   r.name = name;
   r.size = size;
   r.header = end_;
   const bool zip64 = size >= options_.zip64_threshold;
+  const uint64_t before_padding = end_ + 30 + name.size() + (zip64 ? 20 : 0) + 4;
+  r.data = (before_padding + kAlignment - 1) / kAlignment * kAlignment;
+  end_ = r.data + size;
+  records_.push_back(std::move(r));
+  return records_.back();
+}
+
+std::string TorchSaveWriter::LocalHeader(const Record& r) const {
+  const bool zip64 = r.size >= options_.zip64_threshold;
   std::string h;
   Put32(h, kLocalHeader);
   Put16(h, VersionNeeded(zip64));
@@ -102,28 +97,23 @@ absl::Status TorchSaveWriter::AddRecord(const std::string& name, uint64_t size) 
   Put16(h, 0);  // stored
   Put16(h, 0);  // time
   Put16(h, kDosDate);
-  Put32(h, 0);  // CRC-32, at Commit
-  Put32(h, zip64 ? 0xFFFFFFFFu : static_cast<uint32_t>(size));
-  Put32(h, zip64 ? 0xFFFFFFFFu : static_cast<uint32_t>(size));
-  Put16(h, static_cast<uint16_t>(name.size()));
-  const uint64_t before_padding = end_ + 30 + name.size() + (zip64 ? 20 : 0) + 4;
-  const uint64_t padding = (kAlignment - before_padding % kAlignment) % kAlignment;
+  Put32(h, r.crc);
+  Put32(h, zip64 ? 0xFFFFFFFFu : static_cast<uint32_t>(r.size));
+  Put32(h, zip64 ? 0xFFFFFFFFu : static_cast<uint32_t>(r.size));
+  Put16(h, static_cast<uint16_t>(r.name.size()));
+  const uint64_t padding = r.data - (r.header + 30 + r.name.size() + (zip64 ? 20 : 0) + 4);
   Put16(h, static_cast<uint16_t>((zip64 ? 20 : 0) + 4 + padding));
-  h += name;
+  h += r.name;
   if (zip64) {
     Put16(h, kZip64ExtraId);
     Put16(h, 16);
-    Put64(h, size);
-    Put64(h, size);
+    Put64(h, r.size);
+    Put64(h, r.size);
   }
   Put16(h, kPaddingExtraId);
   Put16(h, static_cast<uint16_t>(padding));
   h.append(padding, 'Z');
-  r.data = end_ + h.size();
-  r.local_header = std::move(h);
-  end_ = r.data + size;
-  records_.push_back(std::move(r));
-  return absl::OkStatus();
+  return h;
 }
 
 absl::Status TorchSaveWriter::WriteRecord(Record& record, const void* bytes, uint64_t size) {
@@ -144,14 +134,14 @@ absl::Status TorchSaveWriter::Write(const at::Tensor& placeholder, int64_t begin
   const uint64_t element = c10::elementSize(placeholder.scalar_type());
   if (values.scalar_type() != placeholder.scalar_type() || !values.device().is_cpu()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "TorchSaveWriter::Write: ", record.name, " takes CPU ",
+        "TorchSaveWriter::Write: placeholder ", it->second, " takes CPU ",
         c10::toString(placeholder.scalar_type()), " values, not ", values.toString()));
   }
   const uint64_t bytes = static_cast<uint64_t>(values.numel()) * element;
   if (begin < 0 || static_cast<uint64_t>(begin) * element != record.written ||
       bytes > record.size - record.written) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "TorchSaveWriter::Write: ", record.name, ": elements [", begin, ", ",
+        "TorchSaveWriter::Write: placeholder ", it->second, ": elements [", begin, ", ",
         begin + values.numel(), ") do not continue the ", record.written / element,
         " written of ", record.size / element));
   }
@@ -159,8 +149,52 @@ absl::Status TorchSaveWriter::Write(const at::Tensor& placeholder, int64_t begin
     const at::Tensor contiguous = values.contiguous();
     return WriteRecord(record, contiguous.data_ptr(), bytes);
   } catch (const std::exception& e) {
-    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, record.name);
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, "TorchSaveWriter");
   }
+}
+
+absl::Status TorchSaveWriter::WriteZeros(const at::Tensor& placeholder, int64_t end) {
+  auto it = storages_.find(placeholder.storage().unsafeGetStorageImpl());
+  if (it == storages_.end()) {
+    return absl::InvalidArgumentError("TorchSaveWriter::WriteZeros: not a placeholder of this file");
+  }
+  const int64_t element = static_cast<int64_t>(c10::elementSize(placeholder.scalar_type()));
+  int64_t at = static_cast<int64_t>(records_[it->second].written) / element;
+  constexpr int64_t kChunk = int64_t{1} << 22;
+  while (at < end) {
+    const int64_t n = std::min(kChunk, end - at);
+    RETURN_IF_ERROR(Write(placeholder, at, at::zeros({n}, placeholder.options())));
+    at += n;
+  }
+  return absl::OkStatus();
+}
+
+// The pickle's storages given their records: each placeholder's reserved record is named by
+// its key; every other storage is written now in a record of its own.
+absl::Status TorchSaveWriter::NameRecords(const std::vector<at::Tensor>& storages) {
+  std::set<size_t> named;
+  for (size_t i = 0; i < storages.size(); ++i) {
+    const c10::Storage& storage = storages[i].storage();
+    const std::string name = absl::StrCat("archive/data/", i);
+    auto it = storages_.find(storage.unsafeGetStorageImpl());
+    if (it != storages_.end()) {
+      records_[it->second].name = name;
+      named.insert(it->second);
+      continue;
+    }
+    if (storage.nbytes() > 0 && storage.device_type() != c10::kCPU) {
+      return absl::InvalidArgumentError("TorchSaveWriter::Commit: tensor data must be on the CPU");
+    }
+    Record& r = AddRecord(name, storage.nbytes());
+    RETURN_IF_ERROR(WriteRecord(r, storage.data(), storage.nbytes()));
+  }
+  for (const auto& [impl, index] : storages_) {
+    if (named.count(index) == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "TorchSaveWriter::Commit: placeholder ", index, " is not in the value saved"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // The central directory's entry of every record, zip64 fields where needed.
@@ -202,24 +236,14 @@ std::string TorchSaveWriter::CentralDirectory() const {
   return cd;
 }
 
-absl::Status TorchSaveWriter::Commit() {
-  for (Record& r : records_) {
-    if (r.written != r.size) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "TorchSaveWriter::Commit: ", r.name, " holds ", r.written, " of its ", r.size, " bytes"));
-    }
-    std::string& h = r.local_header;
-    for (int i = 0; i < 4; ++i) h[kCrcOffset + i] = static_cast<char>((r.crc >> (8 * i)) & 0xff);
-    RETURN_IF_ERROR(file_.WriteAt(r.header, h));
-  }
-  std::string tail = CentralDirectory();
-  const uint64_t cd_offset = end_;
-  const uint64_t cd_size = tail.size();
+// The end of the central directory at `cd_offset` (`cd_size` bytes): zip64's record and
+// locator first when the offsets or the count need them.
+std::string TorchSaveWriter::EndOfCentralDirectory(uint64_t cd_offset, uint64_t cd_size) const {
   const uint64_t n = records_.size();
   const bool zip64 = cd_offset >= options_.zip64_threshold ||
                      cd_size >= options_.zip64_threshold || n >= 0xFFFF;
+  std::string tail;
   if (zip64) {
-    const uint64_t eocd64 = cd_offset + cd_size;
     Put32(tail, kZip64EndOfCentralDirectory);
     Put64(tail, 44);  // the record's size after this field
     Put16(tail, 45);
@@ -232,7 +256,7 @@ absl::Status TorchSaveWriter::Commit() {
     Put64(tail, cd_offset);
     Put32(tail, kZip64Locator);
     Put32(tail, 0);
-    Put64(tail, eocd64);
+    Put64(tail, cd_offset + cd_size);  // where the zip64 record is
     Put32(tail, 1);
   }
   Put32(tail, kEndOfCentralDirectory);
@@ -243,7 +267,31 @@ absl::Status TorchSaveWriter::Commit() {
   Put32(tail, zip64 ? 0xFFFFFFFFu : static_cast<uint32_t>(cd_size));
   Put32(tail, zip64 ? 0xFFFFFFFFu : static_cast<uint32_t>(cd_offset));
   Put16(tail, 0);
-  RETURN_IF_ERROR(file_.WriteAt(cd_offset, tail));
+  return tail;
+}
+
+absl::Status TorchSaveWriter::Commit(const c10::IValue& value) {
+  std::vector<at::Tensor> storages;
+  ASSIGN_OR_RETURN(const std::vector<char> pickle, TorchSavePickle(value, &storages));
+  RETURN_IF_ERROR(NameRecords(storages));
+  // torch.save's other records.
+  const std::string byteorder = "little", version = "3\n";  // torch.save's format version
+  RETURN_IF_ERROR(WriteRecord(AddRecord("archive/data.pkl", pickle.size()), pickle.data(),
+                              pickle.size()));
+  RETURN_IF_ERROR(WriteRecord(AddRecord("archive/byteorder", byteorder.size()),
+                              byteorder.data(), byteorder.size()));
+  RETURN_IF_ERROR(
+      WriteRecord(AddRecord("archive/version", version.size()), version.data(), version.size()));
+  for (const Record& r : records_) {
+    if (r.written != r.size) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "TorchSaveWriter::Commit: ", r.name, " holds ", r.written, " of its ", r.size, " bytes"));
+    }
+    RETURN_IF_ERROR(file_.WriteAt(r.header, LocalHeader(r)));
+  }
+  const std::string cd = CentralDirectory();
+  RETURN_IF_ERROR(file_.WriteAt(end_, cd + EndOfCentralDirectory(end_, cd.size())));
+  placeholders_.clear();
   return file_.Commit();
 }
 

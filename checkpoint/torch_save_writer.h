@@ -8,32 +8,34 @@
 // the record count passes what plain zip holds.
 //
 // Contract:
-//   - Placeholder(dtype, numel): a 1-D CPU tensor with a storage of numel elements and no
-//     bytes (its data pointer is null; never read or write it as a tensor). Put placeholders
-//     (or views of them) in the value given to Create; every other tensor in it is written from
-//     its own data by Create.
-//   - Create(path, value): pickles `value` as SavePickle does (containers without TorchScript
-//     type tags, so torch.load(weights_only=True) reads the file) and lays the archive out:
-//     "archive/data.pkl", "archive/byteorder", one "archive/data/<key>" record per storage,
-//     "archive/version". The file is an AtomicFileWriter's: `path` is untouched until Commit.
+//   - Create(path): an AtomicFileWriter's file: `path` is untouched until Commit.
+//   - Reserve(dtype, numel): a 1-D CPU tensor with a storage of numel elements and no bytes
+//     (its data pointer is null; never read or write it as a tensor), whose bytes get a place
+//     in the file now. Put it (or views of it) in the value given to Commit.
 //   - Write(placeholder, begin, values): elements [begin, begin + values.numel()) of the
 //     placeholder's storage, from `values` (contiguous or not, same dtype, CPU). A storage's
 //     pieces come in order (begin is where the last piece ended); storages may interleave.
 //     Out-of-order, out-of-range or wrong-dtype pieces, and tensors that are not placeholders
-//     of this file, are InvalidArgument (the file stays unwritten).
-//   - Commit(): every placeholder must be whole (FailedPrecondition naming the record
-//     otherwise); writes the local headers with their CRCs and the central directory, fsyncs
-//     and renames the file into place. Destroying the writer without Commit leaves nothing.
+//     of this file, are InvalidArgument. WriteZeros(placeholder, end) fills up to `end`.
+//   - Commit(value): pickles `value` as SavePickle does (containers without TorchScript type
+//     tags, so torch.load(weights_only=True) reads it); every placeholder must be in it and
+//     whole (FailedPrecondition naming it otherwise); its other tensors are written from their
+//     own data. The archive then holds one "archive/data/<key>" record per storage (the
+//     placeholders' where Reserve put them), "archive/data.pkl", "archive/byteorder" and
+//     "archive/version"; the central directory is written, the file fsynced and renamed into
+//     place. Destroying the writer without a successful Commit leaves nothing (after a failed
+//     Commit, only destroying it is left).
 //   - options.zip64_threshold: sizes and offsets at or past it are written as zip64 fields
 //     (default 0xFFFFFFFF, where zip needs them; tests set it low to exercise them).
-//   Python's torch.load, LibTorch's readers (LoadPickle) and LazyTorchSave read the file.
+//   Python's torch.load (also with mmap=True), LibTorch's readers (LoadPickle) and
+//   LazyTorchSave read the file; zip's record order is free, so the pickle can come last.
 //
 // Example:
-//   at::Tensor flat = TorchSaveWriter::Placeholder(at::kFloat, n);
-//   c10::impl::GenericDict d(...); d.insert("fp32", flat);
-//   ASSIGN_OR_RETURN(auto out, TorchSaveWriter::Create(path, d));
+//   ASSIGN_OR_RETURN(auto out, TorchSaveWriter::Create(path));
+//   ASSIGN_OR_RETURN(at::Tensor flat, out->Reserve(at::kFloat, n));
 //   for (piece : pieces) RETURN_IF_ERROR(out->Write(flat, piece.begin, piece.values));
-//   RETURN_IF_ERROR(out->Commit());
+//   c10::impl::GenericDict d(...); d.insert("fp32", flat);
+//   RETURN_IF_ERROR(out->Commit(d));
 #ifndef LOOM_CHECKPOINT_TORCH_SAVE_WRITER_H_
 #define LOOM_CHECKPOINT_TORCH_SAVE_WRITER_H_
 
@@ -58,35 +60,38 @@ struct TorchSaveWriterOptions {
 
 class TorchSaveWriter {
  public:
-  static at::Tensor Placeholder(at::ScalarType dtype, int64_t numel);
   static absl::StatusOr<std::unique_ptr<TorchSaveWriter>> Create(
-      const std::string& path, const c10::IValue& value,
-      const TorchSaveWriterOptions& options = {});
+      const std::string& path, const TorchSaveWriterOptions& options = {});
 
+  absl::StatusOr<at::Tensor> Reserve(at::ScalarType dtype, int64_t numel);
   absl::Status Write(const at::Tensor& placeholder, int64_t begin, const at::Tensor& values);
-  absl::Status Commit();
+  absl::Status WriteZeros(const at::Tensor& placeholder, int64_t end);
+  absl::Status Commit(const c10::IValue& value);
 
  private:
   struct Record {
-    std::string name;
-    uint64_t size = 0;         // bytes
-    uint64_t header = 0;       // offset of the local header
-    uint64_t data = 0;         // offset of the data
-    uint64_t written = 0;      // bytes written so far (in order)
+    std::string name;      // a placeholder's: given at Commit
+    uint64_t size = 0;     // bytes
+    uint64_t header = 0;   // offset of the local header
+    uint64_t data = 0;     // offset of the data
+    uint64_t written = 0;  // bytes written so far (in order)
     uint32_t crc = 0;
-    std::string local_header;  // laid out at Create; the CRC is filled in at Commit
   };
 
   explicit TorchSaveWriter(AtomicFileWriter file) : file_(std::move(file)) {}
-  absl::Status AddRecord(const std::string& name, uint64_t size);
+  Record& AddRecord(const std::string& name, uint64_t size);
   absl::Status WriteRecord(Record& record, const void* bytes, uint64_t size);
+  absl::Status NameRecords(const std::vector<at::Tensor>& storages);
+  std::string LocalHeader(const Record& r) const;
   std::string CentralDirectory() const;
+  std::string EndOfCentralDirectory(uint64_t cd_offset, uint64_t cd_size) const;
 
   AtomicFileWriter file_;
   TorchSaveWriterOptions options_;
   std::vector<Record> records_;
   uint64_t end_ = 0;                        // where the next record's header goes
   std::map<const void*, size_t> storages_;  // a placeholder's StorageImpl -> its record
+  std::vector<at::Tensor> placeholders_;    // kept alive until Commit
 };
 
 }  // namespace loom::checkpoint

@@ -39,24 +39,27 @@ struct Expected {
 
 absl::Status WriteFile(const std::string& path, const Expected& e,
                        const TorchSaveWriterOptions& options) {
-  at::Tensor fp32 = TorchSaveWriter::Placeholder(at::kFloat, 1000);
-  at::Tensor bf16 = TorchSaveWriter::Placeholder(at::kBFloat16, 7);
-  c10::impl::GenericDict d = StrDict();
-  d.insert("fp32", fp32);
-  c10::impl::GenericList list(c10::AnyType::get());
-  list.push_back(bf16);
-  list.push_back(int64_t{7});
-  d.insert("list", list);
-  d.insert("step", e.step);
-  auto out = TorchSaveWriter::Create(path, d, options);
+  auto out = TorchSaveWriter::Create(path, options);
   if (!out.ok()) return out.status();
+  absl::StatusOr<at::Tensor> fp32 = (*out)->Reserve(at::kFloat, 1000);
+  if (!fp32.ok()) return fp32.status();
+  absl::StatusOr<at::Tensor> bf16 = (*out)->Reserve(at::kBFloat16, 7);
+  if (!bf16.ok()) return bf16.status();
   // Interleaved: a piece of fp32, then bf16, then the rest of fp32 (a strided view).
-  if (absl::Status s = (*out)->Write(fp32, 0, e.fp32.slice(0, 0, 300)); !s.ok()) return s;
-  if (absl::Status s = (*out)->Write(bf16, 0, e.bf16); !s.ok()) return s;
-  if (absl::Status s = (*out)->Write(fp32, 300, e.fp32.slice(0, 300, 999)); !s.ok()) return s;
+  if (absl::Status s = (*out)->Write(*fp32, 0, e.fp32.slice(0, 0, 300)); !s.ok()) return s;
+  if (absl::Status s = (*out)->Write(*bf16, 0, e.bf16); !s.ok()) return s;
+  if (absl::Status s = (*out)->Write(*fp32, 300, e.fp32.slice(0, 300, 999)); !s.ok()) return s;
   const at::Tensor last = e.fp32.slice(0, 999, 1000).expand({1});
-  if (absl::Status s = (*out)->Write(fp32, 999, last); !s.ok()) return s;
-  return (*out)->Commit();
+  if (absl::Status s = (*out)->Write(*fp32, 999, last); !s.ok()) return s;
+  // The value, known only now (as a ZeRO file's, whose keys come with its pieces).
+  c10::impl::GenericDict d = StrDict();
+  c10::impl::GenericList list(c10::AnyType::get());
+  list.push_back(*bf16);
+  list.push_back(int64_t{7});
+  d.insert("step", e.step);
+  d.insert("fp32", *fp32);
+  d.insert("list", list);
+  return (*out)->Commit(d);
 }
 
 void ExpectReadsBack(const std::string& path, const Expected& e) {
@@ -116,10 +119,11 @@ TEST(TorchSaveWriterTest, Zip64FieldsReadBackEverywhere) {
 
 TEST(TorchSaveWriterTest, MisplacedPiecesAreRefused) {
   const std::string path = TempPath("bad.pt");
-  at::Tensor p = TorchSaveWriter::Placeholder(at::kFloat, 10);
+  ASSERT_OK_AND_ASSIGN(auto out, TorchSaveWriter::Create(path));
+  ASSERT_OK_AND_ASSIGN(at::Tensor p, out->Reserve(at::kFloat, 10));
+  ASSERT_OK_AND_ASSIGN(at::Tensor unused, out->Reserve(at::kFloat, 2));
   c10::impl::GenericDict d = StrDict();
   d.insert("p", p);
-  ASSERT_OK_AND_ASSIGN(auto out, TorchSaveWriter::Create(path, d));
   EXPECT_THAT(out->Write(p, 2, at::zeros({3})),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("do not continue")));
   EXPECT_THAT(out->Write(p, 0, at::zeros({11})),
@@ -129,8 +133,12 @@ TEST(TorchSaveWriterTest, MisplacedPiecesAreRefused) {
   EXPECT_THAT(out->Write(at::zeros({3}), 0, at::zeros({3})),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a placeholder")));
   ASSERT_OK(out->Write(p, 0, at::zeros({4})));
-  EXPECT_THAT(out->Commit(), StatusIs(absl::StatusCode::kFailedPrecondition,
-                                      HasSubstr("archive/data/0 holds 16 of its 40 bytes")));
+  EXPECT_THAT(out->Commit(d), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                       HasSubstr("placeholder 1 is not in the value saved")));
+  d.insert("unused", unused);
+  ASSERT_OK(out->WriteZeros(unused, 2));
+  EXPECT_THAT(out->Commit(d), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                       HasSubstr("archive/data/0 holds 16 of its 40 bytes")));
   out.reset();
   EXPECT_FALSE(std::ifstream(path).good());  // nothing appeared
 }
