@@ -272,6 +272,23 @@ absl::Status OptimizerSwapper::FinishAllWrites() {
 }
 
 absl::Status OptimizerSwapper::Step(const std::function<absl::Status()>& step_subgroup) {
+  return ForEachSubGroup([&](const std::vector<size_t>&) { return step_subgroup(); },
+                         /*dirty=*/true);
+}
+
+void OptimizerSwapper::LetGo(SubGroup& g) {
+  for (size_t i : g.shards) {
+    auto it = optimizer_->state().find(optim::ParamStateKey(shards_[i]));
+    if (it == optimizer_->state().end()) continue;
+    const std::vector<at::Tensor> none(static_cast<size_t>(states_per_element_));
+    StateTensors(it->second.get(), nullptr, &none);
+  }
+  g.buffer.reset();
+  g.on_disk = true;
+}
+
+absl::Status OptimizerSwapper::ForEachSubGroup(
+    const std::function<absl::Status(const std::vector<size_t>&)>& fn, bool dirty) {
   auto& param_groups = optimizer_->param_groups();
   std::vector<std::vector<at::Tensor>> saved;
   for (auto& pg : param_groups) saved.push_back(pg.params());
@@ -280,6 +297,7 @@ absl::Status OptimizerSwapper::Step(const std::function<absl::Status()>& step_su
   for (size_t i = 0; i < groups_.size() && status.ok(); ++i) {
     if (i == 0) status.Update(StartRead(groups_[0]));
     if (i + 1 < groups_.size()) status.Update(StartRead(groups_[i + 1]));  // read-ahead
+    const bool read_in = groups_[i].on_disk;
     status.Update(FinishRead(groups_[i]));
     if (!status.ok()) break;
     // The optimizer sees this sub-group's shards only.
@@ -292,8 +310,12 @@ absl::Status OptimizerSwapper::Step(const std::function<absl::Status()>& step_su
       }
       param_groups[p].params() = std::move(narrowed);
     }
-    status.Update(step_subgroup());
+    status.Update(fn(groups_[i].shards));
     for (size_t p = 0; p < param_groups.size(); ++p) param_groups[p].params() = saved[p];
+    if (!dirty) {
+      if (read_in) LetGo(groups_[i]);
+      continue;
+    }
     status.Update(StartWrite(groups_[i]));  // write-behind
     if (static_cast<int64_t>(i) >= behind) {
       status.Update(FinishWrite(groups_[i - static_cast<size_t>(behind)]));

@@ -17,8 +17,13 @@
 //     written out (in the background; at most buffer_count sub-groups' state in memory). States
 //     the optimizer has not made yet (the first step) are made by that step. All writes have
 //     finished when Step returns.
-//   - SwapInAll / SwapOutAll: every state in memory (to save or load a checkpoint), then every
-//     state back to the files.
+//   - ForEachSubGroup(fn, dirty): each sub-group in turn with its state in memory (the next
+//     one's read started ahead) and the optimizer narrowed to its shards, as in Step;
+//     fn(its shards' indices) runs; then the state is written out (dirty: fn changed or made
+//     it) or let go unchanged (the file still holds it). At most about two sub-groups' state
+//     in memory: a checkpoint is saved and loaded one sub-group at a time. Step is
+//     ForEachSubGroup(step, dirty).
+//   - SwapInAll / SwapOutAll: every state in memory, then every state back to the files.
 //   - resident_bytes(): state bytes in memory now.
 //
 // Example:
@@ -60,6 +65,8 @@ class OptimizerSwapper {
   ~OptimizerSwapper();
 
   absl::Status Step(const std::function<absl::Status()>& step_subgroup);
+  absl::Status ForEachSubGroup(
+      const std::function<absl::Status(const std::vector<size_t>& shards)>& fn, bool dirty);
   absl::Status SwapInAll();
   absl::Status SwapOutAll();
 
@@ -85,6 +92,7 @@ class OptimizerSwapper {
   absl::Status StartWrite(SubGroup& g);    // packs the state, writes in the background
   absl::Status FinishWrite(SubGroup& g);   // waits, frees the buffer
   absl::Status FinishAllWrites();
+  void LetGo(SubGroup& g);  // drops a sub-group's state read in unchanged (the file holds it)
 
   OptimizerSwapperOptions options_;
   torch::optim::Optimizer* optimizer_ = nullptr;
