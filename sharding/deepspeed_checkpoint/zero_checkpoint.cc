@@ -10,6 +10,7 @@
 #include "base/json_ivalue.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
+#include "checkpoint/lazy_torch_save.h"
 #include "checkpoint/torch_pickle.h"
 
 namespace loom::sharding {
@@ -182,66 +183,126 @@ int64_t NumelOf(const std::vector<int64_t>& shape) {
   return n;
 }
 
-// Every parameter's piece of `flat` (group `g`'s values of `what` in saved rank `r`'s file of
-// `saved`: the parameters' pieces one after the other) handed to `sink`.
-absl::Status SinkZero3Pieces(const ZeroGroupLayout& group, size_t g, int saved, int r,
-                             const std::string& what, const at::Tensor& flat,
-                             const Zero3Sink& sink) {
+// The elements of a group's stage-3 partition (every parameter's piece) at `saved` ranks.
+int64_t Zero3PartsTotal(const ZeroGroupLayout& group, int saved) {
+  int64_t total = 0;
+  for (const auto& shape : group.shapes) total += Zero3PartitionNumel(NumelOf(shape), saved);
+  return total;
+}
+
+// A partitioned optimizer state tensor of a stage-3 group (laid out as fp32_flat_groups).
+bool IsZero3Partitioned(const IValue& v, int64_t part_total) {
+  return v.isTensor() && v.toTensor().dim() == 1 && v.toTensor().numel() >= part_total;
+}
+
+// Every wanted parameter's piece of `flat` (group `g`'s values of `what` in saved rank `r`'s
+// file of `saved`: the parameters' pieces one after the other, a placeholder of `file`), read
+// from the file and handed to `sink`.
+absl::Status SinkZero3Pieces(const checkpoint::LazyTorchSave& file, const ZeroGroupLayout& group,
+                             size_t g, int saved, int r, const std::string& what,
+                             const at::Tensor& flat, const Zero3Sink& sink,
+                             const Zero3Wanted& wanted) {
   int64_t offset = 0;
   for (size_t i = 0; i < group.shapes.size(); ++i) {
     const int64_t n = NumelOf(group.shapes[i]);
     const int64_t part = Zero3PartitionNumel(n, saved);
     const int64_t valid = ZeroValidInPartition(n, part, r);
-    if (valid > 0) RETURN_IF_ERROR(sink(g, i, what, r * part, flat.slice(0, offset, offset + valid)));
+    if (valid > 0 && (!wanted || wanted(g, i))) {
+      at::Tensor values = at::empty({valid}, at::TensorOptions().dtype(flat.scalar_type()));
+      RETURN_IF_ERROR(file.ReadElements(flat, offset, valid, values.data_ptr()));
+      RETURN_IF_ERROR(sink(g, i, what, r * part, values.to(at::kFloat)));
+    }
     offset += part;
   }
   return absl::OkStatus();
 }
 
 // Group `g`'s flat tensors in a stage-3 rank file (`flats`: its fp32_flat_groups; `state`: its
-// optimizer state): the fp32 weights, then each partitioned optimizer state tensor — each
-// holding at least the group's pieces. Throws what torch throws.
+// optimizer state; placeholders of the lazily read file): the fp32 weights, then each
+// partitioned optimizer state tensor — each holding at least the group's pieces.
 absl::StatusOr<std::vector<std::pair<std::string, at::Tensor>>> Zero3GroupTensors(
     const IValue& flats, const IValue& state, const ZeroGroupLayout& group, size_t g, int saved,
     const std::string& path) {
-  int64_t part_total = 0;
-  for (const auto& shape : group.shapes) part_total += Zero3PartitionNumel(NumelOf(shape), saved);
+  const int64_t part_total = Zero3PartsTotal(group, saved);
   const IValue& flat_v = flats.toListRef()[g];
   if (!flat_v.isTensor() || flat_v.toTensor().numel() < part_total) {
     return Invalid(path, absl::StrCat("fp32_flat_groups[", g, "] holds fewer than the ",
                                       part_total, " elements its parameters need"));
   }
   std::vector<std::pair<std::string, at::Tensor>> tensors;
-  tensors.push_back({kZero3Fp32, flat_v.toTensor().to(at::kFloat).reshape({-1})});
+  tensors.push_back({kZero3Fp32, flat_v.toTensor().reshape({-1})});
   auto it = state.toGenericDict().find(static_cast<int64_t>(g));
   if (it == state.toGenericDict().end() || !it->value().isGenericDict()) return tensors;
   for (const auto& entry : it->value().toGenericDict()) {
-    if (entry.value().isTensor() && entry.value().toTensor().dim() == 1 &&
-        entry.value().toTensor().numel() >= part_total) {
-      tensors.push_back(
-          {entry.key().toStringRef(), entry.value().toTensor().to(at::kFloat).reshape({-1})});
+    if (IsZero3Partitioned(entry.value(), part_total)) {
+      tensors.push_back({entry.key().toStringRef(), entry.value().toTensor().reshape({-1})});
     }
   }
   return tensors;
 }
 
-// Saved rank `r`'s stage-3 optimizer file `path` (of `saved`) read and each of its pieces handed
-// to `sink`; returns its base optimizer state. Throws what torch throws.
+// The base optimizer state of a lazily read file with its small tensors (e.g. "step") read:
+// the partitioned ones stay placeholders (callers read those piece by piece).
+absl::StatusOr<IValue> WithSmallTensorsRead(const checkpoint::LazyTorchSave& file,
+                                            const IValue& base,
+                                            const std::vector<ZeroGroupLayout>& groups,
+                                            int saved) {
+  c10::impl::GenericDict out = StrDict();
+  for (const auto& kv : base.toGenericDict()) {
+    if (kv.key().toStringRef() != "state" || !kv.value().isGenericDict()) {
+      out.insert(kv.key(), kv.value());
+      continue;
+    }
+    c10::impl::GenericDict state(c10::IntType::get(), c10::AnyType::get());
+    for (const auto& entry : kv.value().toGenericDict()) {
+      const int64_t g = entry.key().isInt() ? entry.key().toInt() : -1;
+      const int64_t part_total = g >= 0 && static_cast<size_t>(g) < groups.size()
+                                     ? Zero3PartsTotal(groups[g], saved)
+                                     : 0;
+      if (!entry.value().isGenericDict()) {
+        state.insert(entry.key(), entry.value());
+        continue;
+      }
+      c10::impl::GenericDict values = StrDict();
+      for (const auto& v : entry.value().toGenericDict()) {
+        if (v.value().isTensor() && !IsZero3Partitioned(v.value(), part_total)) {
+          ASSIGN_OR_RETURN(at::Tensor t, file.Materialize(v.value().toTensor()));
+          values.insert(v.key(), t);
+        } else {
+          values.insert(v.key(), v.value());
+        }
+      }
+      state.insert(entry.key(), values);
+    }
+    out.insert(kv.key(), state);
+  }
+  return IValue(out);
+}
+
+// Saved rank `r`'s stage-3 optimizer file `path` (of `saved`) opened without its tensor data
+// and each wanted piece read and handed to `sink`; returns its base optimizer state. Throws
+// what torch throws.
 absl::StatusOr<IValue> ReadZero3RankFile(const std::string& path, const std::string& tag_dir,
                                          const std::vector<ZeroGroupLayout>& groups, int saved,
-                                         int r, const Zero3Sink& sink) {
-  ASSIGN_OR_RETURN(OptimFile read,
-                   ReadOptimFile(path, tag_dir, saved, /*stage3=*/true, groups.size()));
-  ASSIGN_OR_RETURN(IValue base, ZeroEntry(read.osd, "optimizer_state_dict", path));
+                                         int r, const Zero3Sink& sink, const Zero3Wanted& wanted) {
+  ASSIGN_OR_RETURN(std::unique_ptr<checkpoint::LazyTorchSave> file,
+                   checkpoint::LazyTorchSave::Open(path));
+  ASSIGN_OR_RETURN(IValue osd, ZeroEntry(file->value(), "optimizer_state_dict", path));
+  RETURN_IF_ERROR(CheckOptimFile(osd, path, tag_dir, saved, /*stage3=*/true));
+  ASSIGN_OR_RETURN(IValue flats, ZeroEntry(osd, "fp32_flat_groups", path));
+  if (!flats.isList() || flats.toListRef().size() != groups.size()) {
+    return Invalid(path, "fp32_flat_groups does not hold one tensor per group");
+  }
+  ASSIGN_OR_RETURN(IValue base, ZeroEntry(osd, "optimizer_state_dict", path));
   ASSIGN_OR_RETURN(IValue state, ZeroEntry(base, "state", path));
   if (!state.isGenericDict()) return Invalid(path, "optimizer_state_dict.state is not a dict");
   for (size_t g = 0; g < groups.size(); ++g) {
-    ASSIGN_OR_RETURN(auto tensors, Zero3GroupTensors(read.groups, state, groups[g], g, saved, path));
+    ASSIGN_OR_RETURN(auto tensors, Zero3GroupTensors(flats, state, groups[g], g, saved, path));
     for (const auto& [what, flat] : tensors) {
-      RETURN_IF_ERROR(SinkZero3Pieces(groups[g], g, saved, r, what, flat, sink));
+      RETURN_IF_ERROR(SinkZero3Pieces(*file, groups[g], g, saved, r, what, flat, sink, wanted));
     }
   }
-  return base;
+  return WithSmallTensorsRead(*file, base, groups, saved);
 }
 
 // The zero_to_fp32.py pointer (WriteZeroLatest).
@@ -347,11 +408,10 @@ absl::Status WriteZeroModelStates(const std::string& path, const checkpoint::Nam
   }
 }
 
-absl::Status WriteZeroOptimStates(const std::string& path,
-                                  const std::vector<at::Tensor>& partitions,
-                                  const std::vector<ZeroGroupLayout>& groups,
-                                  const c10::IValue& base_optimizer_state,
-                                  const ZeroFilesInfo& info) {
+absl::StatusOr<IValue> ZeroOptimStatesValue(const std::vector<at::Tensor>& partitions,
+                                            const std::vector<ZeroGroupLayout>& groups,
+                                            const IValue& base_optimizer_state,
+                                            const ZeroFilesInfo& info) {
   if (partitions.size() != groups.size()) {
     return absl::InternalError("WriteZeroOptimStates: one partition per group expected");
   }
@@ -390,10 +450,20 @@ absl::Status WriteZeroOptimStates(const std::string& path,
     d.insert("optimizer_state_dict", osd);
     d.insert("ds_config", base::JsonToIValue(info.ds_config));
     d.insert("ds_version", std::string(kZeroLayoutVersion));
-    return checkpoint::SavePickle(path, d);
+    return IValue(d);
   } catch (const std::exception& e) {
-    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, path);
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "the ZeRO optimizer states");
   }
+}
+
+absl::Status WriteZeroOptimStates(const std::string& path,
+                                  const std::vector<at::Tensor>& partitions,
+                                  const std::vector<ZeroGroupLayout>& groups,
+                                  const c10::IValue& base_optimizer_state,
+                                  const ZeroFilesInfo& info) {
+  ASSIGN_OR_RETURN(const IValue value,
+                   ZeroOptimStatesValue(partitions, groups, base_optimizer_state, info), path);
+  return checkpoint::SavePickle(path, value);
 }
 
 namespace {
@@ -567,7 +637,7 @@ absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& folder,
 
 absl::StatusOr<Zero3Read> ReadZero3Partitions(const std::string& folder,
                                               const std::vector<ZeroGroupLayout>& groups,
-                                              const Zero3Sink& sink) {
+                                              const Zero3Sink& sink, const Zero3Wanted& wanted) {
   Zero3Read out;
   ASSIGN_OR_RETURN(out.tag, ResolveTag(folder));
   const std::string tag_dir = folder + "/" + out.tag;
@@ -584,7 +654,7 @@ absl::StatusOr<Zero3Read> ReadZero3Partitions(const std::string& folder,
   try {
     for (int r = 0; r < out.saved_world_size; ++r) {
       ASSIGN_OR_RETURN(IValue base, ReadZero3RankFile(files[r], tag_dir, groups,
-                                                      out.saved_world_size, r, sink));
+                                                      out.saved_world_size, r, sink, wanted));
       if (r == 0) out.base_optimizer_state = base;
     }
   } catch (const std::exception& e) {

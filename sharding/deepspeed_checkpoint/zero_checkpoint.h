@@ -115,6 +115,12 @@ absl::Status WriteZeroOptimStates(const std::string& path,
                                   const std::vector<ZeroGroupLayout>& groups,
                                   const c10::IValue& base_optimizer_state,
                                   const ZeroFilesInfo& info);
+// The value WriteZeroOptimStates saves (for writers that stream its tensors:
+// checkpoint/torch_save_writer.h). Stage 3 keeps the partitions' storages as they are.
+absl::StatusOr<c10::IValue> ZeroOptimStatesValue(const std::vector<at::Tensor>& partitions,
+                                                 const std::vector<ZeroGroupLayout>& groups,
+                                                 const c10::IValue& base_optimizer_state,
+                                                 const ZeroFilesInfo& info);
 
 struct ZeroRankRestore {
   std::vector<at::Tensor> partitions;  // per group: this rank's padded fp32 partition
@@ -132,7 +138,11 @@ absl::StatusOr<ZeroRankRestore> ReadZeroRankState(const std::string& checkpoint_
 // elements [begin, begin + values.numel()) of the flattened parameter — of the fp32 weights
 // (what == kZero3Fp32) and of each partitioned optimizer state tensor (what == its key) is
 // handed to `sink`. Returns rank 0's base optimizer state (its non-partitioned entries, e.g.
-// "step", and param_groups), the saved world size and the tag. Errors as ReadZeroRankState's.
+// "step", and param_groups; its partitioned tensors are data-less placeholders), the saved
+// world size and the tag. Errors as ReadZeroRankState's. The files are opened without their
+// tensor data (checkpoint/lazy_torch_save.h) and only the pieces of parameters `wanted(group,
+// param)` accepts (all when it is empty) are read, one parameter's piece at a time: a rank
+// resumes one sub-group of its shards at a time without holding a whole file.
 inline constexpr char kZero3Fp32[] = "fp32";
 using Zero3Sink = std::function<absl::Status(size_t group, size_t param, const std::string& what,
                                              int64_t begin, const at::Tensor& values)>;
@@ -141,9 +151,11 @@ struct Zero3Read {
   int saved_world_size = 0;
   std::string tag;
 };
+using Zero3Wanted = std::function<bool(size_t group, size_t param)>;
 absl::StatusOr<Zero3Read> ReadZero3Partitions(const std::string& checkpoint_folder,
                                               const std::vector<ZeroGroupLayout>& groups,
-                                              const Zero3Sink& sink);
+                                              const Zero3Sink& sink,
+                                              const Zero3Wanted& wanted = nullptr);
 
 }  // namespace loom::sharding
 

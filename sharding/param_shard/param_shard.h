@@ -60,7 +60,9 @@
 #ifndef LOOM_SHARDING_PARAM_SHARD_PARAM_SHARD_H_
 #define LOOM_SHARDING_PARAM_SHARD_PARAM_SHARD_H_
 
+#include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -223,7 +225,15 @@ class ParamShardStrategy : public ShardingStrategy {
   // node's ranks, replica_pg_ over this local rank on every node; nothing otherwise.
   absl::Status SetUpHybridGroups();
   absl::Status LoadOwnState(const std::string& folder);
-  absl::Status SaveOwnState(const std::string& folder, const StrategySaveInfo& info);
+  absl::Status LoadPieces(const std::string& folder, const std::vector<size_t>& pieces,
+                          int* saved_world_size);
+  // fn(pieces) for each sub-group of the optimizer state in turn, its state in memory and the
+  // optimizer narrowed to it (offload_optimizer nvme: OptimizerSwapper::ForEachSubGroup);
+  // otherwise once for every piece.
+  absl::Status ForEachStateGroup(
+      const std::function<absl::Status(const std::vector<size_t>& pieces)>& fn, bool dirty);
+  std::map<size_t, int64_t> OptimizerIndexOf(const std::vector<size_t>& pieces) const;
+  absl::Status SaveOptimizerFile(const std::string& path, const ZeroFilesInfo& files);
   // Every shard in `shards` fetched from / evicted to the parameter swapper (no-op without).
   absl::Status FetchShards(const std::vector<at::Tensor>& shards);
   absl::Status EvictShards(const std::vector<at::Tensor>& shards, bool dirty);

@@ -1,10 +1,16 @@
 // ParamShardStrategy::SaveState / LoadState: the ZeRO-3 checkpoint files in DeepSpeed's layout
 // (model states + per-rank optimizer partitions), read back whatever world size wrote them.
+// Both go one sub-group of the optimizer state at a time (all of it at once without NVMe
+// offload) and one piece's parameters at a time, so a rank whose optimizer state lives on NVMe
+// saves and resumes without holding it whole: the optimizer file is written piece by piece
+// (checkpoint/torch_save_writer.h) and read piece by piece (checkpoint/lazy_torch_save.h).
 #include "sharding/param_shard/param_shard.h"
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/memory/memory.h"
@@ -14,6 +20,7 @@
 #include "base/torch_status.h"
 #include "checkpoint/module_state.h"
 #include "checkpoint/optimizer_state.h"
+#include "checkpoint/torch_save_writer.h"
 #include "distributed/collectives.h"
 #include "glog/logging.h"
 #include "modeling/model.h"
@@ -28,27 +35,22 @@ c10::impl::GenericDict StrDict() {
   return c10::impl::GenericDict(c10::StringType::get(), c10::AnyType::get());
 }
 
-// Where each parameter of each group lands: its piece and offset in the piece's flat buffer;
-// and each piece's index among the optimizer's parameters (pieces in group order).
+// Where each parameter of each group lands: its piece and offset in the piece's flat buffer.
 struct Place {
   size_t piece;
   int64_t offset;
 };
 struct PiecePlaces {
   std::vector<std::vector<Place>> places;  // per group, per parameter in layout order
-  std::vector<int64_t> optimizer_index;    // per piece
 };
 
 PiecePlaces PlacesOf(const FullShardRunner& runner, size_t num_groups) {
   PiecePlaces out;
   out.places.resize(num_groups);
-  out.optimizer_index.resize(runner.pieces().size());
-  int64_t index = 0;
   for (size_t g = 0; g < num_groups; ++g) {
     for (size_t k = 0; k < runner.pieces().size(); ++k) {
       const FullShardRunner::Piece& piece = runner.pieces()[k];
       if (piece.group != g) continue;
-      out.optimizer_index[k] = index++;
       int64_t offset = 0;
       for (const at::Tensor& p : piece.flat->params()) {
         out.places[g].push_back({k, offset});
@@ -86,13 +88,16 @@ void CopyIntoShard(const FullShardRunner& runner, int w, int r, const Place& pla
       .copy_(values.slice(0, lo - place.offset - begin, hi - place.offset - begin));
 }
 
-// The checkpoint's optimizer state (`base_state`, DeepSpeed's layout) in torch's layout over this
-// rank's shards: the values read into `shard` for partitioned tensors, the saved ones
+// The checkpoint's optimizer state (`base_state`, DeepSpeed's layout) in torch's layout over
+// `pieces` of this rank's shards (numbered by `index`, as the optimizer narrowed to them numbers
+// its parameters): the values read into `shard` for partitioned tensors, the saved ones
 // otherwise. Throws what torch throws.
 absl::StatusOr<c10::impl::GenericDict> StateOverShards(const std::string& folder,
                                                        const IValue& base_state,
                                                        const FullShardRunner& runner,
-                                                       size_t num_groups, const PiecePlaces& placed,
+                                                       size_t num_groups,
+                                                       const std::vector<size_t>& pieces,
+                                                       const std::map<size_t, int64_t>& index,
                                                        const ShardValues& shard) {
   const c10::impl::GenericDict base = base_state.toGenericDict();
   const c10::impl::GenericDict saved_state = base.at("state").toGenericDict();
@@ -107,9 +112,9 @@ absl::StatusOr<c10::impl::GenericDict> StateOverShards(const std::string& folder
   for (size_t g = 0; g < num_groups; ++g) {
     c10::impl::GenericList params(c10::AnyType::get());
     auto saved = saved_state.find(static_cast<int64_t>(g));
-    for (size_t k = 0; k < runner.pieces().size(); ++k) {
+    for (size_t k : pieces) {
       if (runner.pieces()[k].group != g) continue;
-      params.push_back(placed.optimizer_index[k]);
+      params.push_back(index.at(k));
       if (saved == saved_state.end()) continue;
       c10::impl::GenericDict entry = StrDict();
       for (const auto& kv : saved->value().toGenericDict()) {
@@ -124,7 +129,7 @@ absl::StatusOr<c10::impl::GenericDict> StateOverShards(const std::string& folder
           entry.insert(kv.key(), kv.value());
         }
       }
-      state.insert(placed.optimizer_index[k], entry);
+      state.insert(index.at(k), entry);
     }
     c10::impl::GenericDict group = StrDict();
     for (const auto& kv : saved_groups.get(g).toGenericDict()) {
@@ -159,81 +164,130 @@ absl::Status AppendPartitions(distributed::ProcessGroup* pg, int w, int r,
   return absl::OkStatus();
 }
 
-// The optimizer state in DeepSpeed's ZeRO-3 layout: per group, this rank's fp32 partitions
-// (fp32_flat_groups) and the base optimizer state with its partitioned tensors laid out the
-// same way.
-struct Zero3OptimizerLayout {
-  std::vector<at::Tensor> fp32_groups;
-  c10::impl::GenericDict state{c10::IntType::get(), c10::AnyType::get()};
-  c10::impl::GenericList param_groups{c10::AnyType::get()};
-};
-
-// Group `g` of `ours` (torch's optimizer state dict over the shards; `index`: the optimizer's
-// index of the group's first piece, advanced past its pieces) into `out`. Throws what torch
-// throws.
-absl::Status LayOutGroup(distributed::ProcessGroup* pg, int w, int r, const FullShardRunner& runner,
-                         const std::vector<size_t>& pieces, size_t g,
-                         const c10::impl::GenericDict& state, const c10::List<IValue>& groups,
-                         int64_t& index, Zero3OptimizerLayout& out) {
-  std::vector<at::Tensor> fp32;
-  std::map<std::string, std::vector<at::Tensor>> parted;
-  c10::impl::GenericDict entry = StrDict();
-  for (size_t k : pieces) {
-    const FullShardRunner::Piece& piece = runner.pieces()[k];
-    RETURN_IF_ERROR(AppendPartitions(pg, w, r, piece, piece.flat->shard(), fp32));
-    auto it = state.find(index++);
-    if (it == state.end()) continue;
-    for (const auto& kv : it->value().toGenericDict()) {
-      const std::string key = kv.key().toStringRef();
-      const IValue& v = kv.value();
-      if (v.isTensor() && v.toTensor().numel() == piece.flat->shard().numel() &&
-          v.toTensor().dim() == 1) {
-        RETURN_IF_ERROR(
-            AppendPartitions(pg, w, r, piece, v.toTensor().to(at::kFloat), parted[key]));
-      } else if (!entry.contains(key)) {
-        entry.insert(key, v);
+// This rank's ZeRO-3 optimizer file in DeepSpeed's layout, written one piece at a time
+// (checkpoint/torch_save_writer.h), so that saving holds one piece's tensors, not the rank's
+// whole optimizer state: per group, this rank's fp32 partition of every parameter
+// (fp32_flat_groups) and of each partitioned optimizer state tensor, in the pieces' order;
+// the state's other entries (e.g. "step") from the group's first piece that has them.
+class Zero3OptimFile {
+ public:
+  static absl::StatusOr<Zero3OptimFile> Create(const std::string& path,
+                                               const FullShardRunner& runner, size_t num_groups,
+                                               int w) {
+    Zero3OptimFile f;
+    ASSIGN_OR_RETURN(f.out_, checkpoint::TorchSaveWriter::Create(path));
+    std::vector<int64_t> totals(num_groups, 0);
+    for (const FullShardRunner::Piece& piece : runner.pieces()) {
+      for (const at::Tensor& p : piece.flat->params()) {
+        totals[piece.group] += Zero3PartitionNumel(p.numel(), w);
       }
     }
-  }
-  out.fp32_groups.push_back(fp32.empty() ? at::zeros({0}) : at::cat(fp32));
-  for (auto& [key, tensors] : parted) entry.insert_or_assign(key, at::cat(tensors));
-  if (entry.size() > 0) out.state.insert(static_cast<int64_t>(g), entry);
-  c10::impl::GenericDict group = StrDict();
-  for (const auto& kv : groups.get(g).toGenericDict()) {
-    if (kv.key().toStringRef() == "params") {
-      c10::impl::GenericList params(c10::AnyType::get());
-      params.push_back(static_cast<int64_t>(g));
-      group.insert("params", params);
-    } else {
-      group.insert(kv.key(), kv.value());
-    }
-  }
-  out.param_groups.push_back(group);
-  return absl::OkStatus();
-}
-
-// Every one of `num_groups` groups of `ours` laid out (LayOutGroup).
-absl::StatusOr<Zero3OptimizerLayout> LayOutOptimizerState(distributed::ProcessGroup* pg, int w,
-                                                          int r, const FullShardRunner& runner,
-                                                          size_t num_groups, const IValue& ours) {
-  Zero3OptimizerLayout out;
-  try {
-    at::NoGradGuard no_grad;
-    const c10::impl::GenericDict state = ours.toGenericDict().at("state").toGenericDict();
-    const c10::List<IValue> groups = ours.toGenericDict().at("param_groups").toList();
-    int64_t index = 0;  // the optimizer's parameter index (pieces in group order)
-    std::vector<std::vector<size_t>> pieces_of(num_groups);
-    for (size_t k = 0; k < runner.pieces().size(); ++k) {
-      pieces_of[runner.pieces()[k].group].push_back(k);
-    }
+    f.groups_.resize(num_groups);
     for (size_t g = 0; g < num_groups; ++g) {
-      RETURN_IF_ERROR(LayOutGroup(pg, w, r, runner, pieces_of[g], g, state, groups, index, out));
+      f.groups_[g].total = totals[g];
+      ASSIGN_OR_RETURN(f.groups_[g].fp32, f.out_->Reserve(at::kFloat, totals[g]));
     }
-  } catch (const std::exception& e) {
-    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal, "laying out ZeRO-3 state");
+    return f;
   }
-  return out;
-}
+
+  // `piece`'s fp32 shard and its optimizer state entry (`entry`: nullptr when it has none).
+  // Throws what torch throws.
+  absl::Status AddPiece(distributed::ProcessGroup* pg, int w, int r,
+                        const FullShardRunner::Piece& piece, const IValue* entry) {
+    Group& group = groups_[piece.group];
+    std::vector<at::Tensor> parts;
+    RETURN_IF_ERROR(AppendPartitions(pg, w, r, piece, piece.flat->shard(), parts));
+    int64_t at = group.written;
+    for (const at::Tensor& t : parts) {
+      RETURN_IF_ERROR(out_->Write(group.fp32, at, t));
+      at += t.numel();
+    }
+    if (entry != nullptr) {
+      for (const auto& kv : entry->toGenericDict()) {
+        const std::string key = kv.key().toStringRef();
+        const IValue& v = kv.value();
+        if (v.isTensor() && v.toTensor().dim() == 1 &&
+            v.toTensor().numel() == piece.flat->shard().numel()) {
+          RETURN_IF_ERROR(AddPartitioned(pg, w, r, piece, key, v.toTensor()));
+        } else if (!group.others.contains(key)) {
+          group.others.insert(key, v);
+        }
+      }
+    }
+    group.written = at;
+    return absl::OkStatus();
+  }
+
+  // The file's value (`param_groups`: the optimizer's, whose "params" become [g]) and its
+  // commit.
+  absl::Status Finish(const c10::List<IValue>& param_groups,
+                      const std::vector<ZeroGroupLayout>& layout, const ZeroFilesInfo& files) {
+    c10::impl::GenericDict state(c10::IntType::get(), c10::AnyType::get());
+    c10::impl::GenericList groups(c10::AnyType::get());
+    std::vector<at::Tensor> fp32;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      Group& group = groups_[g];
+      fp32.push_back(group.fp32);
+      c10::impl::GenericDict entry = group.others.copy();
+      for (auto& [key, placeholder] : group.parted) {
+        RETURN_IF_ERROR(out_->WriteZeros(placeholder, group.total));
+        entry.insert_or_assign(key, placeholder);
+      }
+      if (entry.size() > 0) state.insert(static_cast<int64_t>(g), entry);
+      c10::impl::GenericDict saved = StrDict();
+      if (g < param_groups.size()) {
+        for (const auto& kv : param_groups.get(g).toGenericDict()) {
+          if (kv.key().toStringRef() == "params") {
+            c10::impl::GenericList params(c10::AnyType::get());
+            params.push_back(static_cast<int64_t>(g));
+            saved.insert("params", params);
+          } else {
+            saved.insert(kv.key(), kv.value());
+          }
+        }
+      }
+      groups.push_back(saved);
+    }
+    c10::impl::GenericDict base = StrDict();
+    base.insert("state", state);
+    base.insert("param_groups", groups);
+    ASSIGN_OR_RETURN(const IValue value, ZeroOptimStatesValue(fp32, layout, base, files));
+    return out_->Commit(value);
+  }
+
+ private:
+  struct Group {
+    int64_t total = 0;    // elements of each partitioned tensor
+    int64_t written = 0;  // of the pieces added so far
+    at::Tensor fp32;
+    std::map<std::string, at::Tensor> parted;  // state key -> placeholder
+    c10::impl::GenericDict others = StrDict();
+  };
+
+  // Partitioned state tensor `key` of `piece`; pieces before it without one read as zeros.
+  absl::Status AddPartitioned(distributed::ProcessGroup* pg, int w, int r,
+                              const FullShardRunner::Piece& piece, const std::string& key,
+                              const at::Tensor& value) {
+    Group& group = groups_[piece.group];
+    auto it = group.parted.find(key);
+    if (it == group.parted.end()) {
+      ASSIGN_OR_RETURN(at::Tensor placeholder, out_->Reserve(at::kFloat, group.total));
+      it = group.parted.emplace(key, placeholder).first;
+    }
+    RETURN_IF_ERROR(out_->WriteZeros(it->second, group.written));
+    std::vector<at::Tensor> parts;
+    RETURN_IF_ERROR(AppendPartitions(pg, w, r, piece, value.to(at::kFloat), parts));
+    int64_t at = group.written;
+    for (const at::Tensor& t : parts) {
+      RETURN_IF_ERROR(out_->Write(it->second, at, t));
+      at += t.numel();
+    }
+    return absl::OkStatus();
+  }
+
+  std::unique_ptr<checkpoint::TorchSaveWriter> out_;
+  std::vector<Group> groups_;
+};
 
 // The model states: the module's parameters as empty placeholders (they are partitioned), its
 // buffers whole; frozen parameters are whole on every rank (partitioned in the file).
@@ -266,19 +320,6 @@ Zero3ModelStates ModelStates(const torch::nn::Module& model, const FullShardRunn
 
 absl::Status ParamShardStrategy::SaveState(const std::string& folder,
                                            const StrategySaveInfo& info) {
-  // What is on NVMe is read back to be saved, and goes back after.
-  if (swapper_ != nullptr) {
-    RETURN_IF_ERROR_CTX(swapper_->SwapInAll(), "reading the optimizer state back from NVMe");
-  }
-  absl::Status saved = FetchShards(Shards());
-  if (saved.ok()) saved = SaveOwnState(folder, info);
-  saved.Update(EvictShards(Shards(), /*dirty=*/false));
-  if (swapper_ != nullptr) saved.Update(swapper_->SwapOutAll());
-  return saved;
-}
-
-absl::Status ParamShardStrategy::SaveOwnState(const std::string& folder,
-                                              const StrategySaveInfo& info) {
   // Under hybrid sharding the other nodes hold copies of the first node's shards.
   if (replica() != 0) return absl::OkStatus();
   const ZeroFilesInfo files =
@@ -286,52 +327,115 @@ absl::Status ParamShardStrategy::SaveOwnState(const std::string& folder,
                         info.lr_scheduler, options_.ds_config, options_.gradient_clipping);
   ASSIGN_OR_RETURN(const std::string dir, MakeZeroTagFolder(folder, info.global_step));
   const int r = rank();
-  ASSIGN_OR_RETURN(IValue ours, checkpoint::OptimizerStateDict(*options_.optimizer));
-  ASSIGN_OR_RETURN(Zero3OptimizerLayout optim,
-                   LayOutOptimizerState(pg(), world(), r, *runner_, layout_.size(), ours));
-  c10::impl::GenericDict base = StrDict();
-  base.insert("state", optim.state);
-  base.insert("param_groups", optim.param_groups);
   const Zero3ModelStates model = ModelStates(*options_.model, *runner_);
   RETURN_IF_ERROR(WriteZeroModelStates(dir + "/" + ZeroModelStatesFile(3, r), model.module,
                                        model.buffer_names, layout_, model.frozen, files));
-  RETURN_IF_ERROR(WriteZeroOptimStates(dir + "/" + ZeroOptimStatesFile(r, false), optim.fp32_groups,
-                                       layout_, base, files));
+  RETURN_IF_ERROR(SaveOptimizerFile(dir + "/" + ZeroOptimStatesFile(r, false), files));
   if (r == 0) {
     RETURN_IF_ERROR(WriteZeroLatest(folder, info.global_step));
   }
   return absl::OkStatus();
 }
 
-absl::Status ParamShardStrategy::LoadOwnState(const std::string& folder) {
+absl::Status ParamShardStrategy::ForEachStateGroup(
+    const std::function<absl::Status(const std::vector<size_t>& pieces)>& fn, bool dirty) {
+  if (swapper_ != nullptr) return swapper_->ForEachSubGroup(fn, dirty);
+  std::vector<size_t> all(runner_->pieces().size());
+  for (size_t k = 0; k < all.size(); ++k) all[k] = k;
+  return fn(all);
+}
+
+// The optimizer's parameter index of each of `pieces` as OptimizerStateDict numbers them now
+// (the optimizer's groups narrowed to a sub-group or not).
+std::map<size_t, int64_t> ParamShardStrategy::OptimizerIndexOf(
+    const std::vector<size_t>& pieces) const {
+  std::map<const c10::TensorImpl*, size_t> piece_of;
+  for (size_t k : pieces) piece_of[runner_->pieces()[k].flat->shard().unsafeGetTensorImpl()] = k;
+  std::map<size_t, int64_t> index;
+  int64_t i = 0;
+  for (const auto& group : options_.optimizer->param_groups()) {
+    for (const at::Tensor& p : group.params()) {
+      auto it = piece_of.find(p.unsafeGetTensorImpl());
+      if (it != piece_of.end()) index[it->second] = i;
+      ++i;
+    }
+  }
+  return index;
+}
+
+absl::Status ParamShardStrategy::SaveOptimizerFile(const std::string& path,
+                                                   const ZeroFilesInfo& files) {
+  ASSIGN_OR_RETURN(Zero3OptimFile file,
+                   Zero3OptimFile::Create(path, *runner_, layout_.size(), world()));
+  std::optional<c10::List<IValue>> param_groups;
+  const auto add_pieces = [&](const std::vector<size_t>& pieces) -> absl::Status {
+    ASSIGN_OR_RETURN(IValue sd, checkpoint::OptimizerStateDict(*options_.optimizer));
+    if (!param_groups) param_groups = sd.toGenericDict().at("param_groups").toList();
+    const c10::impl::GenericDict state = sd.toGenericDict().at("state").toGenericDict();
+    const std::map<size_t, int64_t> index = OptimizerIndexOf(pieces);
+    for (size_t k : pieces) {
+      const FullShardRunner::Piece& piece = runner_->pieces()[k];
+      auto it = state.find(index.at(k));
+      const IValue entry = it == state.end() ? IValue() : it->value();
+      RETURN_IF_ERROR(FetchShards({piece.flat->shard()}));
+      absl::Status added = file.AddPiece(pg(), world(), rank(), piece,
+                                         entry.isNone() ? nullptr : &entry);
+      added.Update(EvictShards({piece.flat->shard()}, /*dirty=*/false));
+      RETURN_IF_ERROR(added);
+    }
+    return absl::OkStatus();
+  };
+  try {
+    at::NoGradGuard no_grad;
+    RETURN_IF_ERROR_CTX(ForEachStateGroup(add_pieces, /*dirty=*/false), path);
+    if (!param_groups) {
+      return absl::InternalError(absl::StrCat(path, ": the optimizer has no state to save"));
+    }
+    return file.Finish(*param_groups, layout_, files);
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInternal,
+                                    absl::StrCat("writing ", path));
+  }
+}
+
+// One sub-group (`pieces`) of this rank's shards and their optimizer state read from the
+// checkpoint `folder`: only these pieces' parameters are read.
+absl::Status ParamShardStrategy::LoadPieces(const std::string& folder,
+                                            const std::vector<size_t>& pieces,
+                                            int* saved_world_size) {
   const int w = world();
   const int r = rank();
   const PiecePlaces placed = PlacesOf(*runner_, layout_.size());
+  const std::set<size_t> mine(pieces.begin(), pieces.end());
   ShardValues shard;
   shard.fp32.resize(runner_->pieces().size());
   shard.states.resize(runner_->pieces().size());
-  for (size_t k = 0; k < shard.fp32.size(); ++k)
+  for (size_t k : pieces) {
     shard.fp32[k] = at::zeros_like(runner_->pieces()[k].flat->shard().detach());
+  }
+  const Zero3Wanted wanted = [&](size_t g, size_t i) {
+    return mine.count(placed.places[g][i].piece) > 0;
+  };
   const Zero3Sink sink = [&](size_t g, size_t i, const std::string& what, int64_t begin,
                              const at::Tensor& values) -> absl::Status {
     CopyIntoShard(*runner_, w, r, placed.places[g][i], what, begin, values, shard);
     return absl::OkStatus();
   };
-  ASSIGN_OR_RETURN(Zero3Read read, ReadZero3Partitions(folder, layout_, sink));
-  if (read.saved_world_size != w && r == 0) {
-    LOG(WARNING) << "Resuming a ZeRO-3 checkpoint of " << read.saved_world_size << " ranks on " << w
-                 << ": the weights and the optimizer state are repartitioned";
-  }
-  // The optimizer state in torch's layout over this rank's shards, then the shards.
+  ASSIGN_OR_RETURN(Zero3Read read, ReadZero3Partitions(folder, layout_, sink, wanted));
+  *saved_world_size = read.saved_world_size;
+  // The optimizer state in torch's layout over these shards, then the shards.
   try {
     ASSIGN_OR_RETURN(c10::impl::GenericDict sd,
                      StateOverShards(folder, read.base_optimizer_state, *runner_, layout_.size(),
-                                     placed, shard));
+                                     pieces, OptimizerIndexOf(pieces), shard));
     RETURN_IF_ERROR_CTX(checkpoint::LoadOptimizerStateDict(*options_.optimizer, sd),
                         absl::StrCat(folder, "/", read.tag));
     at::NoGradGuard no_grad;
-    for (size_t k = 0; k < shard.fp32.size(); ++k) {
+    for (size_t k : pieces) {
+      const at::Tensor s = runner_->pieces()[k].flat->shard();
+      RETURN_IF_ERROR(FetchShards({s}));
       runner_->pieces()[k].flat->mutable_shard().copy_(shard.fp32[k]);
+      RETURN_IF_ERROR(EvictShards({s}, /*dirty=*/true));
     }
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument, folder);
@@ -339,12 +443,22 @@ absl::Status ParamShardStrategy::LoadOwnState(const std::string& folder) {
   return absl::OkStatus();
 }
 
+absl::Status ParamShardStrategy::LoadOwnState(const std::string& folder) {
+  int saved_world_size = world();
+  RETURN_IF_ERROR(ForEachStateGroup(
+      [&](const std::vector<size_t>& pieces) {
+        return LoadPieces(folder, pieces, &saved_world_size);
+      },
+      /*dirty=*/true));
+  if (saved_world_size != world() && rank() == 0) {
+    LOG(WARNING) << "Resuming a ZeRO-3 checkpoint of " << saved_world_size << " ranks on "
+                 << world() << ": the weights and the optimizer state are repartitioned";
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParamShardStrategy::LoadState(const std::string& folder) {
-  if (swapper_ != nullptr) RETURN_IF_ERROR(swapper_->SwapInAll());
-  RETURN_IF_ERROR(FetchShards(Shards()));
   absl::Status loaded = LoadOwnState(folder);
-  loaded.Update(EvictShards(Shards(), /*dirty=*/true));
-  if (swapper_ != nullptr) loaded.Update(swapper_->SwapOutAll());
   if (pg_ && pg_->world_size() > 1) {
     at::Tensor failed = at::full({}, loaded.ok() ? 0 : 1, at::kInt);
     RETURN_IF_ERROR_CTX(distributed::AllReduce(*pg_, failed), "resuming ZeRO-3 state");
