@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -109,7 +110,7 @@ bool IsOneFile(const std::string& output) {
 }
 
 // What DeepSpeed's script prints about the checkpoint it read (-d: every tensor too).
-void PrintSummary(const loom::sharding::ZeroCheckpoint& checkpoint, bool debug) {
+void PrintSummary(const loom::sharding::LazyZeroCheckpoint& checkpoint, bool debug) {
   std::cout << "Processing zero checkpoint '" << checkpoint.folder << "'\n";
   std::cout << "Detected checkpoint of type zero stage " << checkpoint.zero_stage
             << ", world_size: " << checkpoint.world_size << "\n";
@@ -117,24 +118,59 @@ void PrintSummary(const loom::sharding::ZeroCheckpoint& checkpoint, bool debug) 
     std::cout << "Parsing checkpoint created by deepspeed==" << checkpoint.ds_version << "\n";
   }
   int64_t elements = 0;
-  for (const auto& [name, tensor] : checkpoint.state) {
-    elements += tensor.numel();
-    if (debug) std::cout << name << " " << tensor.sizes() << "\n";
+  for (const loom::sharding::ZeroTensor& t : checkpoint.tensors) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    elements += n;
+    if (debug) std::cout << t.name << " " << c10::IntArrayRef(t.shape) << "\n";
   }
-  std::cout << "Reconstructed fp32 state dict with " << checkpoint.state.size() << " params "
+  std::cout << "Reconstructed fp32 state dict with " << checkpoint.tensors.size() << " params "
             << elements << " elements\n";
 }
 
-// OUTPUT_FILE: torch.save's format, or safetensors by the extension.
-absl::Status SaveOneFile(const std::string& output, const loom::checkpoint::NamedTensors& state) {
+// OUTPUT_FILE: torch.save's format, or safetensors by the extension (the whole state dict in
+// memory, as one file needs).
+absl::Status SaveOneFile(const std::string& output,
+                         const loom::sharding::LazyZeroCheckpoint& checkpoint) {
+  absl::StatusOr<loom::checkpoint::NamedTensors> state =
+      loom::sharding::ReadZeroTensors(checkpoint);
+  if (!state.ok()) return state.status();
   std::cout << "Saving fp32 state dict to " << output << "\n";
   return absl::EndsWith(output, ".safetensors")
-             ? loom::checkpoint::SaveSafetensors(output, state)
-             : loom::checkpoint::SaveTorchStateDict(output, state);
+             ? loom::checkpoint::SaveSafetensors(output, *state)
+             : loom::checkpoint::SaveTorchStateDict(output, *state);
 }
 
-// OUTPUT_DIR: HF's shards and index, as current DeepSpeed writes them.
-absl::Status SaveDirectory(const std::string& output, const loom::checkpoint::NamedTensors& state,
+// The state dict as tensors with shapes and no data (for planning shards), and a shard's
+// tensors read from the checkpoint.
+loom::checkpoint::NamedTensors Shapes(const loom::sharding::LazyZeroCheckpoint& checkpoint) {
+  loom::checkpoint::NamedTensors out;
+  for (const loom::sharding::ZeroTensor& t : checkpoint.tensors) {
+    out.emplace_back(t.name,
+                     at::empty(t.shape, at::TensorOptions().dtype(t.dtype).device(at::kMeta)));
+  }
+  return out;
+}
+
+absl::StatusOr<loom::checkpoint::NamedTensors> ReadShard(
+    const loom::sharding::LazyZeroCheckpoint& checkpoint,
+    const loom::checkpoint::NamedTensors& shard) {
+  std::map<std::string, const loom::sharding::ZeroTensor*> by_name;
+  for (const loom::sharding::ZeroTensor& t : checkpoint.tensors) by_name[t.name] = &t;
+  loom::checkpoint::NamedTensors out;
+  for (const auto& [name, meta] : shard) {
+    absl::StatusOr<at::Tensor> t =
+        loom::sharding::ReadZeroTensor(*by_name.at(name), checkpoint.folder);
+    if (!t.ok()) return t.status();
+    out.emplace_back(name, *t);
+  }
+  return out;
+}
+
+// OUTPUT_DIR: HF's shards and index, as current DeepSpeed writes them, each shard read from the
+// checkpoint just before it is written (one shard in memory at a time).
+absl::Status SaveDirectory(const std::string& output,
+                           const loom::sharding::LazyZeroCheckpoint& checkpoint,
                            const CommandLine& cl, uint64_t shard_bytes) {
   const bool safe = cl.safe_serialization;
   const std::string weights_name = safe ? "model.safetensors" : "pytorch_model.bin";
@@ -144,13 +180,15 @@ absl::Status SaveDirectory(const std::string& output, const loom::checkpoint::Na
   std::filesystem::create_directories(output, ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat(output, ": ", ec.message()));
   const loom::checkpoint::ShardWriter write = [&](const std::string& path,
-                                                  const loom::checkpoint::NamedTensors& shard) {
-    return safe ? loom::checkpoint::SaveSafetensors(path, shard,
+                                                  const loom::checkpoint::NamedTensors& planned) {
+    absl::StatusOr<loom::checkpoint::NamedTensors> shard = ReadShard(checkpoint, planned);
+    if (!shard.ok()) return shard.status();
+    return safe ? loom::checkpoint::SaveSafetensors(path, *shard,
                                                     loom::checkpoint::kHfSafetensorsMetadata)
-                : loom::checkpoint::SaveTorchStateDict(path, shard);
+                : loom::checkpoint::SaveTorchStateDict(path, *shard);
   };
-  absl::StatusOr<std::vector<std::string>> files =
-      loom::checkpoint::SaveShardedFiles(output, state, shard_bytes, weights_name, write);
+  absl::StatusOr<std::vector<std::string>> files = loom::checkpoint::SaveShardedFiles(
+      output, Shapes(checkpoint), shard_bytes, weights_name, write);
   if (!files.ok()) return files.status();
   for (const std::string& f : *files) std::cout << "  " << f << "\n";
   return absl::OkStatus();
@@ -186,14 +224,14 @@ int main(int argc, char** argv) {
         "--safe_serialization and --max_shard_size apply to an OUTPUT_DIR; OUTPUT_FILE's "
         "extension chooses its format");
   }
-  auto checkpoint = loom::sharding::ReadZeroCheckpoint(dir, cl.options);
+  auto checkpoint = loom::sharding::OpenZeroCheckpoint(dir, cl.options);
   if (!checkpoint.ok()) {
     std::cerr << "zero_to_fp32: " << checkpoint.status().message() << "\n";
     return 1;
   }
   PrintSummary(*checkpoint, cl.debug);
-  const absl::Status saved = one_file ? SaveOneFile(output, checkpoint->state)
-                                      : SaveDirectory(output, checkpoint->state, cl, *shard_bytes);
+  const absl::Status saved = one_file ? SaveOneFile(output, *checkpoint)
+                                      : SaveDirectory(output, *checkpoint, cl, *shard_bytes);
   if (!saved.ok()) {
     std::cerr << "zero_to_fp32: " << saved.message() << "\n";
     return 1;

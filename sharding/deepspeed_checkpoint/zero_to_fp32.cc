@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -62,7 +63,16 @@ absl::StatusOr<std::string> ReadTag(const std::string& dir) {
       absl::StrCat(tag.status().message(), " (name the tag instead, e.g. -t global_step3)"));
 }
 
-using AddFn = std::function<void(const std::string&, at::Tensor)>;
+using AddFn = std::function<void(const std::string&, ZeroTensor)>;
+
+// A tensor read already.
+ZeroTensor Read(at::Tensor t) {
+  ZeroTensor z;
+  z.shape = t.sizes().vec();
+  z.dtype = t.scalar_type();
+  z.read = [t]() -> absl::StatusOr<at::Tensor> { return t; };
+  return z;
+}
 
 absl::StatusOr<int64_t> Numel(const IValue& shape_value, const std::string& what,
                               std::vector<int64_t>* shape) {
@@ -112,10 +122,12 @@ absl::Status ReadFloat(const LazyTorchSave& file, const at::Tensor& t, int64_t b
 }
 
 // Stages 1-2: each group's partitions concatenated (rank order), cut by param_shapes.
-absl::Status AddPartitionedGroups(c10::ArrayRef<IValue> groups,
-                                  const std::vector<RankPartitions>& partitions, int64_t world,
-                                  const std::string& mfile, const std::string& folder,
-                                  const AddFn& add) {
+using Partitions = std::shared_ptr<const std::vector<RankPartitions>>;
+
+absl::Status AddPartitionedGroups(c10::ArrayRef<IValue> groups, const Partitions& shared,
+                                  int64_t world, const std::string& mfile,
+                                  const std::string& folder, const AddFn& add) {
+  const std::vector<RankPartitions>& partitions = *shared;
   if (groups.size() != partitions[0].groups.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat(mfile, ": ", groups.size(), " groups in param_shapes, ",
@@ -139,17 +151,22 @@ absl::Status AddPartitionedGroups(c10::ArrayRef<IValue> groups,
                 absl::StrCat(mfile, ": parameter '", name, "' ends at ", offset + numel,
                              " but group ", g, " holds ", total, " elements"));
           }
-          at::Tensor out = at::empty({numel}, at::kFloat);
-          for (size_t r = 0; r < partitions.size(); ++r) {
-            const at::Tensor& part = partitions[r].groups[g];
-            const int64_t a = std::max(offset, starts[r]);
-            const int64_t b = std::min(offset + numel, starts[r] + part.numel());
-            if (a < b) {
-              RETURN_IF_ERROR(ReadFloat(*partitions[r].file, part, a - starts[r], b - a,
-                                        out.data_ptr<float>() + (a - offset)));
+          ZeroTensor z;
+          z.shape = shape;
+          z.read = [shared, starts, g, offset, numel, shape]() -> absl::StatusOr<at::Tensor> {
+            at::Tensor out = at::empty({numel}, at::kFloat);
+            for (size_t r = 0; r < shared->size(); ++r) {
+              const at::Tensor& part = (*shared)[r].groups[g];
+              const int64_t a = std::max(offset, starts[r]);
+              const int64_t b = std::min(offset + numel, starts[r] + part.numel());
+              if (a < b) {
+                RETURN_IF_ERROR(ReadFloat(*(*shared)[r].file, part, a - starts[r], b - a,
+                                          out.data_ptr<float>() + (a - offset)));
+              }
             }
-          }
-          add(name, out.view(shape));
+            return out.view(shape);
+          };
+          add(name, std::move(z));
           offset += numel;
           return absl::OkStatus();
         }));
@@ -178,10 +195,10 @@ absl::Status ReadFlat(const RankPartitions& rank, int64_t begin, int64_t count, 
 // Stage 3: every parameter is split over the ranks in ceil(numel / world) pieces, laid one
 // after the other in each rank's flat groups (concatenated); a parameter is its ranks' pieces
 // concatenated, trimmed to its numel.
-absl::Status AddZero3Parameters(c10::ArrayRef<IValue> groups,
-                                const std::vector<RankPartitions>& partitions, int64_t world,
-                                const std::string& mfile, const std::string& folder,
-                                const AddFn& add) {
+absl::Status AddZero3Parameters(c10::ArrayRef<IValue> groups, const Partitions& shared,
+                                int64_t world, const std::string& mfile,
+                                const std::string& folder, const AddFn& add) {
+  const std::vector<RankPartitions>& partitions = *shared;
   std::vector<int64_t> flat_numel;
   for (const RankPartitions& rank : partitions) {
     int64_t n = 0;
@@ -202,13 +219,19 @@ absl::Status AddZero3Parameters(c10::ArrayRef<IValue> groups,
                                offset + piece, " of a rank's flat group, which holds ", n));
             }
           }
-          at::Tensor out = at::empty({numel}, at::kFloat);
-          for (size_t r = 0; r < partitions.size(); ++r) {
-            const int64_t begin = static_cast<int64_t>(r) * piece;
-            const int64_t count = ZeroValidInPartition(numel, piece, static_cast<int>(r));
-            RETURN_IF_ERROR(ReadFlat(partitions[r], offset, count, out.data_ptr<float>() + begin));
-          }
-          add(name, out.view(shape));
+          ZeroTensor z;
+          z.shape = shape;
+          z.read = [shared, offset, piece, numel, shape]() -> absl::StatusOr<at::Tensor> {
+            at::Tensor out = at::empty({numel}, at::kFloat);
+            for (size_t r = 0; r < shared->size(); ++r) {
+              const int64_t begin = static_cast<int64_t>(r) * piece;
+              const int64_t count = ZeroValidInPartition(numel, piece, static_cast<int>(r));
+              RETURN_IF_ERROR(
+                  ReadFlat((*shared)[r], offset, count, out.data_ptr<float>() + begin));
+            }
+            return out.view(shape);
+          };
+          add(name, std::move(z));
           offset += piece;
           return absl::OkStatus();
         }));
@@ -328,7 +351,7 @@ absl::Status AddBuffers(const ModelStates& m, const AddFn& add) {
     if (std::find(buffers.begin(), buffers.end(), name) != buffers.end()) {
       ASSIGN_OR_RETURN(at::Tensor buffer, m.file->Materialize(entry.value().toTensor()),
                        absl::StrCat(m.path, ": buffer ", name));
-      add(name, buffer.to(at::kFloat));
+      add(name, Read(buffer.to(at::kFloat)));
     }
   }
   return absl::OkStatus();
@@ -388,37 +411,46 @@ absl::Status AddFrozenParameters(const std::string& folder, ModelStates& m, int6
       pieces.push_back(piece);
     }
     if (zero_stage != 3) {
-      add(name, pieces[0]);
+      add(name, Read(pieces[0]));
       continue;
     }
     std::vector<int64_t> shape;
     ASSIGN_OR_RETURN(const int64_t numel,
                      Numel(entry.value(), absl::StrCat(m.path, ": ", name), &shape));
-    add(name, at::cat(pieces).narrow(0, 0, numel).view(shape));
+    add(name, Read(at::cat(pieces).narrow(0, 0, numel).view(shape)));
   }
   return absl::OkStatus();
 }
 
-// The consolidated tensors in the order they were added, and by name (for shared_params).
+// The consolidated tensors in the order they were added.
 struct Consolidated {
-  NamedTensors out;
-  std::map<std::string, at::Tensor> by_name;
+  std::vector<ZeroTensor> out;
+  std::set<std::string> names;
   AddFn Adder() {
-    return [this](const std::string& name, at::Tensor t) {
-      by_name[name] = t;
-      out.emplace_back(name, std::move(t));
+    return [this](const std::string& name, ZeroTensor t) {
+      t.name = name;
+      names.insert(name);
+      out.push_back(std::move(t));
     };
   }
 };
 
 // shared_params: each alias gets its owner's tensor.
 void AddSharedParameters(const IValue& shared_params, Consolidated& c) {
-  const AddFn add = c.Adder();
+  std::vector<ZeroTensor> aliases;
   for (const auto& entry : shared_params.toGenericDict()) {
     if (!entry.key().isString() || !entry.value().isString()) continue;
-    auto owner = c.by_name.find(entry.value().toStringRef());
-    if (owner != c.by_name.end()) add(entry.key().toStringRef(), owner->second);
+    const std::string owner = entry.value().toStringRef();
+    for (const ZeroTensor& t : c.out) {
+      if (t.name != owner) continue;
+      ZeroTensor alias = t;
+      alias.name = entry.key().toStringRef();
+      alias.same_as = owner;
+      aliases.push_back(std::move(alias));
+      break;
+    }
   }
+  for (ZeroTensor& a : aliases) c.out.push_back(std::move(a));
 }
 
 // dir/<tag>, the tag from options or from dir/latest; NotFound when it is not a directory.
@@ -434,9 +466,11 @@ absl::StatusOr<std::string> CheckpointFolder(const std::string& dir,
 }
 
 // Everything but the folder check, which ReadZeroCheckpoint's error context needs first.
-absl::StatusOr<ZeroCheckpoint> ReadZeroFolder(const std::string& folder,
-                                              const ZeroReadOptions& options) {
+absl::StatusOr<LazyZeroCheckpoint> OpenZeroFolder(const std::string& folder,
+                                                  const ZeroReadOptions& options) {
   ASSIGN_OR_RETURN(OptimStates states, ReadOptimStates(folder));
+  const Partitions partitions =
+      std::make_shared<const std::vector<RankPartitions>>(std::move(states.partitions));
   ASSIGN_OR_RETURN(ModelStates m, ReadModelStates(folder));
   Consolidated c;
   const AddFn add = c.Adder();
@@ -447,15 +481,13 @@ absl::StatusOr<ZeroCheckpoint> ReadZeroFolder(const std::string& folder,
   }
   const auto groups = m.param_shapes.toListRef();
   if (states.zero_stage == 3) {
-    RETURN_IF_ERROR(
-        AddZero3Parameters(groups, states.partitions, states.world, m.path, folder, add));
+    RETURN_IF_ERROR(AddZero3Parameters(groups, partitions, states.world, m.path, folder, add));
   } else {
-    RETURN_IF_ERROR(
-        AddPartitionedGroups(groups, states.partitions, states.world, m.path, folder, add));
+    RETURN_IF_ERROR(AddPartitionedGroups(groups, partitions, states.world, m.path, folder, add));
   }
   AddSharedParameters(m.shared_params, c);
-  ZeroCheckpoint result;
-  result.state = std::move(c.out);
+  LazyZeroCheckpoint result;
+  result.tensors = std::move(c.out);
   result.zero_stage = states.zero_stage;
   result.world_size = states.world;
   result.folder = folder;
@@ -498,15 +530,53 @@ absl::StatusOr<LoadStateDictResult> LoadStateDictFromZeroCheckpoint(
   return LoadStateDict(model, state, options);
 }
 
-absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
-                                                  const ZeroReadOptions& options) {
+absl::StatusOr<LazyZeroCheckpoint> OpenZeroCheckpoint(const std::string& dir,
+                                                      const ZeroReadOptions& options) {
   ASSIGN_OR_RETURN(const std::string folder, CheckpointFolder(dir, options));
   try {
-    return ReadZeroFolder(folder, options);
+    return OpenZeroFolder(folder, options);
   } catch (const std::exception& e) {
     return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument,
                                     absl::StrCat("reading the ZeRO checkpoint ", folder));
   }
+}
+
+absl::StatusOr<at::Tensor> ReadZeroTensor(const ZeroTensor& t, const std::string& folder) {
+  try {
+    return t.read();
+  } catch (const std::exception& e) {
+    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument,
+                                    absl::StrCat("reading ", t.name, " from ", folder));
+  }
+}
+
+absl::StatusOr<NamedTensors> ReadZeroTensors(const LazyZeroCheckpoint& lazy) {
+  NamedTensors out;
+  std::map<std::string, at::Tensor> by_name;
+  for (const ZeroTensor& t : lazy.tensors) {
+    auto owner = by_name.find(t.same_as);
+    at::Tensor value;
+    if (!t.same_as.empty() && owner != by_name.end()) {
+      value = owner->second;  // a shared parameter: its owner's tensor
+    } else {
+      ASSIGN_OR_RETURN(value, ReadZeroTensor(t, lazy.folder));
+    }
+    by_name[t.name] = value;
+    out.emplace_back(t.name, value);
+  }
+  return out;
+}
+
+absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
+                                                  const ZeroReadOptions& options) {
+  ASSIGN_OR_RETURN(LazyZeroCheckpoint lazy, OpenZeroCheckpoint(dir, options));
+  ZeroCheckpoint result;
+  ASSIGN_OR_RETURN(result.state, ReadZeroTensors(lazy));
+  result.zero_stage = lazy.zero_stage;
+  result.world_size = lazy.world_size;
+  result.ds_version = lazy.ds_version;
+  result.folder = lazy.folder;
+  return result;
 }
 
 }  // namespace loom::sharding

@@ -26,6 +26,8 @@
 //   Memory: the files are opened without their tensor data (lazy_torch_save.h) and each
 //   parameter's pieces are read from them straight into its output tensor, so the peak is about
 //   the output (DeepSpeed's script holds every partition and their concatenation: ~2x).
+//   OpenZeroCheckpoint stops before reading the trainable parameters: each is read when asked,
+//   so a caller writing shards holds one shard at a time.
 //
 //   exclude_frozen_parameters leaves the frozen parameters out.
 //
@@ -38,8 +40,10 @@
 #ifndef LOOM_SHARDING_DEEPSPEED_CHECKPOINT_ZERO_TO_FP32_H_
 #define LOOM_SHARDING_DEEPSPEED_CHECKPOINT_ZERO_TO_FP32_H_
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "checkpoint/module_state.h"
@@ -55,6 +59,28 @@ struct ZeroCheckpoint {
   std::string folder;      // dir/<tag>
 };
 
+// A tensor of the consolidated state dict, read from the files when asked (read(): a CPU
+// tensor; errors name the file). `same_as`: for a shared_params alias, its owner's name.
+struct ZeroTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  at::ScalarType dtype = at::kFloat;
+  std::function<absl::StatusOr<at::Tensor>()> read;
+  std::string same_as;
+};
+
+// The consolidated state dict as ZeroTensors in ReadZeroCheckpoint's order: the files are
+// opened and checked (every error ReadZeroCheckpoint gives for their layout), but the
+// trainable parameters are read one at a time when asked — a checkpoint larger than memory
+// is written out shard by shard (//tools:zero_to_fp32 OUTPUT_DIR).
+struct LazyZeroCheckpoint {
+  std::vector<ZeroTensor> tensors;
+  int64_t zero_stage = 0;
+  int64_t world_size = 0;
+  std::string ds_version;
+  std::string folder;
+};
+
 struct ZeroReadOptions {
   std::optional<std::string> tag;          // default: latest's content
   bool exclude_frozen_parameters = false;  // zero_to_fp32's --exclude_frozen_parameters
@@ -62,6 +88,12 @@ struct ZeroReadOptions {
 
 absl::StatusOr<ZeroCheckpoint> ReadZeroCheckpoint(const std::string& dir,
                                                   const ZeroReadOptions& options = {});
+absl::StatusOr<LazyZeroCheckpoint> OpenZeroCheckpoint(const std::string& dir,
+                                                      const ZeroReadOptions& options = {});
+// t.read(), with torch's exceptions as errors naming the tensor and `folder`.
+absl::StatusOr<at::Tensor> ReadZeroTensor(const ZeroTensor& t, const std::string& folder);
+// Every tensor read (an alias shares its owner's tensor): ReadZeroCheckpoint's state.
+absl::StatusOr<checkpoint::NamedTensors> ReadZeroTensors(const LazyZeroCheckpoint& lazy);
 
 // ReadZeroCheckpoint(dir, {tag}).state.
 absl::StatusOr<checkpoint::NamedTensors> ConsolidateZeroCheckpoint(
