@@ -147,7 +147,8 @@ absl::Status MaterializeUnlessSharded(const args::TrainingArguments& args,
   if (!modeling::AnyDeferred(model)) return absl::OkStatus();
   ASSIGN_OR_RETURN(std::shared_ptr<const sharding::StrategyFactory> factory,
                    sharding::ResolveStrategyFactory(args, std::move(own)));
-  if (factory->ShardsParameters(args)) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const bool sharded, factory->ShardsParameters(args));
+  if (sharded) return absl::OkStatus();
   return MaterializeWholeModel(model);
 }
 

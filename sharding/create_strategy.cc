@@ -94,10 +94,12 @@ absl::StatusOr<std::unique_ptr<ShardingStrategy>> CreateZero12(const StrategyOpt
 // size or step count).
 class DeepSpeedFactory : public StrategyFactory {
  public:
-  // ZeRO stage 3 (HF's is_deepspeed_zero3_enabled); an unreadable config is reported by Create.
-  bool ShardsParameters(const args::TrainingArguments& args) const override {
-    absl::StatusOr<args::DeepSpeedConfig> config = args::LoadDeepSpeedConfig(args.deepspeed());
-    return config.ok() && config->IsZero3();
+  // ZeRO stage 3 (HF's is_deepspeed_zero3_enabled); an unreadable config is its error, before
+  // anything is built whole.
+  absl::StatusOr<bool> ShardsParameters(const args::TrainingArguments& args) const override {
+    ASSIGN_OR_RETURN(const args::DeepSpeedConfig config,
+                     args::LoadDeepSpeedConfig(args.deepspeed()), "--deepspeed");
+    return config.IsZero3();
   }
   absl::StatusOr<std::unique_ptr<ShardingStrategy>> Create(
       const StrategyOptions& o) const override {
@@ -150,7 +152,7 @@ int HybridNodeSize(const StrategyOptions& o) {
 class FsdpFactory : public StrategyFactory {
  public:
   // Every --fsdp strategy but no_shard (DDP).
-  bool ShardsParameters(const args::TrainingArguments& args) const override {
+  absl::StatusOr<bool> ShardsParameters(const args::TrainingArguments& args) const override {
     return !Has(args, "no_shard");
   }
   absl::StatusOr<std::unique_ptr<ShardingStrategy>> Create(

@@ -14,7 +14,8 @@
 //   - ShardsParameters(args): true when the strategy for these arguments shards the
 //     parameters and so takes a model built with deferred parameters (modeling/deferred_init.h),
 //     materialising one wrap unit at a time; for the others (the default) the model is
-//     materialised whole before Create (runtime/strategy_setup.h).
+//     materialised whole before Create (runtime/strategy_setup.h). An error when the arguments
+//     cannot tell (an unreadable --deepspeed file), the one Create would give.
 //   - StrategyRegistry::Global() is process-wide and thread-safe. Register refuses an empty
 //     name, a null factory and a name already taken (AlreadyExists); Find names the registered
 //     ones when the name is unknown.
@@ -72,7 +73,9 @@ class StrategyFactory {
   }
   virtual absl::StatusOr<std::unique_ptr<ShardingStrategy>> Create(
       const StrategyOptions& options) const = 0;
-  virtual bool ShardsParameters(const args::TrainingArguments& args) const { return false; }
+  virtual absl::StatusOr<bool> ShardsParameters(const args::TrainingArguments& args) const {
+    return false;
+  }
 };
 
 class StrategyRegistry {

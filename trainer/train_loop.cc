@@ -229,7 +229,8 @@ absl::Status Trainer::SetUpDeferredFsdpInference() {
   if (args_.fsdp_size() == 0 || !modeling::AnyDeferred(*model_)) return absl::OkStatus();
   ASSIGN_OR_RETURN(std::shared_ptr<const sharding::StrategyFactory> factory,
                    sharding::ResolveStrategyFactory(args_, options_.strategy_factory), "--fsdp");
-  if (!factory->ShardsParameters(args_)) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const bool sharded, factory->ShardsParameters(args_), "--fsdp");
+  if (!sharded) return absl::OkStatus();
   return SetUpInferenceStrategy("FSDP inference");
 }
 

@@ -75,4 +75,17 @@ grep -q "^run_clm: error: building LlamaForCausalLM whole on this rank (.* MiB o
   { cat "$T/ddp.log"; fail "DDP: no memory-budget error naming the fix"; }
 [[ ! -e $T/ddp/eval_results.json ]] || fail "DDP wrote results"
 echo "ok: DDP refused: $(grep -m1 '^run_clm: error' "$T/ddp.log" | cut -c1-160)..."
+
+# An unreadable --deepspeed file is its own error, not the memory budget's (whether the model
+# would be sharded cannot be told from it).
+set +e
+LOOM_CPU_MEMORY_LIMIT=${LIMIT_MIB}MiB timeout 120 "$bin" --output_dir "$T/bad_ds" "${EVAL[@]}" \
+  --deepspeed "$T/no_such_config.json" > "$T/bad_ds.log" 2>&1
+rc=$?
+set -e
+[[ $rc -ne 0 ]] || fail "a missing --deepspeed file was accepted"
+grep -q "^run_clm: error: .*--deepspeed: .*no_such_config.json" "$T/bad_ds.log" ||
+  { cat "$T/bad_ds.log"; fail "a missing --deepspeed file: no error naming it"; }
+grep -q "does not fit" "$T/bad_ds.log" && fail "a missing --deepspeed file reported as the memory budget"
+echo "ok: a missing --deepspeed file: $(grep -m1 '^run_clm: error' "$T/bad_ds.log" | cut -c1-160)"
 echo "run_clm_sharded_construction_test: PASS"
