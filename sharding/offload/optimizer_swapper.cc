@@ -310,7 +310,14 @@ absl::Status OptimizerSwapper::ForEachSubGroup(
       }
       param_groups[p].params() = std::move(narrowed);
     }
-    status.Update(fn(groups_[i].shards));
+    // Whatever fn does, the optimizer gets its whole groups back.
+    try {
+      status.Update(fn(groups_[i].shards));
+    } catch (const std::exception& e) {
+      status.Update(base::TorchErrorToStatus(
+          e, absl::StatusCode::kInternal,
+          absl::StrCat("sub-group ", i, " of ", space_.folder->path())));
+    }
     for (size_t p = 0; p < param_groups.size(); ++p) param_groups[p].params() = saved[p];
     if (!dirty) {
       if (read_in) LetGo(groups_[i]);

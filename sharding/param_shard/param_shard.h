@@ -233,7 +233,10 @@ class ParamShardStrategy : public ShardingStrategy {
   absl::Status ForEachStateGroup(
       const std::function<absl::Status(const std::vector<size_t>& pieces)>& fn, bool dirty);
   std::map<size_t, int64_t> OptimizerIndexOf(const std::vector<size_t>& pieces) const;
-  absl::Status SaveOptimizerFile(const std::string& path, const ZeroFilesInfo& files);
+  // This rank's optimizer file; `failed_already` (an earlier file's error) skips the writes
+  // but not the gathers every rank takes part in.
+  absl::Status SaveOptimizerFile(const std::string& path, const ZeroFilesInfo& files,
+                                 const absl::Status& failed_already);
   // Every shard in `shards` fetched from / evicted to the parameter swapper (no-op without).
   absl::Status FetchShards(const std::vector<at::Tensor>& shards);
   absl::Status EvictShards(const std::vector<at::Tensor>& shards, bool dirty);

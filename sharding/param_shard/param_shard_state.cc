@@ -171,11 +171,14 @@ absl::Status AppendPartitions(distributed::ProcessGroup* pg, int w, int r,
 // the state's other entries (e.g. "step") from the group's first piece that has them.
 class Zero3OptimFile {
  public:
-  static absl::StatusOr<Zero3OptimFile> Create(const std::string& path,
-                                               const FullShardRunner& runner, size_t num_groups,
-                                               int w) {
+  // Every rank takes part in every gather whatever happens to its own file: a failure to
+  // create or write it (a full disk) is kept (local_status()) and the rest of its writes
+  // skipped, so that the ranks' collectives stay in step and the save fails on every rank
+  // together afterwards (the Trainer agrees on the outcome), never with one rank waiting.
+  static Zero3OptimFile Create(const std::string& path, const FullShardRunner& runner,
+                               size_t num_groups, int w) {
     Zero3OptimFile f;
-    ASSIGN_OR_RETURN(f.out_, checkpoint::TorchSaveWriter::Create(path));
+    f.path_ = path;
     std::vector<int64_t> totals(num_groups, 0);
     for (const FullShardRunner::Piece& piece : runner.pieces()) {
       for (const at::Tensor& p : piece.flat->params()) {
@@ -183,23 +186,36 @@ class Zero3OptimFile {
       }
     }
     f.groups_.resize(num_groups);
-    for (size_t g = 0; g < num_groups; ++g) {
-      f.groups_[g].total = totals[g];
-      ASSIGN_OR_RETURN(f.groups_[g].fp32, f.out_->Reserve(at::kFloat, totals[g]));
+    for (size_t g = 0; g < num_groups; ++g) f.groups_[g].total = totals[g];
+    absl::StatusOr<std::unique_ptr<checkpoint::TorchSaveWriter>> out =
+        checkpoint::TorchSaveWriter::Create(path);
+    if (!out.ok()) {
+      f.local_ = out.status();
+      return f;
+    }
+    f.out_ = std::move(*out);
+    for (size_t g = 0; g < num_groups && f.local_.ok(); ++g) {
+      absl::StatusOr<at::Tensor> placeholder = f.out_->Reserve(at::kFloat, totals[g]);
+      if (placeholder.ok()) f.groups_[g].fp32 = *placeholder;
+      f.local_.Update(placeholder.status());
     }
     return f;
   }
 
-  // `piece`'s fp32 shard and its optimizer state entry (`entry`: nullptr when it has none).
-  // Throws what torch throws.
+  const absl::Status& local_status() const { return local_; }
+  void Fail(const absl::Status& s) { local_.Update(s); }
+
+  // `piece`'s fp32 shard (`shard`: its values) and its optimizer state entry (`entry`:
+  // nullptr when it has none). Returns the gathers' errors only. Throws what torch throws.
   absl::Status AddPiece(distributed::ProcessGroup* pg, int w, int r,
-                        const FullShardRunner::Piece& piece, const IValue* entry) {
+                        const FullShardRunner::Piece& piece, const at::Tensor& shard,
+                        const IValue* entry) {
     Group& group = groups_[piece.group];
     std::vector<at::Tensor> parts;
-    RETURN_IF_ERROR(AppendPartitions(pg, w, r, piece, piece.flat->shard(), parts));
+    RETURN_IF_ERROR(AppendPartitions(pg, w, r, piece, shard, parts));
     int64_t at = group.written;
     for (const at::Tensor& t : parts) {
-      RETURN_IF_ERROR(out_->Write(group.fp32, at, t));
+      Put(group.fp32, at, t);
       at += t.numel();
     }
     if (entry != nullptr) {
@@ -222,6 +238,7 @@ class Zero3OptimFile {
   // commit.
   absl::Status Finish(const c10::List<IValue>& param_groups,
                       const std::vector<ZeroGroupLayout>& layout, const ZeroFilesInfo& files) {
+    RETURN_IF_ERROR_CTX(local_, path_);
     c10::impl::GenericDict state(c10::IntType::get(), c10::AnyType::get());
     c10::impl::GenericList groups(c10::AnyType::get());
     std::vector<at::Tensor> fp32;
@@ -230,7 +247,7 @@ class Zero3OptimFile {
       fp32.push_back(group.fp32);
       c10::impl::GenericDict entry = group.others.copy();
       for (auto& [key, placeholder] : group.parted) {
-        RETURN_IF_ERROR(out_->WriteZeros(placeholder, group.total));
+        RETURN_IF_ERROR_CTX(out_->WriteZeros(placeholder, group.total), path_);
         entry.insert_or_assign(key, placeholder);
       }
       if (entry.size() > 0) state.insert(static_cast<int64_t>(g), entry);
@@ -251,8 +268,9 @@ class Zero3OptimFile {
     c10::impl::GenericDict base = StrDict();
     base.insert("state", state);
     base.insert("param_groups", groups);
-    ASSIGN_OR_RETURN(const IValue value, ZeroOptimStatesValue(fp32, layout, base, files));
-    return out_->Commit(value);
+    ASSIGN_OR_RETURN(const IValue value, ZeroOptimStatesValue(fp32, layout, base, files), path_);
+    RETURN_IF_ERROR_CTX(out_->Commit(value), path_);
+    return absl::OkStatus();
   }
 
  private:
@@ -269,22 +287,36 @@ class Zero3OptimFile {
                               const FullShardRunner::Piece& piece, const std::string& key,
                               const at::Tensor& value) {
     Group& group = groups_[piece.group];
-    auto it = group.parted.find(key);
-    if (it == group.parted.end()) {
-      ASSIGN_OR_RETURN(at::Tensor placeholder, out_->Reserve(at::kFloat, group.total));
-      it = group.parted.emplace(key, placeholder).first;
-    }
-    RETURN_IF_ERROR(out_->WriteZeros(it->second, group.written));
     std::vector<at::Tensor> parts;
     RETURN_IF_ERROR(AppendPartitions(pg, w, r, piece, value.to(at::kFloat), parts));
+    if (!local_.ok()) return absl::OkStatus();
+    auto it = group.parted.find(key);
+    if (it == group.parted.end()) {
+      absl::StatusOr<at::Tensor> placeholder = out_->Reserve(at::kFloat, group.total);
+      if (!placeholder.ok()) {
+        local_ = placeholder.status();
+        return absl::OkStatus();
+      }
+      it = group.parted.emplace(key, *placeholder).first;
+    }
+    if (local_.ok()) local_ = out_->WriteZeros(it->second, group.written);
     int64_t at = group.written;
     for (const at::Tensor& t : parts) {
-      RETURN_IF_ERROR(out_->Write(it->second, at, t));
+      Put(it->second, at, t);
       at += t.numel();
     }
     return absl::OkStatus();
   }
 
+  // Elements [at, ...) of a placeholder from `values` (on the host, as float32), unless this
+  // rank's file has failed already.
+  void Put(const at::Tensor& placeholder, int64_t at, const at::Tensor& values) {
+    if (!local_.ok()) return;
+    local_ = out_->Write(placeholder, at, values.to(at::kCPU, at::kFloat));
+  }
+
+  std::string path_;
+  absl::Status local_;
   std::unique_ptr<checkpoint::TorchSaveWriter> out_;
   std::vector<Group> groups_;
 };
@@ -325,12 +357,21 @@ absl::Status ParamShardStrategy::SaveState(const std::string& folder,
   const ZeroFilesInfo files =
       MakeZeroFilesInfo(3, rank(), world(), info.global_step, info.global_samples,
                         info.lr_scheduler, options_.ds_config, options_.gradient_clipping);
-  ASSIGN_OR_RETURN(const std::string dir, MakeZeroTagFolder(folder, info.global_step));
+  // A failure of this rank's files (a full disk) is reported after the optimizer file's
+  // gathers, which every rank takes part in (Zero3OptimFile).
+  const absl::StatusOr<std::string> made = MakeZeroTagFolder(folder, info.global_step);
+  const std::string dir = absl::StrCat(folder, "/", ZeroTagName(info.global_step));
   const int r = rank();
   const Zero3ModelStates model = ModelStates(*options_.model, *runner_);
-  RETURN_IF_ERROR(WriteZeroModelStates(dir + "/" + ZeroModelStatesFile(3, r), model.module,
-                                       model.buffer_names, layout_, model.frozen, files));
-  RETURN_IF_ERROR(SaveOptimizerFile(dir + "/" + ZeroOptimStatesFile(r, false), files));
+  absl::Status written = made.status();
+  if (written.ok()) {
+    written = WriteZeroModelStates(dir + "/" + ZeroModelStatesFile(3, r), model.module,
+                                   model.buffer_names, layout_, model.frozen, files);
+  }
+  absl::Status optimizer = SaveOptimizerFile(dir + "/" + ZeroOptimStatesFile(r, false), files,
+                                             written);
+  RETURN_IF_ERROR(written);
+  RETURN_IF_ERROR(optimizer);
   if (r == 0) {
     RETURN_IF_ERROR(WriteZeroLatest(folder, info.global_step));
   }
@@ -364,9 +405,10 @@ std::map<size_t, int64_t> ParamShardStrategy::OptimizerIndexOf(
 }
 
 absl::Status ParamShardStrategy::SaveOptimizerFile(const std::string& path,
-                                                   const ZeroFilesInfo& files) {
-  ASSIGN_OR_RETURN(Zero3OptimFile file,
-                   Zero3OptimFile::Create(path, *runner_, layout_.size(), world()));
+                                                   const ZeroFilesInfo& files,
+                                                   const absl::Status& failed_already) {
+  Zero3OptimFile file = Zero3OptimFile::Create(path, *runner_, layout_.size(), world());
+  file.Fail(failed_already);  // nothing is written then; the gathers still run
   std::optional<c10::List<IValue>> param_groups;
   const auto add_pieces = [&](const std::vector<size_t>& pieces) -> absl::Status {
     ASSIGN_OR_RETURN(IValue sd, checkpoint::OptimizerStateDict(*options_.optimizer));
@@ -377,10 +419,15 @@ absl::Status ParamShardStrategy::SaveOptimizerFile(const std::string& path,
       const FullShardRunner::Piece& piece = runner_->pieces()[k];
       auto it = state.find(index.at(k));
       const IValue entry = it == state.end() ? IValue() : it->value();
-      RETURN_IF_ERROR(FetchShards({piece.flat->shard()}));
-      absl::Status added = file.AddPiece(pg(), world(), rank(), piece,
-                                         entry.isNone() ? nullptr : &entry);
-      added.Update(EvictShards({piece.flat->shard()}, /*dirty=*/false));
+      const absl::Status fetched = FetchShards({piece.flat->shard()});
+      file.Fail(fetched);
+      // A shard that could not be read back still takes its part in the gather.
+      const at::Tensor shard =
+          fetched.ok() ? piece.flat->shard()
+                       : at::zeros({piece.flat->padded_numel() / world()}, at::kFloat);
+      absl::Status added =
+          file.AddPiece(pg(), world(), rank(), piece, shard, entry.isNone() ? nullptr : &entry);
+      if (fetched.ok()) file.Fail(EvictShards({piece.flat->shard()}, /*dirty=*/false));
       RETURN_IF_ERROR(added);
     }
     return absl::OkStatus();
