@@ -156,14 +156,17 @@ absl::Status TorchSaveWriter::Write(const at::Tensor& placeholder, int64_t begin
 absl::Status TorchSaveWriter::WriteZeros(const at::Tensor& placeholder, int64_t end) {
   auto it = storages_.find(placeholder.storage().unsafeGetStorageImpl());
   if (it == storages_.end()) {
-    return absl::InvalidArgumentError("TorchSaveWriter::WriteZeros: not a placeholder of this file");
+    return absl::InvalidArgumentError(
+        "TorchSaveWriter::WriteZeros: not a placeholder of this file");
   }
   const int64_t element = static_cast<int64_t>(c10::elementSize(placeholder.scalar_type()));
   int64_t at = static_cast<int64_t>(records_[it->second].written) / element;
+  if (at >= end) return absl::OkStatus();
   constexpr int64_t kChunk = int64_t{1} << 22;
+  const at::Tensor zeros = at::zeros({std::min(kChunk, end - at)}, placeholder.options());
   while (at < end) {
     const int64_t n = std::min(kChunk, end - at);
-    RETURN_IF_ERROR(Write(placeholder, at, at::zeros({n}, placeholder.options())));
+    RETURN_IF_ERROR(Write(placeholder, at, zeros.slice(0, 0, n)));
     at += n;
   }
   return absl::OkStatus();

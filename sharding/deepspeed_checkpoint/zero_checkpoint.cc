@@ -1,3 +1,7 @@
+// One file (about 670 lines) on purpose: it is the one reading and writing of DeepSpeed's ZeRO
+// files for resuming, and the readers of stages 1-2 and of stage 3 share the file checks
+// (ResolveTag, CheckLayout, CheckOptimFile, ZeroEntry); splitting them by stage would need an
+// internal header for those helpers and separate the two readers from the layout they check.
 #include "sharding/deepspeed_checkpoint/zero_checkpoint.h"
 
 #include <algorithm>
@@ -156,19 +160,20 @@ absl::Status CheckOptimFile(const IValue& osd, const std::string& path, const st
   return absl::OkStatus();
 }
 
-// One rank's optimizer file read and checked: its optimizer_state_dict and the list of fp32
-// groups under `groups_key` (one tensor per group expected).
+// One stage 1-2 rank's optimizer file read and checked: its optimizer_state_dict and its
+// single_partition_of_fp32_groups (one tensor per group expected). Stage 3 files are read
+// lazily (ReadZero3RankFile).
 struct OptimFile {
   IValue osd;
   IValue groups;
 };
 absl::StatusOr<OptimFile> ReadOptimFile(const std::string& path, const std::string& tag_dir,
-                                        int saved, bool stage3, size_t num_groups) {
+                                        int saved, size_t num_groups) {
   OptimFile out;
   ASSIGN_OR_RETURN(IValue file, checkpoint::LoadPickle(path));
   ASSIGN_OR_RETURN(out.osd, ZeroEntry(file, "optimizer_state_dict", path));
-  RETURN_IF_ERROR(CheckOptimFile(out.osd, path, tag_dir, saved, stage3));
-  const std::string key = stage3 ? "fp32_flat_groups" : "single_partition_of_fp32_groups";
+  RETURN_IF_ERROR(CheckOptimFile(out.osd, path, tag_dir, saved, /*stage3=*/false));
+  const std::string key = "single_partition_of_fp32_groups";
   ASSIGN_OR_RETURN(out.groups, ZeroEntry(out.osd, key, path));
   if (!out.groups.isList() || out.groups.toListRef().size() != num_groups) {
     return Invalid(path, key + " does not hold one tensor per group");
@@ -490,7 +495,7 @@ absl::StatusOr<SavedPartitions> ReadSavedPartitions(const std::vector<std::strin
     if (own_only && r != rank) continue;
     const std::string& path = files[r];
     ASSIGN_OR_RETURN(OptimFile read,
-                     ReadOptimFile(path, tag_dir, saved, /*stage3=*/false, groups.size()));
+                     ReadOptimFile(path, tag_dir, saved, groups.size()));
     const IValue& osd = read.osd;
     const IValue& singles = read.groups;
     ASSIGN_OR_RETURN(IValue base, ZeroEntry(osd, "base_optimizer_state", path));
