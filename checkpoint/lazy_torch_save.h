@@ -6,13 +6,14 @@
 // storage's bytes lie at a fixed offset), and Materialize reads a whole tensor.
 //
 // Contract:
-//   - Open(path): InvalidArgument for a file that is not a torch.save zip archive or whose
-//     pickle python_unpickler.h rejects; a storage record that is missing or would end past the
-//     file is an error when opening, naming the storage.
+//   - Open(path): InvalidArgument for a file that is not a torch.save zip archive zip_reader.h
+//     accepts or whose pickle python_unpickler.h rejects; a storage record that is missing or
+//     of another size than its element count is an error when opening, naming the storage.
 //   - ReadElements(t, begin, count, dst): t must be a tensor of value() that is 1-D with stride
 //     1; elements [begin, begin + count) of it are copied into dst (count x element size bytes,
 //     t's dtype). Out-of-range requests are InvalidArgument; nothing is read past the storage.
-//   - Materialize(t): a CPU tensor equal to t's view of the file's data.
+//   - Materialize(t): a CPU tensor equal to t's view of the file's data (its record's CRC-32
+//     checked).
 //
 // Example:
 //   ASSIGN_OR_RETURN(auto file, LazyTorchSave::Open(path));
@@ -31,6 +32,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "checkpoint/zip_reader.h"
 
 namespace loom::checkpoint {
 
@@ -45,16 +47,15 @@ class LazyTorchSave {
 
  private:
   struct Storage {
-    uint64_t offset = 0;  // of the record's bytes in the file
+    const ZipReader::Record* record = nullptr;  // of zip_
     c10::ScalarType dtype = at::kFloat;
     int64_t numel = 0;
   };
   LazyTorchSave() = default;
   absl::StatusOr<const Storage*> Find(const at::Tensor& t) const;
-  absl::Status Pread(void* dst, uint64_t bytes, uint64_t offset) const;
 
   std::string path_;
-  int fd_ = -1;
+  std::unique_ptr<ZipReader> zip_;
   c10::IValue value_;
   std::map<const void*, Storage> storages_;  // by the placeholder's StorageImpl
 };

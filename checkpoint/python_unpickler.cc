@@ -5,8 +5,6 @@
 #include "checkpoint/python_unpickler.h"
 
 #include <ATen/ATen.h>
-#include <caffe2/serialize/inline_container.h>
-#include <caffe2/serialize/read_adapter_interface.h>
 
 #include <algorithm>
 #include <cstring>
@@ -19,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -949,22 +948,6 @@ absl::StatusOr<bool> Machine::ObjectOp(unsigned char op) {
   return true;
 }
 
-// Reads a whole in-memory buffer for PyTorchStreamReader.
-class BufferAdapter : public caffe2::serialize::ReadAdapterInterface {
- public:
-  explicit BufferAdapter(absl::string_view bytes) : bytes_(bytes) {}
-  size_t size() const override { return bytes_.size(); }
-  size_t read(uint64_t pos, void* buf, size_t n, const char*) const override {
-    if (pos >= bytes_.size()) return 0;
-    n = std::min<size_t>(n, bytes_.size() - pos);
-    std::memcpy(buf, bytes_.data() + pos, n);
-    return n;
-  }
-
- private:
-  absl::string_view bytes_;
-};
-
 }  // namespace
 
 absl::StatusOr<c10::IValue> RunTorchPickle(absl::string_view pickle,
@@ -992,6 +975,58 @@ absl::StatusOr<c10::IValue> RunTorchPickle(absl::string_view pickle,
   }
 }
 
+absl::StatusOr<const ZipReader::Record*> FindStorageRecord(const ZipReader& zip,
+                                                          const std::string& key,
+                                                          c10::ScalarType dtype, int64_t numel) {
+  // torch.save names storages by small decimal keys; anything else (a path, "..") is refused
+  // before it is looked up.
+  if (key.empty() || key.size() > 64 ||
+      !std::all_of(key.begin(), key.end(), [](char c) { return absl::ascii_isalnum(c) || c == '_'; })) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "storage key \"", absl::CHexEscape(key), "\" is not a torch.save record key"));
+  }
+  const ZipReader::Record* record = zip.Find("data/" + key);
+  if (record == nullptr || numel < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("storage ", key, " is missing from the archive"));
+  }
+  const uint64_t item = c10::elementSize(dtype);
+  if (record->size % item != 0 || record->size / item != static_cast<uint64_t>(numel)) {
+    return absl::InvalidArgumentError(absl::StrCat("storage ", key, " claims ", numel,
+                                                   " elements of ", item, " bytes but its record "
+                                                   "holds ", record->size, " bytes"));
+  }
+  return record;
+}
+
+absl::StatusOr<c10::IValue> UnpickleTorchSave(const ZipReader& zip, const UnpickleOptions& options) {
+  const ZipReader::Record* pkl = zip.Find("data.pkl");
+  if (pkl == nullptr) {
+    return base::Annotate(
+        absl::InvalidArgumentError("the archive has no data.pkl: not a torch.save file"),
+        zip.source());
+  }
+  ASSIGN_OR_RETURN(const std::string program, zip.ReadAll(*pkl), zip.source());
+  absl::StatusOr<c10::IValue> value = RunTorchPickle(
+      program,
+      [&zip](const std::string& key, c10::ScalarType dtype,
+             int64_t numel) -> absl::StatusOr<at::Tensor> {
+        ASSIGN_OR_RETURN(const ZipReader::Record* record,
+                         FindStorageRecord(zip, key, dtype, numel));
+        at::Tensor storage;
+        try {
+          storage = at::empty({numel}, at::TensorOptions().dtype(dtype));
+        } catch (const std::exception& e) {
+          return base::TorchErrorToStatus(e, absl::StatusCode::kResourceExhausted,
+                                          absl::StrCat("allocating storage ", key));
+        }
+        RETURN_IF_ERROR(zip.ReadAll(*record, storage.data_ptr()));
+        return storage;
+      },
+      options);
+  RETURN_IF_ERROR_CTX(value.status(), zip.source());
+  return value;
+}
+
 absl::StatusOr<c10::IValue> UnpickleTorchSave(absl::string_view zip_bytes) {
   return UnpickleTorchSave(zip_bytes, UnpickleOptions());
 }
@@ -1003,37 +1038,14 @@ absl::StatusOr<c10::IValue> UnpickleTorchSave(absl::string_view zip_bytes,
         "not a zip archive: the legacy torch.save format (_use_new_zipfile_serialization="
         "False) is not supported; re-save with torch >= 1.6's default format");
   }
-  try {
-    caffe2::serialize::PyTorchStreamReader reader(std::make_shared<BufferAdapter>(zip_bytes));
-    if (!reader.hasRecord("data.pkl")) {
-      return absl::InvalidArgumentError("the archive has no data.pkl: not a torch.save file");
-    }
-    auto [pickle, pickle_size] = reader.getRecord("data.pkl");
-    const absl::string_view program(static_cast<const char*>(pickle.get()), pickle_size);
-    return RunTorchPickle(
-        program,
-        [&reader](const std::string& key, c10::ScalarType dtype,
-                  int64_t numel) -> absl::StatusOr<at::Tensor> {
-          const std::string record = "data/" + key;
-          if (numel < 0 || !reader.hasRecord(record)) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("storage ", absl::CHexEscape(key), " is missing from the archive"));
-          }
-          auto [data, size] = reader.getRecord(record);
-          const uint64_t expected = static_cast<uint64_t>(numel) * c10::elementSize(dtype);
-          if (size != expected) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                "storage ", absl::CHexEscape(key), " holds ", size, " bytes, not ", expected));
-          }
-          at::Tensor storage = at::empty({numel}, at::TensorOptions().dtype(dtype));
-          if (size > 0) std::memcpy(storage.data_ptr(), data.get(), size);
-          return storage;
-        },
-        options);
-  } catch (const std::exception& e) {
-    return base::TorchErrorToStatus(e, absl::StatusCode::kInvalidArgument,
-                                    "reading the torch.save archive");
-  }
+  ASSIGN_OR_RETURN(std::unique_ptr<ZipReader> zip, ZipReader::FromBuffer(zip_bytes, ""));
+  return UnpickleTorchSave(*zip, options);
+}
+
+absl::StatusOr<c10::IValue> UnpickleTorchSaveFile(const std::string& path,
+                                                  const UnpickleOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ZipReader> zip, ZipReader::Open(path));
+  return UnpickleTorchSave(*zip, options);
 }
 
 }  // namespace loom::checkpoint

@@ -3,9 +3,11 @@
 // module.state_dict()), one-element lists (pickle's APPEND), optimizer and scheduler state
 // dicts. Hand-written: LibTorch has no such reader and Debian packages none.
 //
-// Contract: UnpickleTorchSave(bytes) reads a torch.save zip archive (torch >= 1.6's default
-// format; the records "<name>/data.pkl" and "<name>/data/<key>", read with LibTorch's
-// PyTorchStreamReader) and runs its pickle program (protocols 2 to 5) on a small stack machine
+// Contract: UnpickleTorchSave(bytes) / UnpickleTorchSaveFile(path) reads a torch.save zip
+// archive (torch >= 1.6's default format; the records "<name>/data.pkl" and "<name>/data/<key>",
+// through zip_reader.h's checked reader: a record's claimed size must be bytes the file holds,
+// names with ".." or duplicates are refused, each record's CRC-32 is checked) and runs its
+// pickle program (protocols 2 to 5) on a small stack machine
 // that knows only the plain values torch state dicts hold:
 //   None, bool, int (up to 64 bits), float, str, bytes (as a string), tuple, list, dict
 //   collections.OrderedDict            a dict; its attributes (state_dict's _metadata) dropped
@@ -48,15 +50,19 @@
 //   (getattr(Class, 'STEPS'), Python >= 3.11)
 //                                      its value, a string; a member not in transformers
 //                                      4.38.2 / 4.41.2 (accelerate 0.27.2) is an error
-// Anything else (another global, a set, an object with state, the legacy non-zip format,
-// a storage whose record is missing or of the wrong size, malformed pickle bytes) is an
-// InvalidArgument naming what was found and where; the machine never reads out of bounds.
+// Anything else (another global: os.system, builtins.eval, subprocess.Popen, any class's
+// __reduce__; a set, an object with state, the legacy non-zip format, a persistent id whose key
+// is not a plain record key, a storage whose record is missing or of another size than its
+// element count claims, malformed pickle bytes) is an InvalidArgument naming what was found and
+// where; nothing from the file is ever called, the machine never reads out of bounds, and no
+// storage is allocated before its record is known to hold that many bytes.
 // A pickle whose values form a cycle (a dict or list set into itself through the memo, which
 // Python's garbage collector would free) is an InvalidArgument too; its containers are cleared
 // so nothing leaks (checkpoint/ivalue_cycles.h).
 // Dicts come back as c10 GenericDicts with Any keys and values, lists as Any lists.
-// Pickles remain trusted input: loom runs no code from them, but values nested millions deep
-// could exhaust the stack when destroyed.
+// loom runs no code from a pickle, so files from elsewhere are read like torch.load(weights_only=
+// True) reads them. FindStorageRecord(zip, key, dtype, numel) is the storage check shared with
+// lazy_torch_save.h.
 //
 // Example (torch_pickle.h's LoadPickle falls back to this):
 //   ASSIGN_OR_RETURN(c10::IValue sd, UnpickleTorchSave(bytes));
@@ -80,6 +86,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "checkpoint/zip_reader.h"
 
 namespace loom::checkpoint {
 
@@ -92,6 +99,15 @@ struct UnpickleOptions {
 absl::StatusOr<c10::IValue> UnpickleTorchSave(absl::string_view zip_bytes);
 absl::StatusOr<c10::IValue> UnpickleTorchSave(absl::string_view zip_bytes,
                                               const UnpickleOptions& options);
+absl::StatusOr<c10::IValue> UnpickleTorchSave(const ZipReader& zip, const UnpickleOptions& options);
+absl::StatusOr<c10::IValue> UnpickleTorchSaveFile(const std::string& path,
+                                                  const UnpickleOptions& options = {});
+
+// The record holding storage `key` of `numel` elements of `dtype`: InvalidArgument when the key
+// is not a record key (letters, digits, '_'), the record is missing, or its size differs.
+absl::StatusOr<const ZipReader::Record*> FindStorageRecord(const ZipReader& zip,
+                                                          const std::string& key,
+                                                          c10::ScalarType dtype, int64_t numel);
 
 // The pickle machine alone: `load_storage(key, dtype, numel)` supplies the storage named by a
 // persistent id ('storage', torch.<Dtype>Storage, key, location, numel) as a 1-D tensor.

@@ -472,7 +472,8 @@ TEST(UnpickleTorchSaveTest, ReadsStoragesFromTheArchive) {
   EXPECT_TRUE(at::equal(v.toTensor(), at::tensor({-2.0f, 3.0f})));
 
   EXPECT_THAT(UnpickleTorchSave(Archive({{"data.pkl", program}, {"data/0", "12345678"}})),
-              StatusIs(absl::StatusCode::kInvalidArgument, Eq("storage 0 holds 8 bytes, not 12")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       Eq("storage 0 claims 3 elements of 4 bytes but its record holds 8 bytes")));
   EXPECT_THAT(
       UnpickleTorchSave(Archive({{"data.pkl", program}})),
       StatusIs(absl::StatusCode::kInvalidArgument, Eq("storage 0 is missing from the archive")));
@@ -483,7 +484,8 @@ TEST(UnpickleTorchSaveTest, ReadsStoragesFromTheArchive) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("legacy torch.save format")));
   EXPECT_THAT(
       UnpickleTorchSave(std::string("PK\x03\x04garbage", 11)),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("reading the torch.save archive: ")));
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               Eq("not a readable torch.save zip archive: too short to be a zip archive")));
 }
 
 // LibTorch's own pickler (what loom's ZeRO checkpoint files go through) tags typed dicts and

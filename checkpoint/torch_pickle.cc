@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "checkpoint/atomic_file_writer.h"
@@ -128,19 +127,11 @@ absl::Status SavePickle(const std::string& path, const c10::IValue& value) {
 }
 
 absl::StatusOr<c10::IValue> LoadPickle(const std::string& path) {
-  ASSIGN_OR_RETURN(const std::string bytes, base::ReadFile(path));
-  std::string libtorch_error;
-  try {
-    return torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-  } catch (const std::exception& e) {
-    libtorch_error = base::TorchErrorMessage(e);
-  }
-  absl::StatusOr<c10::IValue> value = UnpickleTorchSave(bytes);
-  if (value.ok()) return value;
+  absl::StatusOr<c10::IValue> value = UnpickleTorchSaveFile(path);
+  if (value.ok() || value.status().code() != absl::StatusCode::kInvalidArgument) return value;
   return absl::InvalidArgumentError(absl::StrCat(
-      path, ": cannot read this torch pickle: ", value.status().message(),
-      " (LibTorch's torch::pickle_load said: ", libtorch_error,
-      "). loom reads torch.save files of plain state dicts; save weights as safetensors "
+      value.status().message(),
+      ". loom reads torch.save files of plain state dicts; save weights as safetensors "
       "(safetensors.torch.save_file) or re-save the file holding only dicts, lists, tuples, "
       "numbers, strings and tensors"));
 }

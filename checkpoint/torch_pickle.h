@@ -12,13 +12,11 @@
 //   TorchSavePickle(value, &storages): the archive's data.pkl alone (its tensors' storages
 //     named "0", "1", ... in `storages`' order, one tensor per storage): for writers of the
 //     archive's records (torch_save_writer.h).
-//   LoadPickle(path): torch::pickle_load, which reads what SavePickle writes; when it fails
-//     (LibTorch 1.13's unpickler stops at much of what Python writes: an OrderedDict, as every
-//     module.state_dict() is, or a one-element list, as in optimizer and scheduler state
-//     dicts), python_unpickler.h's reader of Python's torch.save files. A file neither reads is
-//     an InvalidArgument naming the file, both reasons, and the way out. Pickles are trusted
-//     input (as with Python's torch.load, which runs code from the file); use safetensors for
-//     weights from elsewhere.
+//   LoadPickle(path): the value, read by python_unpickler.h's checked reader only (it reads
+//     what SavePickle, LibTorch's torch::pickle_save and Python's torch.save of state dicts
+//     write). A file it refuses is an InvalidArgument naming the file, the reason and the way
+//     out. Nothing in the file is ever run or trusted: LibTorch's own unpickler is not used,
+//     since it allocates a record at the size the zip header claims.
 //   PythonTorchSize(dims): a value SavePickle writes as Python's torch.Size(dims), exactly as
 //     torch.save pickles a tensor's .shape (GLOBAL torch.Size applied to the tuple of dims), for
 //     files Python code reads as shapes (DeepSpeed's param_shapes: zero_to_fp32.py calls

@@ -11,29 +11,22 @@
 #include "base/status_macros.h"
 #include "base/torch_status.h"
 #include "checkpoint/torch_pickle.h"
+#include "checkpoint/zip_format.h"
 
 namespace loom::checkpoint {
 namespace {
 
-// The zip format's fields (PKWARE APPNOTE 6.3): little-endian integers.
-void Put16(std::string& out, uint16_t v) {
-  out.push_back(static_cast<char>(v & 0xff));
-  out.push_back(static_cast<char>(v >> 8));
-}
-void Put32(std::string& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void Put64(std::string& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
+using zip_format::kCentralHeader;
+using zip_format::kEndOfCentralDirectory;
+using zip_format::kLocalHeader;
+using zip_format::kPaddingExtraId;
+using zip_format::kZip64EndOfCentralDirectory;
+using zip_format::kZip64ExtraId;
+using zip_format::kZip64Locator;
+using zip_format::Put16;
+using zip_format::Put32;
+using zip_format::Put64;
 
-constexpr uint32_t kLocalHeader = 0x04034b50;
-constexpr uint32_t kCentralHeader = 0x02014b50;
-constexpr uint32_t kEndOfCentralDirectory = 0x06054b50;
-constexpr uint32_t kZip64EndOfCentralDirectory = 0x06064b50;
-constexpr uint32_t kZip64Locator = 0x07064b50;
-constexpr uint16_t kZip64ExtraId = 0x0001;
-constexpr uint16_t kPaddingExtraId = 0x4246;  // "FB": torch.save's alignment padding
 constexpr uint64_t kAlignment = 64;            // torch.save aligns each record's data
 constexpr uint16_t kDosDate = 0x0021;          // 1980-01-01, time 00:00
 constexpr size_t kMaxRecordName = 32;          // "archive/data/" and a 19-digit key

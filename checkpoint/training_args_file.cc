@@ -2,7 +2,6 @@
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/cuda.h>
 
 #include <algorithm>
@@ -140,15 +139,6 @@ absl::StatusOr<json> FieldsOf(const c10::IValue& value, const std::string& sourc
   return fields;
 }
 
-// loom's earlier file: LibTorch's pickle of a plain dict.
-absl::StatusOr<c10::IValue> LibTorchPickleLoad(const std::string& bytes) {
-  try {
-    return torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-  } catch (const std::exception& e) {
-    return absl::DataLossError(base::TorchErrorMessage(e));
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<std::string> TrainingArgsToPickle(const google::protobuf::Message& args,
@@ -172,14 +162,9 @@ absl::Status TrainingArgsFromPickle(const std::string& bytes, const std::string&
                                     const args::SerializeOptions& options) {
   absl::StatusOr<c10::IValue> value = UnpickleTorchSave(bytes, {.hf_training_arguments = true});
   if (!value.ok()) {
-    absl::StatusOr<c10::IValue> earlier = LibTorchPickleLoad(bytes);
-    if (!earlier.ok()) {
-      return absl::DataLossError(
-          absl::StrCat(source, ": not a training_args.bin of transformers' Trainer or of loom: ",
-                       value.status().message(),
-                       " (LibTorch's torch::pickle_load said: ", earlier.status().message(), ")"));
-    }
-    value = std::move(earlier);
+    return absl::DataLossError(
+        absl::StrCat(source, ": not a training_args.bin of transformers' Trainer or of loom: ",
+                     value.status().message()));
   }
   ASSIGN_OR_RETURN(json fields, FieldsOf(*value, source));
   return args::FromDict(fields, source, args, options);

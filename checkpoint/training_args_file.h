@@ -34,10 +34,9 @@
 //       deepspeed_plugin and hf_deepspeed_config dropped, and every *_token field read as unset
 //       (a real token in the file is never kept);
 //     - loom's earlier training_args.bin, a torch pickle of a plain dict (to_dict()'s values,
-//       written by LibTorch's pickler), through LibTorch's torch::pickle_load when loom's reader
-//       refuses it.
-//   Keys that are not fields are InvalidArgument (args::FromDict); bytes neither reader
-//   accepts are DataLoss naming `source` and both reasons.
+//       written by LibTorch's pickler, its TorchScript type tags read and dropped).
+//   Keys that are not fields are InvalidArgument (args::FromDict); bytes the reader refuses
+//   are DataLoss naming `source` and the reason.
 //
 // Example:
 //   RETURN_IF_ERROR(SaveTrainingArgs(args, dir + "/training_args.bin"));
