@@ -11,14 +11,19 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "base/status_macros.h"
 #include "base/torch_status.h"
+#include "distributed/peer_check.h"
 
 namespace loom::distributed {
 namespace {
 
 // Most dims a gathered tensor may have (the shape check sends a fixed-size header).
 constexpr int kMaxDims = 8;
+
+// How long a failing rank waits for its peers to report the same failure (peer_check.h).
+constexpr absl::Duration kPeerReportGrace = absl::Seconds(2);
 
 }  // namespace
 
@@ -27,10 +32,13 @@ absl::Status CollectiveFailure(const std::exception& e, absl::string_view what,
   const std::string message = base::TorchErrorMessage(e);
   const bool timed_out =
       absl::StrContains(message, "imed out") || absl::StrContains(message, "imeout");
-  return base::TorchErrorToStatus(
+  const absl::Status failure = base::TorchErrorToStatus(
       e, timed_out ? absl::StatusCode::kDeadlineExceeded : absl::StatusCode::kUnavailable,
       absl::StrCat(what, " on rank ", pg.rank(), " of ", pg.world_size(), " (", pg.backend_name(),
                    ", ddp_timeout=", absl::FormatDuration(pg.timeout()), ")"));
+  const std::string peers = UnresponsivePeers(pg, kPeerReportGrace);
+  if (peers.empty()) return failure;
+  return absl::Status(failure.code(), absl::StrCat(failure.message(), "; ", peers));
 }
 
 namespace {

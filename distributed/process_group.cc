@@ -1,5 +1,7 @@
 #include "distributed/process_group.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 #include <exception>
@@ -66,6 +68,16 @@ absl::Status RendezvousError(const std::exception& e, const DistributedEnv& env,
                              absl::string_view stage, absl::Duration timeout) {
   const std::string what = base::TorchErrorMessage(e);
   return RendezvousFailure(what, IsTimeout(what), env, stage, timeout);
+}
+
+// A write to a connection its peer closed (a rank that died, a cut network) must be an error
+// the collective reports, not SIGPIPE's default death without a word; Python's interpreter, and
+// so torch.distributed, ignores SIGPIPE from the start.
+void IgnoreSigpipe() {
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, nullptr);
 }
 
 // The backend this build can run, a positive timeout, a rank inside the world.
@@ -240,6 +252,7 @@ absl::StatusOr<ProcessGroup> CreateProcessGroup(const DistributedEnv& env,
                                                 const ProcessGroupOptions& options) {
   const std::string backend = options.backend.empty() ? "gloo" : options.backend;
   if (absl::Status s = CheckRequest(backend, env, options); !s.ok()) return s;
+  IgnoreSigpipe();
   // One deadline for the whole rendezvous: TCPStore's own wait for workers gives up silently,
   // so the ranks count themselves in under a key of ours instead.
   const absl::Time deadline = absl::Now() + options.timeout;

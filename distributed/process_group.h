@@ -16,6 +16,8 @@
 //     MASTER_ADDR:MASTER_PORT, WORLD_SIZE and how many ranks arrived (rank 0's view);
 //     other rendezvous failures (port taken, host unknown) are Unavailable, also naming them.
 //   - A single-process env (WORLD_SIZE=1) still gets a working group of one (no peers).
+//   - The process ignores SIGPIPE from then on (as Python, hence torch.distributed, always does):
+//     a write to a peer that is gone or cut off is the collective's error, not a silent death.
 //   - LibTorch exceptions never cross this API: they become absl::Status.
 //   - A ProcessGroup is a handle: copies share one c10d group (and rank 0's store server), which
 //     closes when the last copy is destroyed; keep one alive on rank 0 until the others are done

@@ -30,6 +30,22 @@ namespace {
 
 constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
+// Whether `pid` is in a stop (its state in /proc/<pid>/stat, the field after the command name,
+// is T: stopped by a signal, or t: stopped by a tracer).
+bool IsStopped(pid_t pid) {
+  const std::string path = absl::StrCat("/proc/", pid, "/stat");
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return false;
+  const std::string stat(buf, static_cast<size_t>(n));
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() &&
+         (stat[paren + 2] == 'T' || stat[paren + 2] == 't');
+}
+
 void WriteAll(int fd, absl::string_view bytes) {
   while (!bytes.empty()) {
     ssize_t n = write(fd, bytes.data(), bytes.size());
@@ -192,10 +208,25 @@ class Supervisor {
     for (Stream& s : streams_) CloseStream(s);
   }
 
+  // A stopped rank (SIGSTOP, SIGTSTP, a debugger) takes the signal only once continued.
   void BeginStop(int sig) {
     stopping_ = true;
     SignalAll(sig);
+    SignalAll(SIGCONT);
     if (!kill_at_.has_value()) kill_at_ = absl::Now() + options_.grace_period;
+  }
+
+  // After rank `failed` failed: each other rank that is stopped, named (the usual reason the
+  // failed rank's collectives timed out).
+  void ReportStoppedRanks(size_t failed) {
+    for (size_t i = 0; i < children_.size(); ++i) {
+      if (i == failed || children_[i].reaped || !IsStopped(children_[i].pid)) continue;
+      WriteAll(options_.stderr_fd,
+               absl::StrCat("launch: rank ", ranks_[i].rank, " (local_rank ", ranks_[i].local_rank,
+                            ", pid ", children_[i].pid,
+                            ") is stopped (SIGSTOP, SIGTSTP or a debugger): the other ranks' "
+                            "collectives time out waiting for it\n"));
+    }
   }
 
   // Starts rank i: its log files, pipes, the fork and exec; an exec failure is an error.
@@ -383,6 +414,7 @@ class Supervisor {
       WriteAll(options_.stderr_fd,
                absl::StrCat("launch: rank ", spec.rank, " (local_rank ", spec.local_rank, ", pid ",
                             c.pid, ") failed: ", result_.failure, "; stopping the other ranks\n"));
+      ReportStoppedRanks(i);
       BeginStop(SIGTERM);
     }
   }

@@ -16,8 +16,11 @@
 //     process group; a second such signal sends SIGKILL at once. The result's exit_code is then
 //     128 + the first signal.
 //   * When a rank exits non-zero or is killed by a signal (the first such rank), the launcher
-//     writes "launch: rank R (local_rank L, pid P) failed: <how>" to stderr_fd, sends SIGTERM to
-//     every process group, and SIGKILL to those still alive `grace_period` later. exit_code is that
+//     writes "launch: rank R (local_rank L, pid P) failed: <how>" to stderr_fd, and names each
+//     other rank that is stopped (SIGSTOP, SIGTSTP, a debugger: "launch: rank R ... is
+//     stopped ..."), since a stopped rank makes its peers' collectives time out without failing
+//     itself. It then sends SIGTERM (and SIGCONT, so stopped ranks take it) to every process
+//     group, and SIGKILL to those still alive `grace_period` later. exit_code is that
 //     rank's exit code, or 128 + signal.
 //   * Returns once every rank has been reaped (no zombies, no processes of the ranks left).
 //   * Blocks SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGCHLD and ignores SIGPIPE while running (restored on

@@ -253,6 +253,29 @@ TEST(LaunchTest, RankKilledBySigkillMakesLaunchExitNamingTheRank) {
   for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << pid;
 }
 
+// A stopped rank does not fail; its peers' collectives time out. When one of them fails, the
+// launcher names the stopped rank, and the SIGTERM reaches it (SIGCONT follows) so it ends
+// within the grace period like the others, its handler run.
+TEST(LaunchTest, AStoppedRankIsNamedAndStillTakesTheStop) {
+  std::string dir = TempDir();
+  Launch launch({"--nproc_per_node=3", "--grace_period_s=5", kHelper, "sleep", dir});
+  std::vector<pid_t> pids = RankPids(dir, {0, 1, 2});
+  ASSERT_EQ(kill(pids[2], SIGSTOP), 0);
+  ASSERT_EQ(kill(pids[0], SIGKILL), 0);
+  ASSERT_TRUE(launch.Wait(absl::Seconds(10)));
+  EXPECT_EQ(launch.exit_code(), 128 + SIGKILL);
+  EXPECT_LT(launch.elapsed(), absl::Seconds(4));  // well inside the 5 s grace: no SIGKILL needed
+  EXPECT_EQ(launch.err(),
+            absl::StrCat("launch: rank 0 (local_rank 0, pid ", pids[0],
+                         ") failed: killed by SIGKILL (signal 9); stopping the other ranks\n"
+                         "launch: rank 2 (local_rank 2, pid ", pids[2],
+                         ") is stopped (SIGSTOP, SIGTSTP or a debugger): the other ranks' "
+                         "collectives time out waiting for it\n"));
+  EXPECT_TRUE(Exists(dir + "/term.1"));
+  EXPECT_TRUE(Exists(dir + "/term.2"));
+  for (pid_t pid : pids) EXPECT_FALSE(Alive(pid)) << pid;
+}
+
 TEST(LaunchTest, RanksIgnoringSigtermAreKilledAfterTheGracePeriod) {
   std::string dir = TempDir();
   Launch launch(
