@@ -139,6 +139,46 @@ std::string ShardIndexJson(uint64_t total_size,
   return index.dump(2, ' ', /*ensure_ascii=*/true) + "\n";
 }
 
+namespace {
+
+// Where shard `file` is written before every shard is: hidden, and never a name a loader reads.
+std::string PartialName(const std::string& file) { return absl::StrCat(".", file, ".loom-partial"); }
+
+// Writes every shard of `plan` under its partial name, then renames them all to their final
+// names: a save that fails part way (a full disk) leaves no shard of an incomplete set under a
+// final name, and the folder's previous files untouched. On failure the partial files go.
+absl::Status WriteShards(const std::string& dir, const NamedTensors& tensors, const ShardPlan& plan,
+                         const std::string& weights_name, const ShardWriter& write_file,
+                         std::map<std::string, std::string>& weight_map,
+                         std::vector<std::string>& written) {
+  std::vector<std::string> partial;
+  absl::Status status = absl::OkStatus();
+  for (size_t s = 0; s < plan.shards.size() && status.ok(); ++s) {
+    const std::string file = ShardFileName(weights_name, s, plan.shards.size());
+    NamedTensors shard;
+    for (size_t i : plan.shards[s]) {
+      shard.push_back(tensors[i]);
+      weight_map[tensors[i].first] = file;
+    }
+    status = write_file(absl::StrCat(dir, "/", PartialName(file)), shard);
+    if (status.ok()) partial.push_back(file);
+  }
+  for (const std::string& file : partial) {
+    std::error_code ec;
+    const std::string from = absl::StrCat(dir, "/", PartialName(file));
+    if (!status.ok()) {
+      fs::remove(from, ec);
+      continue;
+    }
+    fs::rename(from, absl::StrCat(dir, "/", file), ec);
+    if (ec) status = absl::InternalError(absl::StrCat("renaming ", from, ": ", ec.message()));
+    written.push_back(file);
+  }
+  return status;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<std::string>> SaveShardedFiles(const std::string& dir,
                                                           const NamedTensors& tensors,
                                                           uint64_t max_shard_size,
@@ -152,16 +192,7 @@ absl::StatusOr<std::vector<std::string>> SaveShardedFiles(const std::string& dir
     written.push_back(weights_name);
   } else {
     std::map<std::string, std::string> weight_map;
-    for (size_t s = 0; s < plan.shards.size(); ++s) {
-      const std::string file = ShardFileName(weights_name, s, plan.shards.size());
-      NamedTensors shard;
-      for (size_t i : plan.shards[s]) {
-        shard.push_back(tensors[i]);
-        weight_map[tensors[i].first] = file;
-      }
-      RETURN_IF_ERROR(write_file(absl::StrCat(dir, "/", file), shard));
-      written.push_back(file);
-    }
+    RETURN_IF_ERROR(WriteShards(dir, tensors, plan, weights_name, write_file, weight_map, written));
     RETURN_IF_ERROR(base::WriteFileAtomically(absl::StrCat(dir, "/", index_name),
                                               ShardIndexJson(plan.total_size, weight_map)));
     written.push_back(index_name);

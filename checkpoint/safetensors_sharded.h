@@ -13,8 +13,12 @@
 //     which safetensors saving has removed beforehand.)
 //   SaveShardedSafetensors(dir, tensors, options): with one shard, writes
 //     <weights_name> (default "model.safetensors") and no index; otherwise the shards named
-//     <stem>-<i:05d>-of-<n:05d>.safetensors and the index. Every file is written atomically and
-//     the index last, so a reader never sees an index naming missing shards. Then, like HF, it
+//     <stem>-<i:05d>-of-<n:05d>.safetensors and the index. Every file is written atomically; the
+//     shards are first written as hidden ".<name>.loom-partial" files and renamed to their
+//     names only once all are written, the index last, so a reader never sees an index naming
+//     missing shards, and a save that fails part way (a full disk: the error names the file)
+//     leaves no file of its own under a final name and the folder's earlier files as they
+//     were (its partial files removed). Then, like HF, it
 //     removes files of an earlier save in `dir` that match <stem>-NNNNN-of-NNNNN.safetensors but
 //     are not part of this one. Deviation: it also removes the other layout's leftover, a
 //     single <weights_name> after a sharded save and a stale index after a single-file save

@@ -152,6 +152,28 @@ TEST(SaveShardedTest, RemovesAnEarlierSavesShardsLikeHf) {
                           "other-00001-of-00002.safetensors"));
 }
 
+// A save that fails at its third shard (a full disk) leaves the folder as it was: the earlier
+// save's shards and index untouched, nothing of its own under a final name, no partial file.
+TEST(SaveShardedTest, AFailedSaveLeavesTheFolderAsItWas) {
+  const std::string dir = TempDir();
+  SaveShardedOptions options;
+  options.max_shard_size = 10;
+  ASSERT_OK(SaveShardedSafetensors(dir, OfSizes({8, 8}), options).status());
+  const std::vector<std::string> before = Listing(dir);
+  ASSERT_OK_AND_ASSIGN(const std::string index, base::ReadFile(dir + "/model.safetensors.index.json"));
+  int calls = 0;
+  const absl::StatusOr<std::vector<std::string>> failed = SaveShardedFiles(
+      dir, OfSizes({8, 8, 8, 8}), 10, "model.safetensors",
+      [&](const std::string& path, const NamedTensors& shard) -> absl::Status {
+        if (++calls == 3) return absl::ResourceExhaustedError(path + ": No space left on device");
+        return SaveSafetensors(path, shard);
+      });
+  EXPECT_THAT(failed, StatusIs(absl::StatusCode::kResourceExhausted,
+                               HasSubstr(".model-00003-of-00004.safetensors.loom-partial")));
+  EXPECT_EQ(Listing(dir), before);
+  EXPECT_THAT(base::ReadFile(dir + "/model.safetensors.index.json"), IsOkAndHolds(Eq(index)));
+}
+
 TEST(LoadShardedTest, BadIndexesAreReported) {
   const std::string dir = TempDir();
   SaveShardedOptions options;
