@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -12,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -87,6 +89,36 @@ void OnSignal(int sig) {
   ::raise(sig);
 }
 
+constexpr char kMarker[] = ".loom-scratch-folder";
+
+// Removes the folders in `parent_fd` left by processes that died without cleaning up (SIGKILL,
+// a power cut): those holding kMarker whose lock nobody holds (a live owner keeps its folder
+// locked with flock until it ends). Returns their names.
+std::vector<std::string> RemoveStaleFolders(int parent_fd) {
+  std::vector<std::string> removed;
+  const int list_fd = ::openat(parent_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* dir = list_fd < 0 ? nullptr : ::fdopendir(list_fd);
+  if (dir == nullptr) {
+    if (list_fd >= 0) ::close(list_fd);
+    return removed;
+  }
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_type == DT_DIR && e->d_name[0] != '.') names.emplace_back(e->d_name);
+  }
+  ::closedir(dir);
+  for (const std::string& name : names) {
+    const int fd = ::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    if (::faccessat(fd, kMarker, F_OK, 0) == 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      RemoveFolder(fd, parent_fd, name.c_str());
+      removed.push_back(name);
+    }
+    ::close(fd);
+  }
+  return removed;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ScratchFolder>> ScratchFolder::Create(const std::string& parent,
@@ -127,6 +159,12 @@ absl::StatusOr<std::unique_ptr<ScratchFolder>> ScratchFolder::Create(const std::
         "cannot register the scratch folder ", path,
         slot < 0 ? absl::StrCat(": more than ", kMaxLive, " live at once") : ""));
   }
+  // Locked before it is marked, so no other process's sweep ever takes a live folder as stale.
+  if (::flock(dir_fd, LOCK_EX | LOCK_NB) == 0) {
+    const int marker = ::openat(dir_fd, kMarker, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (marker >= 0) ::close(marker);
+  }
+  std::vector<std::string> stale = RemoveStaleFolders(parent_fd);
   Slot& s = g_slots[slot];
   std::memcpy(s.name, name.c_str(), name.size() + 1);
   s.parent_fd = parent_fd;
@@ -139,7 +177,9 @@ absl::StatusOr<std::unique_ptr<ScratchFolder>> ScratchFolder::Create(const std::
       ::sigaction(kSignals[i], &sa, &g_previous[i]);
     }
   }
-  return std::unique_ptr<ScratchFolder>(new ScratchFolder(std::move(path), slot));
+  auto folder = std::unique_ptr<ScratchFolder>(new ScratchFolder(std::move(path), slot));
+  folder->stale_removed_ = std::move(stale);
+  return folder;
 }
 
 ScratchFolder::~ScratchFolder() {

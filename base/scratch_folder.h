@@ -13,6 +13,12 @@
 //     Other threads keep running meanwhile and may finish a file just after a pass: the handler
 //     repeats until the folder itself is removed (then nothing more can land in it), for about
 //     two seconds at most.
+//   - A process killed by SIGKILL (or a machine that lost power) cannot clean up: each folder
+//     holds a marker file (.loom-scratch-folder) and stays locked (flock) by its owner while
+//     it lives, and Create removes the folders in `parent` that carry the marker but whose lock
+//     nobody holds — a killed run's swap files go when the next run starts; live folders of
+//     other processes (other ranks, other jobs on the same disk) are never touched.
+//     stale_removed() names them, for the caller to log.
 //   - At most kMaxLive folders are live at once (ResourceExhausted beyond).
 // The signal handler needs process-wide state (a fixed table of open folder descriptors); this
 // is the one place in loom that keeps it, because a signal handler can reach nothing else.
@@ -26,6 +32,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -42,11 +49,14 @@ class ScratchFolder {
   ScratchFolder& operator=(const ScratchFolder&) = delete;
 
   const std::string& path() const { return path_; }
+  // Folders of dead processes Create removed from `parent` (see the contract).
+  const std::vector<std::string>& stale_removed() const { return stale_removed_; }
 
  private:
   ScratchFolder(std::string path, int slot) : path_(std::move(path)), slot_(slot) {}
   std::string path_;
   int slot_;
+  std::vector<std::string> stale_removed_;
 };
 
 }  // namespace loom::base

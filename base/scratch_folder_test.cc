@@ -68,6 +68,46 @@ TEST(ScratchFolderTest, RemovedWhenKilled) {
   }
 }
 
+// SIGKILL cannot be handled: the folder stays, and the next Create in the same parent removes
+// it — but never a live folder of another process, nor a folder that is not a ScratchFolder.
+TEST(ScratchFolderTest, AKilledProcesssFolderGoesWithTheNextCreate) {
+  const std::string parent = Tmp() + "/sigkill";
+  ASSERT_EQ(::mkdir(parent.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((parent + "/users-folder-AAAAAA").c_str(), 0700), 0);
+  std::ofstream(parent + "/users-folder-AAAAAA/keep") << "x";
+  std::string paths[2];
+  pid_t children[2];
+  for (int c = 0; c < 2; ++c) {
+    const std::string marker = Tmp() + "/sigkill-path-" + std::to_string(c);
+    children[c] = ::fork();
+    ASSERT_GE(children[c], 0);
+    if (children[c] == 0) {
+      auto folder = ScratchFolder::Create(parent, "swap-rank" + std::to_string(c));
+      if (!folder.ok()) ::_exit(3);
+      for (int i = 0; i < 20; ++i) std::ofstream((*folder)->path() + "/x" + std::to_string(i)) << i;
+      std::ofstream(marker) << (*folder)->path();
+      for (;;) ::pause();
+    }
+    for (int i = 0; i < 500 && paths[c].empty(); ++i) {
+      ::usleep(10000);
+      std::ifstream(marker) >> paths[c];
+    }
+    ASSERT_FALSE(paths[c].empty()) << "child " << c << " made no folder";
+  }
+  ::kill(children[0], SIGKILL);  // child 1 lives on
+  ASSERT_EQ(::waitpid(children[0], nullptr, 0), children[0]);
+  ASSERT_TRUE(Exists(paths[0] + "/x19"));
+
+  ASSERT_OK_AND_ASSIGN(auto folder, ScratchFolder::Create(parent, "swap-rank0"));
+  EXPECT_FALSE(Exists(paths[0])) << "the killed process's folder was kept";
+  EXPECT_THAT(folder->stale_removed(),
+              ::testing::ElementsAre(paths[0].substr(paths[0].rfind('/') + 1)));
+  EXPECT_TRUE(Exists(paths[1] + "/x19")) << "a live process's folder was removed";
+  EXPECT_TRUE(Exists(parent + "/users-folder-AAAAAA/keep"));
+  ::kill(children[1], SIGKILL);
+  ::waitpid(children[1], nullptr, 0);
+}
+
 TEST(ScratchFolderTest, Errors) {
   EXPECT_THAT(ScratchFolder::Create(Tmp() + "/missing", "s"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing")));

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 #include "base/status_macros.h"
 
 namespace loom::sharding {
@@ -62,9 +63,15 @@ absl::StatusOr<SwapSpace> OpenSwapSpace(const std::string& key, const std::strin
                                         const std::string& prefix) {
   SwapSpace space;
   ASSIGN_OR_RETURN(space.direct, CheckNvmePath(key, path, aio));
-  RETURN_IF_ERROR(CheckSwapSpace(key, path, bytes));
   ASSIGN_OR_RETURN(space.engine, aio::AioEngine::Create(aio));
+  // The folder first: creating it removes the swap folders of killed runs, whose space the
+  // check below then counts as free.
   ASSIGN_OR_RETURN(space.folder, base::ScratchFolder::Create(path, prefix), key);
+  for (const std::string& stale : space.folder->stale_removed()) {
+    LOG(WARNING) << key << ": removed " << path << "/" << stale
+                 << ", the swap folder of a run that was killed before it could clean up";
+  }
+  RETURN_IF_ERROR(CheckSwapSpace(key, path, bytes));
   return space;
 }
 
