@@ -97,6 +97,11 @@ absl::StatusOr<std::unique_ptr<HubPusher>> HubPusher::Create(HubPusherOptions op
                                                           .set_remote_url(o.remote_url)
                                                           .set_token(o.token)
                                                           .set_ignore(ignore)));
+  // A killed run's push folders (_push-<n>): copies nobody will move any more.
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(o.output_dir, ec)) {
+    if (entry.path().filename().string().rfind("_push-", 0) == 0) fs::remove_all(entry.path(), ec);
+  }
   return pusher;
 }
 
@@ -123,6 +128,27 @@ void HubPusher::Start(std::function<absl::Status()> job, bool report_failure) {
              }).share();
 }
 
+namespace {
+
+// The checkpoint's modeling files (and, for "checkpoint", the whole folder as last-checkpoint)
+// copied into `pending`; `files` names those copied.
+absl::Status CopyForPush(const std::string& checkpoint_folder, const fs::path& pending,
+                         HubStrategy strategy, std::vector<std::string>& files) {
+  for (const auto& entry : fs::directory_iterator(checkpoint_folder)) {
+    const std::string file = entry.path().filename().string();
+    if (entry.is_regular_file() && IsModelingFile(file)) {
+      RETURN_IF_ERROR(CopyFile(entry.path(), pending / file));
+      files.push_back(file);
+    }
+  }
+  if (strategy == HubStrategy::kCheckpoint) {
+    RETURN_IF_ERROR(ReplaceTree(checkpoint_folder, pending / kLastCheckpoint));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status HubPusher::OnCheckpoint(const std::string& checkpoint_folder,
                                      const std::string& message) {
   if (options_.strategy == HubStrategy::kEnd) return absl::OkStatus();
@@ -143,18 +169,13 @@ absl::Status HubPusher::OnCheckpoint(const std::string& checkpoint_folder,
     return absl::InternalError(absl::StrCat("creating ", pending.string(), ": ", ec.message()));
   }
   std::vector<std::string> files;
-  for (const auto& entry : fs::directory_iterator(checkpoint_folder)) {
-    const std::string file = entry.path().filename().string();
-    if (entry.is_regular_file() && IsModelingFile(file)) {
-      RETURN_IF_ERROR(CopyFile(entry.path(), pending / file));
-      files.push_back(file);
-    }
+  const HubStrategy strategy = options_.strategy;
+  absl::Status copied = CopyForPush(checkpoint_folder, pending, strategy, files);
+  if (!copied.ok()) {
+    fs::remove_all(pending, ec);  // a full disk: give the space back; the checkpoint is intact
+    return copied;
   }
   const std::string name = fs::path(checkpoint_folder).filename().string();
-  const HubStrategy strategy = options_.strategy;
-  if (strategy == HubStrategy::kCheckpoint) {
-    RETURN_IF_ERROR(ReplaceTree(checkpoint_folder, pending / kLastCheckpoint));
-  }
   HubRepository* repo = repo_.get();
   Start([repo, strategy, out, pending, files, name, message]() -> absl::Status {
     // This push's files into output_dir, each by a rename.

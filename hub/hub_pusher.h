@@ -13,7 +13,9 @@
 //     with their index, training_args.bin, the tokenizer's files) — with "checkpoint" the
 //     whole checkpoint too — are
 //     copied now (as HF copies them) into a folder of this push's own (output_dir/_push-<n>,
-//     ignored by git); in the background the push moves them into output_dir (each file by a
+//     ignored by git; a copy that fails — a full disk, an I/O error — removes that folder and
+//     is the call's error, naming the file; Create removes the _push-* folders a killed run
+//     left); in the background the push moves them into output_dir (each file by a
 //     rename; last-checkpoint/ swapped in by renames), commits `message` ("Training in
 //     progress, step N" / "..., epoch N") over everything but checkpoints, with "checkpoint" /
 //     "all_checkpoints" a second commit "<message>, checkpoint" over last-checkpoint/ or the

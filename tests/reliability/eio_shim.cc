@@ -8,8 +8,9 @@
 //                   (unset or empty: the library does nothing);
 //   LOOM_EIO_AFTER  bytes (default 0) that writes to tracked files may complete, summed over all
 //                   of them, before every further write(), pwrite(), pwritev(), writev(),
-//                   fsync() and fdatasync() on them fails with EIO, and io_submit() (libaio)
-//                   of a write to one returns -EIO.
+//                   sendfile(), copy_file_range() (std::filesystem::copy_file), fsync() and
+//                   fdatasync() on them fails with EIO, and io_submit() (libaio) of a write
+//                   to one returns -EIO.
 //   LOOM_EIO_COUNT_FILE  when set, the bytes written to tracked files are written at exit to
 //                   <file>.<pid> (to size LOOM_EIO_AFTER from a shorter run).
 // Each failure is reported once on stderr ("eio_shim: EIO on <path>") so tests can tell an
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -166,6 +168,23 @@ ssize_t pwritev(int fd, const struct iovec* iov, int count, off_t offset) {
   for (int i = 0; i < count; ++i) n += iov[i].iov_len;
   if (Fails(fd, n)) return errno = EIO, -1;
   return Real<ssize_t (*)(int, const struct iovec*, int, off_t)>("pwritev")(fd, iov, count, offset);
+}
+
+ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t n) {
+  if (Fails(out_fd, n)) return errno = EIO, -1;
+  return Real<ssize_t (*)(int, int, off_t*, size_t)>("sendfile")(out_fd, in_fd, offset, n);
+}
+
+ssize_t sendfile64(int out_fd, int in_fd, off64_t* offset, size_t n) {
+  if (Fails(out_fd, n)) return errno = EIO, -1;
+  return Real<ssize_t (*)(int, int, off64_t*, size_t)>("sendfile64")(out_fd, in_fd, offset, n);
+}
+
+ssize_t copy_file_range(int in_fd, off64_t* in_off, int out_fd, off64_t* out_off, size_t n,
+                        unsigned int flags) {
+  if (Fails(out_fd, n)) return errno = EIO, -1;
+  return Real<ssize_t (*)(int, off64_t*, int, off64_t*, size_t, unsigned int)>("copy_file_range")(
+      in_fd, in_off, out_fd, out_off, n, flags);
 }
 
 int fsync(int fd) {

@@ -7,6 +7,7 @@
 #   zero2  / zero3: 2 ranks under //tools:launch save their ZeRO checkpoint-4 (ENOSPC)
 #   nvme   2 ranks of ZeRO-3 with the optimizer offloaded to NVMe swap it out after checkpoint-2
 #          (EIO from io_submit)
+#   hub    --push_to_hub copies checkpoint-4's files for their push (EIO)
 #   z2f    //tools:zero_to_fp32 writes sharded safetensors (OUTPUT_DIR, --max_shard_size) (ENOSPC)
 # Each must end non-zero with an error naming the path and the cause, leave checkpoint-2
 # byte-identical to the uninterrupted run's and the last one resume picks, leave no file or
@@ -80,9 +81,10 @@ resume_and_compare() {  # CASE OUT REF
 
 # The uninterrupted run into OUT (the same output_dir as the faulty run's, which
 # training_args.bin records), kept as REF; OUT is then emptied for the faulty run.
-reference() {  # CASE OUT REF
-  run "$1" "$2" "$3.log" || { tail -30 "$3.log"; fail "$1: the reference run"; }
-  cp -a "$2" "$3" && rm -rf "$2"
+reference() {  # CASE OUT REF [more flags]
+  local case=$1 out=$2 ref=$3; shift 3
+  run "$case" "$out" "$ref.log" "$@" || { tail -30 "$ref.log"; fail "$case: the reference run"; }
+  cp -a "$out" "$ref" && rm -rf "$out"
 }
 
 # A case on a tmpfs at OUT's parent, sized for checkpoint-2 and half of another: the reference
@@ -130,6 +132,29 @@ grep -q "error: .*$T/nvme_nvme/.*Input/output error" "$T/nvme.log" ||
 [[ $(ls -A "$T/nvme") == checkpoint-2 ]] || { ls -la "$T/nvme"; fail "nvme: more than checkpoint-2 left"; }
 same_files "$T/ref_nvme/checkpoint-2" "$T/nvme/checkpoint-2"
 resume_and_compare nvme "$T/nvme" "$T/ref_nvme"
+
+# --push_to_hub: EIO while checkpoint-4's files are copied for their push (output_dir/_push-2):
+# the run fails naming the copy, the push folder is gone, checkpoint-2 is intact, and the
+# rerun resumes, pushes and ends bitwise. A bare repository over file:// is the remote.
+export HOME="$T/home" && mkdir -p "$HOME"
+git config --global user.name loom-test && git config --global user.email test@loom
+git lfs install --skip-repo > /dev/null
+git init -q --bare -b main "$T/hub.git"
+HUB=(--push_to_hub --hub_always_push --hub_model_id "file://$T/hub.git")
+reference hf "$T/hub" "$T/ref_hub" "${HUB[@]}"
+rm -rf "$T/hub.git" && git init -q --bare -b main "$T/hub.git"
+if LD_PRELOAD="$shim" LOOM_EIO_PATH=/_push-2/ run hf "$T/hub" "$T/hub.log" "${HUB[@]}"; then
+  fail "hub: the push copy succeeded through EIO"
+fi
+grep -q "error: .*copying $T/hub/checkpoint-4/.* to $T/hub/_push-2/.*Input/output error" "$T/hub.log" ||
+  { tail -20 "$T/hub.log"; fail "hub: no error naming the push copy and EIO"; }
+[[ -z $(ls -d "$T/hub/_push-"* 2>/dev/null) ]] || fail "hub: a push folder was left"
+same_files "$T/ref_hub/checkpoint-2" "$T/hub/checkpoint-2"
+run hf "$T/hub" "$T/hub.rerun.log" "${HUB[@]}" --resume_from_checkpoint "$T/hub/checkpoint-2" ||
+  { tail -30 "$T/hub.rerun.log"; fail "hub: the rerun failed"; }
+cmp "$T/ref_hub/model.safetensors" "$T/hub/model.safetensors" || fail "hub: resumed weights differ"
+[[ $(git -C "$T/hub.git" log --format=%s main) == *"End of training"* ]] || fail "hub: nothing pushed"
+echo "ok: hub: the failed push copy left no push folder and checkpoint-2 intact; resumed and pushed == uninterrupted (bitwise)"
 
 # zero_to_fp32 into OUTPUT_DIR shards on a full disk: no shard or index under a final name.
 "$z2f" "$T/ref_zero3/checkpoint-6" "$T/z2f_ref" --max_shard_size 100KB --safe_serialization \
