@@ -104,7 +104,8 @@ std::vector<std::string> RemoveStaleFolders(int parent_fd) {
   }
   std::vector<std::string> names;
   while (const dirent* e = ::readdir(dir)) {
-    if (e->d_type == DT_DIR && e->d_name[0] != '.') names.emplace_back(e->d_name);
+    const bool maybe_dir = e->d_type == DT_DIR || e->d_type == DT_UNKNOWN;
+    if (maybe_dir && e->d_name[0] != '.') names.emplace_back(e->d_name);
   }
   ::closedir(dir);
   for (const std::string& name : names) {
