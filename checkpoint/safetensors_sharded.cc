@@ -16,7 +16,7 @@
 #include "absl/strings/str_replace.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
-#include "nlohmann/json.hpp"
+#include "checkpoint/shard_index.h"
 
 namespace loom::checkpoint {
 namespace {
@@ -68,37 +68,10 @@ absl::Status RemoveStaleFiles(const std::string& dir, const std::string& weights
   return absl::OkStatus();
 }
 
-absl::Status IndexError(const std::string& path, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      path, ": ", what,
-      " (expected HF's {\"metadata\": {...}, \"weight_map\": {tensor: shard file}}; re-create "
-      "the checkpoint with save_pretrained or SaveShardedSafetensors)"));
-}
-
-// The weight map of the index at `path`, validated.
+// The weight map of the index at `path`, validated (shard_index.h).
 absl::StatusOr<std::map<std::string, std::string>> ReadWeightMap(const std::string& path) {
   ASSIGN_OR_RETURN(const std::string text, base::ReadFile(path));
-  const nlohmann::json index = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (index.is_discarded()) return IndexError(path, "not valid JSON");
-  if (!index.is_object()) return IndexError(path, "not a JSON object");
-  const auto map_it = index.find("weight_map");
-  if (map_it == index.end() || !map_it->is_object()) {
-    return IndexError(path, "no \"weight_map\" object");
-  }
-  std::map<std::string, std::string> weight_map;
-  for (const auto& [tensor, file] : map_it->items()) {
-    if (!file.is_string()) {
-      return IndexError(path, absl::StrCat("weight_map[\"", tensor, "\"] is not a string"));
-    }
-    const std::string name = file.get<std::string>();
-    if (name.empty() || name == "." || name == ".." ||
-        name.find_first_of(std::string("/\\\0", 3)) != std::string::npos) {
-      return IndexError(path, absl::StrCat("weight_map[\"", tensor, "\"] = \"", name,
-                                           "\" is not a file name in the index's folder"));
-    }
-    weight_map.emplace(tensor, name);
-  }
-  return weight_map;
+  return ParseShardIndex(text, path);
 }
 
 }  // namespace
@@ -126,17 +99,6 @@ std::string ShardFileName(absl::string_view weights_name, size_t index, size_t c
   return absl::StrReplaceAll(
       absl::StrReplaceAll(weights_name, {{".bin", absl::StrCat(part, ".bin")}}),
       {{".safetensors", absl::StrCat(part, ".safetensors")}});
-}
-
-std::string ShardIndexJson(uint64_t total_size,
-                           const std::map<std::string, std::string>& weight_map) {
-  nlohmann::json index;
-  index["metadata"]["total_size"] = total_size;
-  index["weight_map"] = nlohmann::json::object();
-  for (const auto& [tensor, file] : weight_map) index["weight_map"][tensor] = file;
-  // nlohmann's objects are sorted maps, its indent matches json.dumps(indent=2), and
-  // ensure_ascii matches Python's default \uXXXX escapes.
-  return index.dump(2, ' ', /*ensure_ascii=*/true) + "\n";
 }
 
 namespace {
@@ -217,14 +179,14 @@ absl::StatusOr<NamedTensors> LoadShardedFiles(const std::string& index_path,
                      absl::StrCat("loading a shard named by ", index_path));
     for (const std::string& name : expected) {
       if (FindTensor(shard, name) == nullptr) {
-        return IndexError(index_path, absl::StrCat("tensor \"", name, "\" is mapped to ", file,
+        return ShardIndexError(index_path, absl::StrCat("tensor \"", name, "\" is mapped to ", file,
                                                    ", which does not hold it"));
       }
     }
     for (auto& [name, tensor] : shard) {
       auto [it, inserted] = seen.emplace(name, file);
       if (!inserted) {
-        return IndexError(index_path, absl::StrCat("tensor \"", name, "\" is in both ", it->second,
+        return ShardIndexError(index_path, absl::StrCat("tensor \"", name, "\" is in both ", it->second,
                                                    " and ", file));
       }
       result.emplace_back(name, std::move(tensor));

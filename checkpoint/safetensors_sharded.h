@@ -52,6 +52,7 @@
 #include "absl/strings/string_view.h"
 #include "checkpoint/named_tensors.h"
 #include "checkpoint/safetensors.h"
+#include "checkpoint/shard_index.h"  // ShardIndexJson, for writers of indexes
 
 namespace loom::checkpoint {
 
@@ -69,9 +70,6 @@ ShardPlan PlanShards(const NamedTensors& tensors, uint64_t max_shard_size);
 // (".bin" names get the same treatment: "pytorch_model-00001-of-00003.bin").
 std::string ShardFileName(absl::string_view weights_name, size_t index, size_t count);
 
-// The index file text for a sharded save, byte for byte as HF writes it.
-std::string ShardIndexJson(uint64_t total_size,
-                           const std::map<std::string, std::string>& weight_map);
 
 struct SaveShardedOptions {
   uint64_t max_shard_size = 5'000'000'000;  // HF save_pretrained's default "5GB"
