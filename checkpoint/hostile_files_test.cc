@@ -46,6 +46,8 @@ constexpr Case kCases[] = {
      "storage 0 claims 268435456 elements of 4 bytes but its record holds 16 bytes"},
     {"zip_dotdot.pt", "record \"archive/../../evil\" has an empty, \".\" or \"..\" path component"},
     {"zip_duplicate.pt", "record \"archive/data.pkl\" appears twice"},
+    {"deep_nesting.pt",
+     "the pickle nests containers 100001 deep; loom reads values nested at most 100 deep"},
     {"ten_gigabyte_claim.pt",
      "record \"archive/data/0\" of 10737418240 bytes at 282 ends past the file's records"},
 };

@@ -3,6 +3,7 @@
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 
+#include <algorithm>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -73,6 +74,71 @@ bool FindCycle(const std::vector<IValue>& roots, std::vector<IValue>* reached) {
 }
 
 }  // namespace
+
+namespace {
+
+// Every container reachable from `roots`, each once, with its height (1 + its tallest child's;
+// 1 for one holding no container), by a post-order walk with an explicit stack. The roots must
+// hold no cycle.
+std::vector<std::pair<IValue, size_t>> Heights(const std::vector<IValue>& roots) {
+  std::unordered_map<const void*, size_t> height;
+  std::vector<std::pair<IValue, size_t>> out;
+  struct Frame {
+    IValue value;
+    std::vector<IValue> children;
+    size_t next = 0;
+    size_t tallest_child = 0;
+  };
+  for (const IValue& root : roots) {
+    if (!IsContainer(root) || height.count(root.internalToPointer())) continue;
+    std::vector<Frame> path;
+    path.push_back({root, Children(root)});
+    while (!path.empty()) {
+      Frame& top = path.back();
+      if (top.next == top.children.size()) {
+        const size_t h = top.tallest_child + 1;
+        height[top.value.internalToPointer()] = h;
+        out.emplace_back(std::move(top.value), h);
+        path.pop_back();
+        if (!path.empty()) path.back().tallest_child = std::max(path.back().tallest_child, h);
+        continue;
+      }
+      IValue child = top.children[top.next++];
+      auto known = height.find(child.internalToPointer());
+      if (known != height.end()) {
+        top.tallest_child = std::max(top.tallest_child, known->second);
+        continue;
+      }
+      std::vector<IValue> grandchildren = Children(child);
+      path.push_back({std::move(child), std::move(grandchildren)});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+size_t IValueNestingDepth(const std::vector<IValue>& roots) {
+  size_t deepest = 0;
+  for (const auto& [value, h] : Heights(roots)) deepest = std::max(deepest, h);
+  return deepest;
+}
+
+// Tallest first: a container is always taller than everything it holds.
+std::vector<IValue> ContainersTopDown(const std::vector<IValue>& roots) {
+  std::vector<std::pair<IValue, size_t>> all = Heights(roots);
+  std::stable_sort(all.begin(), all.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<IValue> out;
+  out.reserve(all.size());
+  for (auto& [value, h] : all) out.push_back(std::move(value));
+  return out;
+}
+
+void ReleaseTopDown(std::vector<IValue>& containers) {
+  for (IValue& v : containers) v = IValue();
+  containers.clear();
+}
 
 bool BreakIValueCycles(const std::vector<IValue>& roots) {
   std::vector<IValue> reached;

@@ -11,18 +11,36 @@
 // built from finished values), so that dropping the roots frees everything; the values are then
 // unusable. Without a cycle nothing is changed.
 //
+// Nesting (values nested thousands deep, which c10's destructors and every recursive walk would
+// follow until the stack runs out):
+//   - IValueNestingDepth(roots): the longest chain of containers nested in one another (0 when
+//     no root is a container), computed iteratively; the roots must hold no cycle.
+//   - ContainersTopDown(roots): every container reachable, each once, every one before those it
+//     holds; ReleaseTopDown(containers) then drops them in that order, so that once nothing
+//     else holds them each is destroyed while everything inside it is still held: freeing a
+//     value of any depth takes no recursion.
+//
 // Example:
 //   if (BreakIValueCycles({result})) return absl::InvalidArgumentError("a container holds itself");
+//   if (IValueNestingDepth({result}) > 100) {
+//     std::vector<c10::IValue> all = ContainersTopDown({result});
+//     result = c10::IValue();
+//     ReleaseTopDown(all);
+//   }
 #ifndef LOOM_CHECKPOINT_IVALUE_CYCLES_H_
 #define LOOM_CHECKPOINT_IVALUE_CYCLES_H_
 
 #include <ATen/core/ivalue.h>
 
+#include <cstddef>
 #include <vector>
 
 namespace loom::checkpoint {
 
 bool BreakIValueCycles(const std::vector<c10::IValue>& roots);
+size_t IValueNestingDepth(const std::vector<c10::IValue>& roots);
+std::vector<c10::IValue> ContainersTopDown(const std::vector<c10::IValue>& roots);
+void ReleaseTopDown(std::vector<c10::IValue>& containers);
 
 }  // namespace loom::checkpoint
 

@@ -28,6 +28,8 @@ namespace loom::checkpoint {
 namespace {
 
 constexpr char kClassKey[] = "__class__";
+// The deepest nesting of containers a pickle may build (ivalue_cycles.h says why it matters).
+constexpr size_t kMaxNesting = 100;
 constexpr char kZeroStageEnum[] = "deepspeed.runtime.zero.config.ZeroStageEnum";
 constexpr std::pair<const char*, int> kZeroStages[] = {
     {"disabled", 0}, {"optimizer_states", 1}, {"gradients", 2}, {"weights", 3}, {"max_stage", 4}};
@@ -959,15 +961,27 @@ absl::StatusOr<c10::IValue> RunTorchPickle(absl::string_view pickle,
                                            const StorageLoader& load_storage,
                                            const UnpickleOptions& options) {
   try {
-    Machine machine(pickle, load_storage, options);
-    absl::StatusOr<IValue> result = machine.Run();
-    std::vector<IValue> held = machine.HeldValues();
+    auto machine = std::make_unique<Machine>(pickle, load_storage, options);
+    absl::StatusOr<IValue> result = machine->Run();
+    std::vector<IValue> held = machine->HeldValues();
     if (result.ok()) held.push_back(*result);
     if (BreakIValueCycles(held)) {
       return absl::InvalidArgumentError(
           "the pickle builds a container that holds itself (a cycle through the memo); loom "
           "reads no cyclic values (torch state dicts, optimizer, scheduler and RNG files have "
           "none)");
+    }
+    if (const size_t depth = IValueNestingDepth(held); depth > kMaxNesting) {
+      // Freed top-down while every container is held here, so no destructor recurses.
+      std::vector<IValue> all = ContainersTopDown(held);
+      held.clear();
+      result = absl::InvalidArgumentError("");
+      machine.reset();
+      ReleaseTopDown(all);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the pickle nests containers ", depth, " deep; loom reads values nested at most ",
+          kMaxNesting, " deep (torch state dicts, optimizer, scheduler and RNG files nest "
+          "fewer than 10)"));
     }
     return result;
   } catch (const std::exception& e) {

@@ -95,6 +95,29 @@ TEST(RunTorchPickleTest, OrderedDictStateDictWithSharedStorage) {
   EXPECT_THAT(keys, ElementsAre("tied.a", "tied.b"));  // insertion order kept
 }
 
+// Lists nested 200,000 deep (each appended into the one below, bottom-up), and the same built
+// top-down through the memo (a list appended into its parent before it gets its own child):
+// refused naming the depth, and freed without recursing (a recursive free would overflow the
+// stack). 100 deep is still read.
+TEST(RunTorchPickleTest, DeepNestingIsRefusedAndFreedWithoutRecursion) {
+  const int n = 200000;
+  const std::string bottom_up =
+      kProto2 + std::string(n, kEmptyList[0]) + std::string(n - 1, kAppend[0]) + kStop;
+  EXPECT_THAT(RunTorchPickle(bottom_up, Storages({})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("the pickle nests containers 200000 deep")));
+  // Top-down: [] put in memo 0; then n times: get memo 0, a new [] stored in memo 0 after it is
+  // appended to the previous one. The first list stays on the stack as the result.
+  std::string top_down = kProto2 + kEmptyList + Put(0);
+  for (int i = 0; i < n; ++i) top_down += GetMemo(0) + kEmptyList + Put(0) + kAppend + "0";
+  top_down += kStop;
+  EXPECT_THAT(RunTorchPickle(top_down, Storages({})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("nests containers")));
+  const std::string hundred =
+      kProto2 + std::string(100, kEmptyList[0]) + std::string(99, kAppend[0]) + kStop;
+  EXPECT_OK(RunTorchPickle(hundred, Storages({})).status());
+}
+
 TEST(RunTorchPickleTest, OptimizerStyleValues) {
   // {'state': {0: {'step': 3, 'big': -2**40, 'v': [1.5]}},
   //  'param_groups': [{'betas': (0.9, 0.999), 'foreach': None, 'amsgrad': False,

@@ -5,7 +5,7 @@ Python's own pickle and zipfile modules write them (Python's standard library on
 needed), the way an attacker would: objects whose __reduce__ names os.system, eval or
 subprocess.Popen, an unknown class, persistent ids as torch.save writes them but pointing
 outside the archive or claiming more than their record holds, and zip archives with ".." names,
-duplicate names or a 10 GB size claim in a 1 KB file. Nothing here is ever run by loom's reader;
+duplicate names or a 10 GB size claim in a 1 KB file, and containers nested 100,000 deep. Nothing here is ever run by loom's reader;
 the command the payloads name would create MARKER, which the test checks is never created.
 
   python3 checkpoint/testdata/hostile/make_hostile_files.py checkpoint/testdata/hostile
@@ -161,6 +161,10 @@ def files():
                                        ("archive/data.pkl", torch_pickle({"step": 4})),
                                        ("archive/version", b"3\n")])
     yield "ten_gigabyte_claim.pt", ten_gigabyte_claim()
+    # An empty tuple wrapped in 100,000 one-element tuples (TUPLE1): pickle.dumps itself cannot
+    # write it (Python's recursion limit), so the opcodes are written out. Freeing such a value
+    # recursively would overflow the stack.
+    yield "deep_nesting.pt", torch_file(b"\x80\x02)" + b"\x85" * 100000 + b".")
 
 
 def main():
