@@ -109,7 +109,8 @@ std::vector<std::string> RemoveStaleFolders(int parent_fd) {
   }
   ::closedir(dir);
   for (const std::string& name : names) {
-    const int fd = ::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    const int fd =
+        ::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) continue;
     if (::faccessat(fd, kMarker, F_OK, 0) == 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
       RemoveFolder(fd, parent_fd, name.c_str());
@@ -134,8 +135,8 @@ absl::StatusOr<std::unique_ptr<ScratchFolder>> ScratchFolder::Create(const std::
   buf.push_back('\0');
   if (::mkdtemp(buf.data()) == nullptr) {
     const int err = errno;
-    const std::string text = absl::StrCat("cannot create a folder in ", parent, ": ",
-                                          std::strerror(err));
+    const std::string text =
+        absl::StrCat("cannot create a folder in ", parent, ": ", std::strerror(err));
     if (err == EACCES || err == EPERM || err == EROFS) return absl::PermissionDeniedError(text);
     if (err == ENOSPC) return absl::ResourceExhaustedError(text);
     return absl::InternalError(text);
@@ -156,9 +157,9 @@ absl::StatusOr<std::unique_ptr<ScratchFolder>> ScratchFolder::Create(const std::
     if (dir_fd >= 0) ::close(dir_fd);
     if (parent_fd >= 0) ::close(parent_fd);
     ::rmdir(path.c_str());
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "cannot register the scratch folder ", path,
-        slot < 0 ? absl::StrCat(": more than ", kMaxLive, " live at once") : ""));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot register the scratch folder ", path,
+                     slot < 0 ? absl::StrCat(": more than ", kMaxLive, " live at once") : ""));
   }
   // Locked before it is marked, so no other process's sweep ever takes a live folder as stale.
   if (::flock(dir_fd, LOCK_EX | LOCK_NB) == 0) {

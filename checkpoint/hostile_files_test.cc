@@ -40,8 +40,7 @@ constexpr Case kCases[] = {
     {"builtins_eval.pt", "the Python object builtins.eval is not supported"},
     {"subprocess_popen.pt", "the Python object subprocess.Popen is not supported"},
     {"unknown_reduce.pt", "the Python object hostile_gadgets.Gadget is not supported"},
-    {"persid_outside.pt",
-     "storage key \"../../../etc/passwd\" is not a torch.save record key"},
+    {"persid_outside.pt", "storage key \"../../../etc/passwd\" is not a torch.save record key"},
     {"storage_larger_than_record.pt",
      "storage 0 claims 268435456 elements of 4 bytes but its record holds 16 bytes"},
     {"zip_dotdot.pt", "record \"archive/../../evil\" has an empty, \".\" or \"..\" path component"},
@@ -98,12 +97,12 @@ TEST_P(HostileFilesTest, LazyTorchSaveRefusesIt) {
 TEST_P(HostileFilesTest, TrainingArgsAndRngReadersRefuseIt) {
   const std::string path = Path();
   args::TrainingArguments args;
-  EXPECT_THAT(Capped([&] { return LoadTrainingArgs(path, &args); }),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       AllOf(HasSubstr(path), HasSubstr(GetParam().refused))));
-  EXPECT_THAT(Capped([&] { return LoadRngState(path).status(); }),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       AllOf(HasSubstr(path), HasSubstr(GetParam().refused))));
+  EXPECT_THAT(
+      Capped([&] { return LoadTrainingArgs(path, &args); }),
+      StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr(path), HasSubstr(GetParam().refused))));
+  EXPECT_THAT(
+      Capped([&] { return LoadRngState(path).status(); }),
+      StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr(path), HasSubstr(GetParam().refused))));
 }
 
 // The cap is real: allocating 1 GiB under it fails (so a reader that allocated a claim would
@@ -135,7 +134,8 @@ TEST(HostileFilesControlTest, ThePlainFileReads) {
   EXPECT_EQ(tensors[0].first, "w");
   EXPECT_TRUE(at::equal(tensors[0].second, at::tensor({1.0f, 2.0f, 3.0f, 4.0f})));
   ASSERT_OK_AND_ASSIGN(auto lazy, LazyTorchSave::Open(path));
-  ASSERT_OK_AND_ASSIGN(at::Tensor w, lazy->Materialize(lazy->value().toGenericDict().at("w").toTensor()));
+  ASSERT_OK_AND_ASSIGN(at::Tensor w,
+                       lazy->Materialize(lazy->value().toGenericDict().at("w").toTensor()));
   EXPECT_TRUE(at::equal(w, at::tensor({1.0f, 2.0f, 3.0f, 4.0f})));
 }
 

@@ -64,9 +64,10 @@ absl::Status LazyTorchSave::ReadElements(const at::Tensor& t, int64_t begin, int
                                                    begin + count, ") of a tensor of ", t.numel()));
   }
   const uint64_t size = c10::elementSize(s->dtype);
-  RETURN_IF_ERROR_CTX(zip_->ReadAt(*s->record, static_cast<uint64_t>(t.storage_offset() + begin) * size,
-                                   static_cast<uint64_t>(count) * size, dst),
-                      path_);
+  RETURN_IF_ERROR_CTX(
+      zip_->ReadAt(*s->record, static_cast<uint64_t>(t.storage_offset() + begin) * size,
+                   static_cast<uint64_t>(count) * size, dst),
+      path_);
   return absl::OkStatus();
 }
 

@@ -978,10 +978,11 @@ absl::StatusOr<c10::IValue> RunTorchPickle(absl::string_view pickle,
       result = absl::InvalidArgumentError("");
       machine.reset();
       ReleaseTopDown(all);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the pickle nests containers ", depth, " deep; loom reads values nested at most ",
-          kMaxNesting, " deep (torch state dicts, optimizer, scheduler and RNG files nest "
-          "fewer than 10)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the pickle nests containers ", depth,
+                       " deep; loom reads values nested at most ", kMaxNesting,
+                       " deep (torch state dicts, optimizer, scheduler and RNG files nest "
+                       "fewer than 10)"));
     }
     return result;
   } catch (const std::exception& e) {
@@ -990,29 +991,34 @@ absl::StatusOr<c10::IValue> RunTorchPickle(absl::string_view pickle,
 }
 
 absl::StatusOr<const ZipReader::Record*> FindStorageRecord(const ZipReader& zip,
-                                                          const std::string& key,
-                                                          c10::ScalarType dtype, int64_t numel) {
+                                                           const std::string& key,
+                                                           c10::ScalarType dtype, int64_t numel) {
   // torch.save names storages by small decimal keys; anything else (a path, "..") is refused
   // before it is looked up.
-  if (key.empty() || key.size() > 64 ||
-      !std::all_of(key.begin(), key.end(), [](char c) { return absl::ascii_isalnum(c) || c == '_'; })) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "storage key \"", absl::CHexEscape(key), "\" is not a torch.save record key"));
+  if (key.empty() || key.size() > 64 || !std::all_of(key.begin(), key.end(), [](char c) {
+        return absl::ascii_isalnum(c) || c == '_';
+      })) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("storage key \"", absl::CHexEscape(key), "\" is not a torch.save record key"));
   }
   const ZipReader::Record* record = zip.Find("data/" + key);
   if (record == nullptr || numel < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("storage ", key, " is missing from the archive"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("storage ", key, " is missing from the archive"));
   }
   const uint64_t item = c10::elementSize(dtype);
   if (record->size % item != 0 || record->size / item != static_cast<uint64_t>(numel)) {
     return absl::InvalidArgumentError(absl::StrCat("storage ", key, " claims ", numel,
-                                                   " elements of ", item, " bytes but its record "
-                                                   "holds ", record->size, " bytes"));
+                                                   " elements of ", item,
+                                                   " bytes but its record "
+                                                   "holds ",
+                                                   record->size, " bytes"));
   }
   return record;
 }
 
-absl::StatusOr<c10::IValue> UnpickleTorchSave(const ZipReader& zip, const UnpickleOptions& options) {
+absl::StatusOr<c10::IValue> UnpickleTorchSave(const ZipReader& zip,
+                                              const UnpickleOptions& options) {
   const ZipReader::Record* pkl = zip.Find("data.pkl");
   if (pkl == nullptr) {
     return base::Annotate(

@@ -52,6 +52,10 @@ absl::Status RemoveStaleFiles(const std::string& dir, const std::string& weights
         LooksLikeShard(StripWeightSuffixes(name))) {
       doomed.push_back(entry.path().string());
     }
+    // A killed save's partial shards (WriteShards).
+    if (absl::StartsWith(name, "." + stem) && absl::EndsWith(name, ".loom-partial")) {
+      doomed.push_back(entry.path().string());
+    }
   }
   if (ec) return absl::InternalError(absl::StrCat("cannot list '", dir, "': ", ec.message()));
   // The other layout's leftover: a single file after a sharded save, an index after a
@@ -104,7 +108,9 @@ std::string ShardFileName(absl::string_view weights_name, size_t index, size_t c
 namespace {
 
 // Where shard `file` is written before every shard is: hidden, and never a name a loader reads.
-std::string PartialName(const std::string& file) { return absl::StrCat(".", file, ".loom-partial"); }
+std::string PartialName(const std::string& file) {
+  return absl::StrCat(".", file, ".loom-partial");
+}
 
 // Writes every shard of `plan` under its partial name, then renames them all to their final
 // names: a save that fails part way (a full disk) leaves no shard of an incomplete set under a
@@ -133,7 +139,11 @@ absl::Status WriteShards(const std::string& dir, const NamedTensors& tensors, co
       continue;
     }
     fs::rename(from, absl::StrCat(dir, "/", file), ec);
-    if (ec) status = absl::InternalError(absl::StrCat("renaming ", from, ": ", ec.message()));
+    if (ec) {
+      status = absl::InternalError(absl::StrCat("renaming ", from, ": ", ec.message()));
+      fs::remove(from, ec);
+      continue;
+    }
     written.push_back(file);
   }
   return status;
@@ -180,14 +190,14 @@ absl::StatusOr<NamedTensors> LoadShardedFiles(const std::string& index_path,
     for (const std::string& name : expected) {
       if (FindTensor(shard, name) == nullptr) {
         return ShardIndexError(index_path, absl::StrCat("tensor \"", name, "\" is mapped to ", file,
-                                                   ", which does not hold it"));
+                                                        ", which does not hold it"));
       }
     }
     for (auto& [name, tensor] : shard) {
       auto [it, inserted] = seen.emplace(name, file);
       if (!inserted) {
-        return ShardIndexError(index_path, absl::StrCat("tensor \"", name, "\" is in both ", it->second,
-                                                   " and ", file));
+        return ShardIndexError(index_path, absl::StrCat("tensor \"", name, "\" is in both ",
+                                                        it->second, " and ", file));
       }
       result.emplace_back(name, std::move(tensor));
     }

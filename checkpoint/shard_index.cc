@@ -15,7 +15,7 @@ absl::Status ShardIndexError(const std::string& source, absl::string_view what) 
 }
 
 absl::StatusOr<std::map<std::string, std::string>> ParseShardIndex(absl::string_view text,
-                                                                  const std::string& source) {
+                                                                   const std::string& source) {
   const nlohmann::json index =
       nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (index.is_discarded()) return ShardIndexError(source, "not valid JSON");
@@ -33,7 +33,7 @@ absl::StatusOr<std::map<std::string, std::string>> ParseShardIndex(absl::string_
     if (name.empty() || name == "." || name == ".." ||
         name.find_first_of(std::string("/\\\0", 3)) != std::string::npos) {
       return ShardIndexError(source, absl::StrCat("weight_map[\"", tensor, "\"] = \"", name,
-                                             "\" is not a file name in the index's folder"));
+                                                  "\" is not a file name in the index's folder"));
     }
     weight_map.emplace(tensor, name);
   }

@@ -27,7 +27,7 @@
 namespace loom::checkpoint {
 
 absl::StatusOr<std::map<std::string, std::string>> ParseShardIndex(absl::string_view text,
-                                                                  const std::string& source);
+                                                                   const std::string& source);
 
 std::string ShardIndexJson(uint64_t total_size,
                            const std::map<std::string, std::string>& weight_map);

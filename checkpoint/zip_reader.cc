@@ -33,7 +33,9 @@ constexpr uint64_t kMaxComment = 0xFFFF;
 // a + b <= limit, without overflow.
 bool FitsBefore(uint64_t a, uint64_t b, uint64_t limit) { return a <= limit && b <= limit - a; }
 
-std::string Quoted(absl::string_view name) { return absl::StrCat("\"", absl::CHexEscape(name), "\""); }
+std::string Quoted(absl::string_view name) {
+  return absl::StrCat("\"", absl::CHexEscape(name), "\"");
+}
 
 // The zip64 extended-information extra field: the 64-bit values of the header's fields that
 // were saturated (0xFFFFFFFF), in the format's order.
@@ -49,7 +51,8 @@ absl::Status ReadZip64Extra(absl::string_view extra, const Zip64Fields& fields) 
     if (extra.size() < 4) return absl::InvalidArgumentError("an extra field is cut short");
     const uint16_t id = Get16(extra.data());
     const uint16_t length = Get16(extra.data() + 2);
-    if (extra.size() - 4 < length) return absl::InvalidArgumentError("an extra field ends past its header");
+    if (extra.size() - 4 < length)
+      return absl::InvalidArgumentError("an extra field ends past its header");
     absl::string_view body = extra.substr(4, length);
     extra.remove_prefix(4 + length);
     if (id != zip_format::kZip64ExtraId) continue;
@@ -63,7 +66,8 @@ absl::Status ReadZip64Extra(absl::string_view extra, const Zip64Fields& fields) 
   }
   for (const uint64_t* field : {fields.size, fields.compressed, fields.header}) {
     if (field != nullptr && *field == kMax32 && !found) {
-      return absl::InvalidArgumentError("a 32-bit field is saturated but there is no zip64 extra field");
+      return absl::InvalidArgumentError(
+          "a 32-bit field is saturated but there is no zip64 extra field");
     }
   }
   return absl::OkStatus();
@@ -72,7 +76,8 @@ absl::Status ReadZip64Extra(absl::string_view extra, const Zip64Fields& fields) 
 absl::Status CheckName(absl::string_view name) {
   if (name.empty()) return absl::InvalidArgumentError("a record has an empty name");
   if (name.front() == '/') {
-    return absl::InvalidArgumentError(absl::StrCat("record ", Quoted(name), " has an absolute path"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("record ", Quoted(name), " has an absolute path"));
   }
   if (name.find('\\') != absl::string_view::npos || name.find('\0') != absl::string_view::npos) {
     return absl::InvalidArgumentError(
@@ -80,8 +85,8 @@ absl::Status CheckName(absl::string_view name) {
   }
   for (absl::string_view part : absl::StrSplit(name, '/')) {
     if (part.empty() || part == "." || part == "..") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "record ", Quoted(name), " has an empty, \".\" or \"..\" path component"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("record ", Quoted(name), " has an empty, \".\" or \"..\" path component"));
     }
   }
   return absl::OkStatus();
@@ -92,7 +97,8 @@ absl::Status CheckName(absl::string_view name) {
 absl::StatusOr<std::unique_ptr<ZipReader>> ZipReader::Open(const std::string& path) {
   auto zip = absl::WrapUnique(new ZipReader());
   zip->source_ = path;
-  zip->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO at the path must not block the open; only regular files are read.
+  zip->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (zip->fd_ < 0) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   }
@@ -100,13 +106,16 @@ absl::StatusOr<std::unique_ptr<ZipReader>> ZipReader::Open(const std::string& pa
   if (::fstat(zip->fd_, &st) != 0) {
     return absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
   }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  }
   zip->size_ = static_cast<uint64_t>(st.st_size);
   RETURN_IF_ERROR(zip->Load());
   return zip;
 }
 
 absl::StatusOr<std::unique_ptr<ZipReader>> ZipReader::FromBuffer(absl::string_view bytes,
-                                                                const std::string& source) {
+                                                                 const std::string& source) {
   auto zip = absl::WrapUnique(new ZipReader());
   zip->source_ = source;
   zip->buffer_ = bytes;
@@ -141,8 +150,8 @@ absl::Status ZipReader::Load() {
 
 absl::Status ZipReader::Pread(uint64_t offset, uint64_t n, void* dst) const {
   if (!FitsBefore(offset, n, size_)) {
-    return absl::InvalidArgumentError(absl::StrCat("bytes [", offset, ", +", n, ") end past the ",
-                                                   size_, "-byte file"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bytes [", offset, ", +", n, ") end past the ", size_, "-byte file"));
   }
   if (fd_ < 0) {
     if (n > 0) std::memcpy(dst, buffer_.data() + offset, n);
@@ -233,17 +242,18 @@ absl::Status ZipReader::ReadDirectory(uint64_t eocd) {
   }
   if (at != directory_size) {
     return absl::InvalidArgumentError(absl::StrCat("the central directory holds ", directory_size,
-                                                   " bytes but its ", entries, " records fill ", at));
+                                                   " bytes but its ", entries, " records fill ",
+                                                   at));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<ZipReader::Record> ZipReader::ReadCentralEntry(const std::string& dir,
-                                                              uint64_t& at,
+absl::StatusOr<ZipReader::Record> ZipReader::ReadCentralEntry(const std::string& dir, uint64_t& at,
                                                               uint64_t directory_offset) const {
   const uint64_t fixed = zip_format::kCentralHeaderSize;
   if (!FitsBefore(at, fixed, dir.size()) || Get32(dir.data() + at) != zip_format::kCentralHeader) {
-    return absl::InvalidArgumentError(absl::StrCat("no directory entry at ", directory_offset + at));
+    return absl::InvalidArgumentError(
+        absl::StrCat("no directory entry at ", directory_offset + at));
   }
   const char* h = dir.data() + at;
   const uint64_t name_size = Get16(h + 28), extra_size = Get16(h + 30), comment = Get16(h + 32);
@@ -258,8 +268,9 @@ absl::StatusOr<ZipReader::Record> ZipReader::ReadCentralEntry(const std::string&
   uint64_t compressed = Get32(h + 20);
   r.size = Get32(h + 24);
   r.header = Get32(h + 42);
-  absl::Status extra = ReadZip64Extra(absl::string_view(h + fixed + name_size, extra_size),
-                                      {.size = &r.size, .compressed = &compressed, .header = &r.header});
+  absl::Status extra =
+      ReadZip64Extra(absl::string_view(h + fixed + name_size, extra_size),
+                     {.size = &r.size, .compressed = &compressed, .header = &r.header});
   RETURN_IF_ERROR_CTX(extra, absl::StrCat("record ", Quoted(r.name)));
   if ((flags & kEncryptedFlag) != 0 || method != 0 || compressed != r.size) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -296,14 +307,13 @@ absl::Status ZipReader::CheckLocalHeader(Record& r, uint64_t directory_offset) c
   }
   if ((Get16(h + 6) & kDataDescriptorFlag) != 0) return absl::OkStatus();
   uint64_t size = Get32(h + 22), compressed = Get32(h + 18);
-  RETURN_IF_ERROR_CTX(
-      ReadZip64Extra(absl::string_view(name_and_extra).substr(name_size),
-                     {.size = &size, .compressed = &compressed}),
-      absl::StrCat("record ", Quoted(r.name), "'s local header"));
+  RETURN_IF_ERROR_CTX(ReadZip64Extra(absl::string_view(name_and_extra).substr(name_size),
+                                     {.size = &size, .compressed = &compressed}),
+                      absl::StrCat("record ", Quoted(r.name), "'s local header"));
   if (size != r.size || compressed != r.size || Get16(h + 8) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "record ", Quoted(r.name), ": its local header disagrees with the directory (",
-        size, " bytes vs ", r.size, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("record ", Quoted(r.name), ": its local header disagrees with the directory (",
+                     size, " bytes vs ", r.size, ")"));
   }
   return absl::OkStatus();
 }
@@ -360,9 +370,9 @@ absl::Status ZipReader::ReadAll(const Record& record, void* dst) const {
 
 absl::Status ZipReader::ReadAt(const Record& record, uint64_t begin, uint64_t n, void* dst) const {
   if (!FitsBefore(begin, n, record.size)) {
-    return absl::InvalidArgumentError(absl::StrCat("bytes [", begin, ", +", n,
-                                                   ") of record ", Quoted(record.name),
-                                                   " end past its ", record.size, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat("bytes [", begin, ", +", n, ") of record ",
+                                                   Quoted(record.name), " end past its ",
+                                                   record.size, " bytes"));
   }
   return Pread(record.data + begin, n, dst);
 }

@@ -51,17 +51,17 @@ namespace loom::checkpoint {
 class ZipReader {
  public:
   struct Record {
-    std::string name;      // the full name, prefix included
-    uint64_t header = 0;   // offset of its local header
-    uint64_t data = 0;     // offset of its bytes
-    uint64_t size = 0;     // its byte count
-    uint32_t crc32 = 0;    // from the central directory
+    std::string name;     // the full name, prefix included
+    uint64_t header = 0;  // offset of its local header
+    uint64_t data = 0;    // offset of its bytes
+    uint64_t size = 0;    // its byte count
+    uint32_t crc32 = 0;   // from the central directory
   };
 
   static absl::StatusOr<std::unique_ptr<ZipReader>> Open(const std::string& path);
   // `bytes` must outlive the reader.
   static absl::StatusOr<std::unique_ptr<ZipReader>> FromBuffer(absl::string_view bytes,
-                                                              const std::string& source);
+                                                               const std::string& source);
   ~ZipReader();
   ZipReader(const ZipReader&) = delete;
   ZipReader& operator=(const ZipReader&) = delete;
@@ -87,8 +87,8 @@ class ZipReader {
   absl::Status CheckNamesAndOverlaps();
 
   std::string source_;
-  int fd_ = -1;                   // a file, or
-  absl::string_view buffer_;      // a buffer
+  int fd_ = -1;               // a file, or
+  absl::string_view buffer_;  // a buffer
   uint64_t size_ = 0;
   std::string prefix_;
   std::vector<Record> records_;

@@ -36,6 +36,12 @@ absl::Status CollectiveFailure(const std::exception& e, absl::string_view what,
       e, timed_out ? absl::StatusCode::kDeadlineExceeded : absl::StatusCode::kUnavailable,
       absl::StrCat(what, " on rank ", pg.rank(), " of ", pg.world_size(), " (", pg.backend_name(),
                    ", ddp_timeout=", absl::FormatDuration(pg.timeout()), ")"));
+  // Only a failure of the transport (or a timeout) can be a peer's doing; a local error (an
+  // allocation) is reported as it is.
+  const bool transport = absl::StrContains(message, "gloo/transport") ||
+                         absl::StrContains(message, "NCCL") ||
+                         absl::StrContains(message, "ncclRemoteError");
+  if (!timed_out && !transport) return failure;
   const std::string peers = UnresponsivePeers(pg, kPeerReportGrace);
   if (peers.empty()) return failure;
   return absl::Status(failure.code(), absl::StrCat(failure.message(), "; ", peers));

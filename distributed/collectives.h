@@ -6,8 +6,9 @@
 //     group's timeout (ddp_timeout), which comes back as a Status, never an exception:
 //     DeadlineExceeded when a peer did not take part within ddp_timeout, Unavailable when a
 //     peer went away; both name the collective, this rank, the world size and the backend,
-//     and end with which peers did not report the same failure (peer_check.h: the stopped,
-//     hung, dead or cut-off ones), at most 3 s later.
+//     and, for a transport failure or a timeout, end with which peers did not report the same
+//     failure (peer_check.h: the stopped, hung, dead or cut-off ones), at most 3 s later. With
+//     more than 3 ranks, peers that are still waiting out their own timeout are named too.
 //   - AllReduce(t, kSum | kAvg): in place; kAvg divides the sum by the world size and needs a
 //     floating-point tensor (InvalidArgument otherwise).
 //   - Broadcast(t, src): in place; every rank ends with rank `src`'s values.

@@ -1,5 +1,6 @@
 #include "distributed/peer_check.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -16,7 +17,12 @@
 namespace loom::distributed {
 namespace {
 
-std::string FailedKey(int rank) { return absl::StrCat("loom/collective_failed/", rank); }
+// Keyed by this process's count of failures too, so a later failure in the same group never
+// reads an earlier one's reports.
+std::atomic<int> g_failures{0};
+std::string FailedKey(int failure, int rank) {
+  return absl::StrCat("loom/collective_failed/", failure, "/", rank);
+}
 
 // What the helper thread found: the silent ranks, or nothing when the store did not answer.
 struct Report {
@@ -26,16 +32,16 @@ struct Report {
   std::optional<std::vector<int>> silent;
 };
 
-void AskTheStore(c10::intrusive_ptr<::c10d::Store> store, int rank, int world,
+void AskTheStore(c10::intrusive_ptr<::c10d::Store> store, int failure, int rank, int world,
                  absl::Duration grace, std::shared_ptr<Report> report) {
   std::optional<std::vector<int>> silent;
   try {
-    store->set(FailedKey(rank), std::vector<uint8_t>{1});
+    store->set(FailedKey(failure, rank), std::vector<uint8_t>{1});
     const absl::Time deadline = absl::Now() + grace;
     for (;;) {
       std::vector<int> missing;
       for (int p = 0; p < world; ++p) {
-        if (p != rank && !store->check({FailedKey(p)})) missing.push_back(p);
+        if (p != rank && !store->check({FailedKey(failure, p)})) missing.push_back(p);
       }
       if (missing.empty() || absl::Now() >= deadline) {
         silent = std::move(missing);
@@ -57,7 +63,8 @@ void AskTheStore(c10::intrusive_ptr<::c10d::Store> store, int rank, int world,
 std::string UnresponsivePeers(const ProcessGroup& pg, absl::Duration grace) {
   if (pg.world_size() <= 1) return "";
   auto report = std::make_shared<Report>();
-  std::thread(AskTheStore, pg.store_ptr(), pg.rank(), pg.world_size(), grace, report).detach();
+  std::thread(AskTheStore, pg.store_ptr(), g_failures++, pg.rank(), pg.world_size(), grace, report)
+      .detach();
   std::unique_lock<std::mutex> lock(report->mu);
   const auto wait = std::chrono::milliseconds(absl::ToInt64Milliseconds(grace + absl::Seconds(1)));
   if (!report->done_cv.wait_for(lock, wait, [&] { return report->done; }) ||

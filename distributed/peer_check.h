@@ -4,7 +4,9 @@
 // (SIGSTOP, a debugger), hangs outside collectives or was cut off does not fail at all, so
 // its peers are the only ones who can name it.
 //
-// Contract: UnresponsivePeers(pg, grace) writes "this rank failed" into the group's store and
+// Contract: UnresponsivePeers(pg, grace) writes "this rank failed" into the group's store (under
+// a key that counts this process's failures: every rank of a group fails together, so the
+// counts agree) and
 // waits up to `grace` for every other rank to do the same (a rank whose collective failed
 // reports within moments of this one, since they fail on the same timeout or connection). It
 // returns a sentence for the error message:

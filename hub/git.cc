@@ -67,8 +67,18 @@ absl::StatusOr<GitResult> Git::Run(const std::vector<std::string>& args) const {
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
+  // git gets SIGPIPE's default disposition back: loom's ranks ignore it (process_group.h), and
+  // an ignored signal would be inherited (Python's subprocess restores it the same way).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t default_signals;
+  sigemptyset(&default_signals);
+  sigaddset(&default_signals, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &default_signals);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  const int rc = ::posix_spawnp(&pid, "git", &actions, nullptr, c_argv.data(), c_env.data());
+  const int rc = ::posix_spawnp(&pid, "git", &actions, &attr, c_argv.data(), c_env.data());
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   ::close(pipe_fds[1]);
   if (rc != 0) {
@@ -105,8 +115,8 @@ absl::StatusOr<GitResult> Git::Run(const std::vector<std::string>& args) const {
   result.output = Mask(std::move(result.output));
   if (timed_out) {
     return absl::DeadlineExceededError(absl::StrCat("git ", Mask(absl::StrJoin(args, " ")),
-                                                    " did not finish within ", timeout_s_,
-                                                    " s in ", folder_));
+                                                    " did not finish within ", timeout_s_, " s in ",
+                                                    folder_));
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
@@ -115,7 +125,8 @@ absl::StatusOr<GitResult> Git::Run(const std::vector<std::string>& args) const {
 absl::StatusOr<std::string> Git::Check(const std::vector<std::string>& args,
                                        const std::string& what) const {
   absl::StatusOr<GitResult> r = Run(args);
-  if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat(what, ": ", r.status().message()));
+  if (!r.ok())
+    return absl::Status(r.status().code(), absl::StrCat(what, ": ", r.status().message()));
   if (r->exit_code != 0) {
     return absl::UnavailableError(absl::StrCat(what, " (git ", Mask(absl::StrJoin(args, " ")),
                                                " in ", folder_, ", exit ", r->exit_code,

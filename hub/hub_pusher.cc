@@ -183,9 +183,8 @@ absl::Status HubPusher::OnCheckpoint(const std::string& checkpoint_folder,
     for (const std::string& f : files) {
       fs::rename(pending / f, out / f, ec);
       if (ec) {
-        return absl::InternalError(
-            absl::StrCat("moving ", (pending / f).string(), " into ", out.string(), ": ",
-                         ec.message()));
+        return absl::InternalError(absl::StrCat("moving ", (pending / f).string(), " into ",
+                                                out.string(), ": ", ec.message()));
       }
     }
     if (strategy == HubStrategy::kCheckpoint) {
@@ -193,7 +192,8 @@ absl::Status HubPusher::OnCheckpoint(const std::string& checkpoint_folder,
       fs::remove_all(old, ec);
       if (fs::exists(last)) fs::rename(last, old, ec);
       if (!ec) fs::rename(pending / kLastCheckpoint, last, ec);
-      if (ec) return absl::InternalError(absl::StrCat("replacing ", last.string(), ": ", ec.message()));
+      if (ec)
+        return absl::InternalError(absl::StrCat("replacing ", last.string(), ": ", ec.message()));
       fs::remove_all(old, ec);
     }
     fs::remove_all(pending, ec);

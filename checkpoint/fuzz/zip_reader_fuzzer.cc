@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "checkpoint/zip_reader.h"
 
@@ -36,13 +37,15 @@ void CheckArchive(const ZipReader& zip, size_t file_size) {
   for (const ZipReader::Record& r : zip.records()) {
     Check(names.insert(r.name).second, "names are unique");
     Check(!r.name.empty() && r.name.front() != '/', "names are relative");
-    Check(r.name.find("..") == std::string::npos || r.name.find("/../") == std::string::npos,
-          "no .. component");
+    for (absl::string_view part : absl::StrSplit(r.name, '/')) {
+      Check(!part.empty() && part != "." && part != "..", "no empty, . or .. component");
+    }
     Check(r.data >= r.header + 30 && r.data <= file_size && r.size <= file_size - r.data,
           "record bytes lie inside the file");
     by_offset.push_back(&r);
     const std::string relative =
-        zip.prefix().empty() ? r.name : r.name.substr(std::min(r.name.size(), zip.prefix().size() + 1));
+        zip.prefix().empty() ? r.name
+                             : r.name.substr(std::min(r.name.size(), zip.prefix().size() + 1));
     if (r.name.rfind(zip.prefix() + "/", 0) == 0 || zip.prefix().empty()) {
       Check(zip.Find(relative) == &r, "Find returns the record");
     }
@@ -52,8 +55,9 @@ void CheckArchive(const ZipReader& zip, size_t file_size) {
     if (r.size > 0) Check(zip.ReadAt(r, r.size - 1, 1, &one).ok(), "the last byte reads");
     Check(!zip.ReadAt(r, r.size, 1, &one).ok(), "a byte past the record is refused");
   }
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const ZipReader::Record* a, const ZipReader::Record* b) { return a->header < b->header; });
+  std::sort(
+      by_offset.begin(), by_offset.end(),
+      [](const ZipReader::Record* a, const ZipReader::Record* b) { return a->header < b->header; });
   for (size_t i = 1; i < by_offset.size(); ++i) {
     Check(by_offset[i - 1]->data + by_offset[i - 1]->size <= by_offset[i]->header,
           "records do not overlap");

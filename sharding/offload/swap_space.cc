@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "glog/logging.h"
 #include "base/status_macros.h"
+#include "glog/logging.h"
 
 namespace loom::sharding {
 
@@ -44,8 +44,7 @@ absl::StatusOr<bool> CheckNvmePath(const std::string& key, const std::string& pa
 absl::Status CheckSwapSpace(const std::string& key, const std::string& path, int64_t bytes) {
   struct statvfs vfs;
   if (::statvfs(path.c_str(), &vfs) != 0) {
-    return absl::InternalError(absl::StrCat(key, ": statvfs ", path, ": ",
-                                            std::strerror(errno)));
+    return absl::InternalError(absl::StrCat(key, ": statvfs ", path, ": ", std::strerror(errno)));
   }
   const long double free_bytes =
       static_cast<long double>(vfs.f_bavail) * static_cast<long double>(vfs.f_frsize);

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -261,6 +262,15 @@ TEST(LaunchTest, AStoppedRankIsNamedAndStillTakesTheStop) {
   Launch launch({"--nproc_per_node=3", "--grace_period_s=5", kHelper, "sleep", dir});
   std::vector<pid_t> pids = RankPids(dir, {0, 1, 2});
   ASSERT_EQ(kill(pids[2], SIGSTOP), 0);
+  bool stopped = false;  // SIGSTOP takes effect asynchronously: wait until /proc says so
+  for (int i = 0; i < 500 && !stopped; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pids[2]) + "/stat");
+    std::string all((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t paren = all.rfind(')');
+    stopped = paren != std::string::npos && paren + 2 < all.size() && all[paren + 2] == 'T';
+    if (!stopped) absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_TRUE(stopped);
   ASSERT_EQ(kill(pids[0], SIGKILL), 0);
   ASSERT_TRUE(launch.Wait(absl::Seconds(10)));
   EXPECT_EQ(launch.exit_code(), 128 + SIGKILL);

@@ -79,7 +79,11 @@ bool Fails(int fd, size_t n) {
   return true;
 }
 
-int ModeOf(int flags, va_list ap) { return (flags & (O_CREAT | O_TMPFILE)) != 0 ? va_arg(ap, int) : 0; }
+// Whether open() was given a mode (glibc's __OPEN_NEEDS_MODE: O_TMPFILE shares O_DIRECTORY's bit).
+int ModeOf(int flags, va_list ap) {
+  const bool needs_mode = (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE;
+  return needs_mode ? va_arg(ap, int) : 0;
+}
 
 __attribute__((destructor)) void WriteCount() {
   const char* file = getenv("LOOM_EIO_COUNT_FILE");

