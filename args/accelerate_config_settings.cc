@@ -217,11 +217,41 @@ absl::Status ShardingStrategy(AccelerateFsdpConfig* f, const std::string& s, con
   return absl::OkStatus();
 }
 
+// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+bool IsUtf8(absl::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t n = c >= 0xC2 && c <= 0xDF   ? 1
+                     : c >= 0xE0 && c <= 0xEF ? 2
+                     : c >= 0xF0 && c <= 0xF4 ? 3
+                                              : 0;  // continuation bytes
+    if (n == 0 || s.size() - i <= n) return false;
+    uint32_t cp = c & (0x3F >> n);
+    for (size_t k = 1; k <= n; ++k) {
+      const unsigned char d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (n == 3 && (cp < 0x10000 || cp > 0x10FFFF))) {
+      return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
 // A YAML list or a comma-separated string ("BertLayer,BertEmbeddings"), as accelerate splits it.
-absl::Status ClsToWrap(AccelerateConfig* c, const Values& v, const std::string&) {
+absl::Status ClsToWrap(AccelerateConfig* c, const Values& v, const std::string& w) {
   AccelerateFsdpConfig* f = FsdpOf(c);
   f->transformer_layer_cls_to_wrap.clear();
   for (const std::string& item : v) {
+    // The names go into the --fsdp_config JSON the script is given, which must be UTF-8.
+    if (!IsUtf8(item)) return Bad(w, "class names in UTF-8 (save the file as UTF-8)", item);
     for (absl::string_view name : absl::StrSplit(item, ',', absl::SkipWhitespace())) {
       f->transformer_layer_cls_to_wrap.emplace_back(absl::StripAsciiWhitespace(name));
     }

@@ -321,6 +321,34 @@ TEST(AccelerateConfigErrorsTest, YamlValuesNameTheKey) {
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("nope.yaml")));
 }
 
+// Found by //tests/fuzz:accelerate_config_fuzzer: a class name that is not UTF-8 was accepted
+// and then made ImpliedTrainingArgumentsFlags' JSON dump() throw (type_error 316).
+TEST(AccelerateConfigErrorsTest, ClassNamesMustBeUtf8) {
+  EXPECT_THAT(
+      ParseAccelerateConfigYaml("distributed_type: FSDP\nfsdp_config:\n"
+                                "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
+                                "  fsdp_transformer_layer_cls_to_wrap: BertLa\x81"
+                                "er\n",
+                                "test.yaml")
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "accelerate config test.yaml: fsdp_config.fsdp_transformer_layer_cls_to_wrap: "
+               "expected class names in UTF-8 (save the file as UTF-8), got \"BertLa\\201er\""));
+  EXPECT_THAT(
+      ParseAccelerateLaunch({"--fsdp_transformer_layer_cls_to_wrap", "A,\xed\xa0\x80", "x.py"})
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("--fsdp_transformer_layer_cls_to_wrap: expected class names in "
+                         "UTF-8")));
+  ASSERT_OK_AND_ASSIGN(
+      AccelerateConfig c,
+      ParseAccelerateConfigYaml("fsdp_config:\n  fsdp_transformer_layer_cls_to_wrap: "
+                                "\"Caf\xc3\xa9Layer,\xf0\x9f\x98\x80\"\n",
+                                "ok.yaml"));
+  EXPECT_THAT(c.fsdp_config->transformer_layer_cls_to_wrap,
+              ElementsAre("Caf\xc3\xa9Layer", "\xf0\x9f\x98\x80"));
+}
+
 TEST(AccelerateConfigErrorsTest, UnknownYamlKeysAreWarnings) {
   std::vector<std::string> warnings;
   ASSERT_OK_AND_ASSIGN(AccelerateConfig c,

@@ -527,10 +527,11 @@ absl::StatusOr<DeepSpeedConfig> LoadDeepSpeedConfig(const std::string& path_or_j
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
     return absl::InvalidArgumentError(
         absl::StrCat("DeepSpeed config ", source, ": not valid JSON: ", e.what(),
-                     " (DeepSpeed configs are strict JSON: no trailing commas, no comments)"));
+                     " (DeepSpeed configs are strict JSON: no trailing commas, no comments, "
+                     "numbers within the range of a double)"));
   }
   return ParseDeepSpeedConfig(doc, source, warnings);
 }

@@ -304,6 +304,19 @@ absl::Status TrainerDeepSpeedConfig::TrainerConfigFinalize(const TrainingArgumen
           "your choice."));
     }
     const int64_t h = *hidden_size;
+    // h * h (and 0.9 * h * h, 10 * h) must be a positive 64-bit integer; Python's ints have no
+    // limit, but DeepSpeed's bucket sizes are 64-bit on the C++ side.
+    constexpr int64_t kMaxHidden = 3037000499;  // floor(sqrt(2**63 - 1))
+    if (h < 1 || h > kMaxHidden) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "The model's hidden size ", h,
+          " (config.json hidden_size, hidden_sizes or d_model) "
+          "is out of range for the `auto` entries ",
+          PythonList(auto_keys),
+          " of the DeepSpeed config, which are hidden_size * hidden_size and must fit in 64 bits: "
+          "it must be between 1 and 3037000499. Fix the model's config.json, or replace `auto` "
+          "for these keys with an integer value of your choice."));
+    }
     FillMatch("zero_optimization.reduce_bucket_size", h * h, "", /*must_match=*/false);
     if (config_.IsZero3()) {
       // Python evaluates 0.9 * h * h left to right in double, then int() truncates.

@@ -14,6 +14,7 @@ namespace loom::args {
 namespace {
 
 using ::loom::base::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -274,6 +275,26 @@ TEST(DeepSpeedResolveTest, UnknownHiddenSizeListsTheAutoKeys) {
                "'zero_optimization.stage3_prefetch_bucket_size', "
                "'zero_optimization.stage3_param_persistence_threshold']. You can fix that by "
                "replacing `auto` values for these keys with an integer value of your choice."));
+}
+
+// Found with //tests/fuzz:deepspeed_config_fuzzer's harness: a config.json hidden size whose
+// square does not fit in 64 bits overflowed h * h (undefined behaviour) instead of an error.
+TEST(DeepSpeedResolveTest, HiddenSizeOutOfRangeIsAnError) {
+  ASSERT_OK_AND_ASSIGN(TrainingArguments args, Args({}));
+  for (int64_t hidden : {int64_t{4000000000}, int64_t{0}, int64_t{-8}}) {
+    ASSERT_OK_AND_ASSIGN(TrainerDeepSpeedConfig ds, Load("ds_config_zero3.json"));
+    ASSERT_OK(ds.TrainerConfigProcess(args, 1));
+    EXPECT_THAT(ds.TrainerConfigFinalize(args, hidden, 100),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("hidden size " + std::to_string(hidden) + " "),
+                               HasSubstr("between 1 and 3037000499"),
+                               HasSubstr("'zero_optimization.reduce_bucket_size'"))))
+        << hidden;
+  }
+  ASSERT_OK_AND_ASSIGN(TrainerDeepSpeedConfig ds, Load("ds_config_zero3.json"));
+  ASSERT_OK(ds.TrainerConfigProcess(args, 1));
+  ASSERT_OK(ds.TrainerConfigFinalize(args, 3037000499, 100));  // the largest that fits
+  EXPECT_EQ(ds.config().zero_optimization.reduce_bucket_size.value(), 9223372030926249001);
 }
 
 // ---- Mismatches (trainer_config_finalize's ValueError) ----

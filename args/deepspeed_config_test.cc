@@ -447,6 +447,18 @@ TEST(DeepSpeedConfigLoadTest, FileAndSyntaxErrors) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty path")));
 }
 
+// Found by //tests/fuzz:deepspeed_config_fuzzer: a number beyond a double's range is not a
+// parse_error but nlohmann's out_of_range, which used to escape LoadDeepSpeedConfig.
+TEST(DeepSpeedConfigLoadTest, NumberOutOfRangeIsAnError) {
+  const std::string huge =
+      R"({"zero_optimization": {"reduce_bucket_size": 2e9223372036854775807}})";
+  EXPECT_THAT(LoadInline(huge), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         AllOf(HasSubstr("<inline JSON>: not valid JSON"),
+                                               HasSubstr("number overflow"))));
+  EXPECT_THAT(LoadInline(R"({"gradient_clipping": -1e999})"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not valid JSON")));
+}
+
 // ---- Helpers ----
 
 TEST(DeepSpeedConfigHelpersTest, PythonStrAndEqual) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -64,28 +65,58 @@ void DumpTo(const ojson& v, int indent, bool sort_keys, int depth, std::string* 
   }
 }
 
-// Stand-ins for the non-standard tokens while nlohmann parses the text: strings that start
-// with a control character, which JSON text can only hold escaped.
-constexpr char kNanMarker[] = "\x01loom:NaN";
-constexpr char kInfMarker[] = "\x01loom:Infinity";
-constexpr char kNegInfMarker[] = "\x01loom:-Infinity";
+// The non-standard tokens are replaced by number literals that occur nowhere in the text (so no
+// number or string of the document can be mistaken for one), surrounded by spaces (so a
+// replacement cannot merge with a neighbouring number); a SAX handler that builds the value as
+// nlohmann's own parser does turns those literals back into NaN and the infinities.
+class PythonJsonSax {
+ public:
+  PythonJsonSax(ojson* root, std::string nan, std::string inf, std::string neg_inf)
+      : dom_(*root, /*allow_exceptions=*/false),
+        nan_(std::move(nan)),
+        inf_(std::move(inf)),
+        neg_inf_(std::move(neg_inf)) {}
 
-void RestoreNonFinite(ojson* v) {
-  if (v->is_string()) {
-    const std::string& s = v->get_ref<const std::string&>();
-    if (s == kNanMarker) *v = std::numeric_limits<double>::quiet_NaN();
-    else if (s == kInfMarker) *v = std::numeric_limits<double>::infinity();
-    else if (s == kNegInfMarker) *v = -std::numeric_limits<double>::infinity();
-    return;
+  bool null() { return dom_.null(); }
+  bool boolean(bool v) { return dom_.boolean(v); }
+  bool number_integer(ojson::number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(ojson::number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(ojson::number_float_t v, const std::string& lexeme) {
+    if (lexeme == nan_) v = std::numeric_limits<double>::quiet_NaN();
+    if (lexeme == inf_) v = std::numeric_limits<double>::infinity();
+    if (lexeme == neg_inf_) v = -std::numeric_limits<double>::infinity();
+    return dom_.number_float(v, lexeme);
   }
-  if (v->is_structured()) {
-    for (auto& child : *v) RestoreNonFinite(&child);
+  bool string(std::string& v) { return dom_.string(v); }
+  bool binary(ojson::binary_t& v) { return dom_.binary(v); }
+  bool start_object(std::size_t n) { return dom_.start_object(n); }
+  bool key(std::string& k) { return dom_.key(k); }
+  bool end_object() { return dom_.end_object(); }
+  bool start_array(std::size_t n) { return dom_.start_array(n); }
+  bool end_array() { return dom_.end_array(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
+    return false;
   }
+
+ private:
+  nlohmann::detail::json_sax_dom_parser<ojson> dom_;
+  const std::string nan_, inf_, neg_inf_;
+};
+
+// "0E-0", "0E-00", ...: the first such literal (with `tag` as its sign of exponent) that the text
+// does not contain.
+std::string UnusedLiteral(absl::string_view text, char tag) {
+  std::string literal = std::string("0E") + tag + "0";
+  while (absl::StrContains(text, literal)) literal += '0';
+  return literal;
 }
 
 }  // namespace
 
 absl::StatusOr<ojson> ParsePythonJson(absl::string_view text) {
+  const std::string nan = UnusedLiteral(text, '-');
+  const std::string inf = UnusedLiteral(text, '+');
+  const std::string neg_inf = "-" + inf;
   std::string standard;
   standard.reserve(text.size());
   bool in_string = false;
@@ -102,27 +133,27 @@ absl::StatusOr<ojson> ParsePythonJson(absl::string_view text) {
     }
     if (c == '"') in_string = true;
     const absl::string_view rest = text.substr(i);
-    const char* marker = nullptr;
+    const std::string* literal = nullptr;
     size_t length = 0;
     if (absl::StartsWith(rest, "NaN")) {
-      marker = kNanMarker, length = 3;
+      literal = &nan, length = 3;
     } else if (absl::StartsWith(rest, "Infinity")) {
-      marker = kInfMarker, length = 8;
+      literal = &inf, length = 8;
     } else if (absl::StartsWith(rest, "-Infinity")) {
-      marker = kNegInfMarker, length = 9;
+      literal = &neg_inf, length = 9;
     }
-    if (marker == nullptr) {
+    if (literal == nullptr) {
       standard += c;
       continue;
     }
-    standard += ojson(std::string(marker)).dump();
+    absl::StrAppend(&standard, " ", *literal, " ");
     i += length - 1;
   }
-  ojson parsed = ojson::parse(standard, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) {
+  ojson parsed;
+  PythonJsonSax sax(&parsed, nan, inf, neg_inf);
+  if (!ojson::sax_parse(standard, &sax) || parsed.is_discarded()) {
     return absl::InvalidArgumentError("not valid JSON (Python's json.loads would refuse it)");
   }
-  RestoreNonFinite(&parsed);
   return parsed;
 }
 

@@ -75,5 +75,27 @@ TEST(ParsePythonJsonTest, ReadsWhatJsonDumpsWrites) {
   EXPECT_FALSE(ParsePythonJson("").ok());
 }
 
+// Found with //tests/fuzz:python_json_fuzzer's harness: the tokens used to be replaced by marker
+// strings, so a document's own string "\u0001loom:NaN" read as NaN, and NaN as an object key
+// was accepted (Python's json.loads refuses it).
+TEST(ParsePythonJsonTest, TokensNeverChangeStandardJson) {
+  absl::StatusOr<Json> marker = ParsePythonJson(R"({"s": "\u0001loom:NaN", "n": [0E-0, 0E+0]})");
+  ASSERT_TRUE(marker.ok()) << marker.status();
+  EXPECT_EQ((*marker)["s"], "\x01loom:NaN");
+  EXPECT_EQ((*marker)["n"][0].get<double>(), 0.0);  // the literals that stand for the tokens
+  EXPECT_EQ((*marker)["n"][1].get<double>(), 0.0);  // elsewhere keep their own values
+  absl::StatusOr<Json> both = ParsePythonJson("[0E-0, NaN, Infinity, -Infinity, 0E+00]");
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ((*both)[0].get<double>(), 0.0);
+  EXPECT_TRUE(std::isnan((*both)[1].get<double>()));
+  EXPECT_EQ((*both)[2].get<double>(), std::numeric_limits<double>::infinity());
+  EXPECT_EQ((*both)[3].get<double>(), -std::numeric_limits<double>::infinity());
+  EXPECT_EQ((*both)[4].get<double>(), 0.0);
+  EXPECT_FALSE(ParsePythonJson("{NaN: 1}").ok());
+  EXPECT_FALSE(ParsePythonJson("[1NaN]").ok());
+  EXPECT_FALSE(ParsePythonJson("[NaN1]").ok());
+  EXPECT_FALSE(ParsePythonJson("[-NaN]").ok());
+}
+
 }  // namespace
 }  // namespace loom::base

@@ -219,6 +219,12 @@ absl::StatusOr<Table> ReadJsonTable(const std::string& path,
   return table;
 }
 
+// A cell as JSON text for messages. CSV/TSV cells hold the file's bytes, which need not be
+// UTF-8; those show as U+FFFD instead of making dump() throw.
+std::string Shown(const Json& cell) {
+  return cell.dump(-1, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace);
+}
+
 enum class LabelKind { kInteger, kFloat, kText };
 
 const char* KindName(LabelKind kind) {
@@ -271,7 +277,7 @@ absl::StatusOr<std::string> LabelKey(const Table& table, const Table::Row& row, 
       return absl::StrCat(static_cast<int64_t>(v));
     }
   }
-  return absl::InvalidArgumentError(absl::StrCat(table.At(row), "'label' ", cell.dump(),
+  return absl::InvalidArgumentError(absl::StrCat(table.At(row), "'label' ", Shown(cell),
                                                  " is not a ", KindName(kind),
                                                  " label like the training labels"));
 }
@@ -284,7 +290,7 @@ absl::StatusOr<double> FloatLabel(const Table& table, const Table::Row& row, con
     }
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      table.At(row), "'label' ", cell.dump(),
+      table.At(row), "'label' ", Shown(cell),
       " is not a number; the training labels are floats, so this is a regression task"));
 }
 
@@ -346,7 +352,7 @@ absl::StatusOr<GlueSplit> BuildSplit(const Table& table, const std::string& name
           example.label = int64_t{-1};  // run_glue keeps -1 ("no label") as -1
         } else if (it == data.label_to_id.end()) {
           return absl::InvalidArgumentError(
-              absl::StrCat(table.At(row), "label ", cell.dump(), " is not among the training ",
+              absl::StrCat(table.At(row), "label ", Shown(cell), " is not among the training ",
                            "labels (", absl::StrJoin(data.label_list, ", "), ")"));
         } else {
           example.label = static_cast<int64_t>(it->second);

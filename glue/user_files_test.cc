@@ -235,5 +235,26 @@ TEST(UserFilesTest, ErrorsNameFileAndLine) {
                        HasSubstr("u_train.csv:2: unterminated quoted field")));
 }
 
+// Found by //tests/fuzz:glue_data_fuzzer: a CSV label that is not UTF-8 made the error message's
+// nlohmann dump() throw (type_error 316) instead of returning the error.
+TEST(UserFilesTest, LabelsThatAreNotUtf8AreShownInErrors) {
+  const std::string train = TempFile("v_train.csv", "text,label\na,pos\nb,neg\n");
+  const std::string dev = TempFile("v_dev.csv", "text,label\na,contra\xa0\x98\n");
+  EXPECT_THAT(LoadDataFiles({.train_file = train, .validation_file = dev}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("v_dev.csv:2: label \"contra\xEF\xBF\xBD\xEF\xBF\xBD\" is "
+                                 "not among the training labels (neg, pos)")));
+  const std::string ints = TempFile("w_train.csv", "text,label\na,1\nb,0\n");
+  const std::string bad_int = TempFile("w_dev.csv", "text,label\na,1\xff\n");
+  EXPECT_THAT(LoadDataFiles({.train_file = ints, .validation_file = bad_int}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("w_dev.csv:2: 'label' \"1\xEF\xBF\xBD\" is not a integer")));
+  const std::string floats = TempFile("x_train.csv", "text,label\na,0.5\nb,1.5\n");
+  const std::string bad_float = TempFile("x_dev.csv", "text,label\na,\xfe\n");
+  EXPECT_THAT(LoadDataFiles({.train_file = floats, .validation_file = bad_float}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("x_dev.csv:2: 'label' \"\xEF\xBF\xBD\" is not a number")));
+}
+
 }  // namespace
 }  // namespace loom::glue

@@ -1,5 +1,8 @@
 #include "trainer/trainer_state.h"
 
+#include <cstdint>
+#include <type_traits>
+
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
@@ -19,6 +22,17 @@ template <typename T>
 absl::Status Read(const ojson& j, const char* k, T* out) {
   auto it = j.find(k);
   if (it == j.end() || it->is_null()) return absl::OkStatus();
+  if constexpr (std::is_same_v<T, int64_t>) {
+    // nlohmann converts a float (or NaN, or an integer above int64's range) without checking.
+    const bool too_big =
+        it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
+    const double d = it->is_number_float() ? it->get<double>() : 0.0;
+    if (too_big || (it->is_number_float() && !(d >= -9.2e18 && d <= 9.2e18))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "trainer_state.json: key '", k, "': ", PyJsonDumps(*it, -1, false),
+          " is not an integer that fits in 64 bits; write the value HF wrote (a step count)"));
+    }
+  }
   try {
     *out = it->get<T>();
   } catch (const nlohmann::json::exception& e) {

@@ -158,6 +158,24 @@ TEST(TrainerStateTest, BadFilesAreErrorsNamingTheKey) {
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("/nonexistent/trainer_state.json")));
 }
 
+// Found by //tests/fuzz:trainer_state_fuzzer: a count given as a float beyond int64's range (or
+// NaN, which Python's json writes) was converted unchecked, which is undefined behaviour.
+TEST(TrainerStateTest, CountsOutOfInt64RangeAreErrors) {
+  for (const char* text : {R"({"global_step": 392233720368547758080})", R"({"max_steps": NaN})",
+                           R"({"save_steps": -Infinity})", R"({"num_input_tokens_seen": 1e300})",
+                           R"({"train_batch_size": 18446744073709551615})"}) {
+    EXPECT_THAT(TrainerState::FromJson(text),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("is not an integer that fits in 64 bits")))
+        << text;
+  }
+  EXPECT_THAT(TrainerState::FromJson(R"({"global_step": 1e300})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("key 'global_step': 1e+300 is not an integer")));
+  ASSERT_OK_AND_ASSIGN(TrainerState s, TrainerState::FromJson(R"({"global_step": 30.0})"));
+  EXPECT_EQ(s.global_step, 30);  // an integral float still reads, as before
+}
+
 TEST(TrainerControlTest, ResetsMatchHfHandler) {
   TrainerControl c{true, true, true, true, true};
   c.NewStep();

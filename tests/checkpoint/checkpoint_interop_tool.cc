@@ -218,7 +218,7 @@ absl::Status Read(const std::string& dir) {
                                 "key(s) in state_dict: \"lm_head.weight\". "));
   }
   RETURN_IF_ERROR(ExpectError(LoadTorchStateDict(dir + "/py_legacy.bin").status(),
-                              "not a zip archive: the legacy torch.save format", /*exact=*/false));
+                              "the legacy torch.save format", /*exact=*/false));
 
   // Resume from Python's optimizer and scheduler state: the next step matches loom's own run.
   Run own;
