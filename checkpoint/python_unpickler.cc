@@ -1,4 +1,4 @@
-// One file on purpose (~1000 lines): the pickle machine's opcodes, its allowlist of Python
+// One file on purpose (~1070 lines): the pickle machine's opcodes, its allowlist of Python
 // globals and its bounds checks are one state machine whose invariants (stack kinds, memo,
 // storage sharing) must be read together. Run() dispatches each opcode to its family
 // (StackOp, ScalarOp, ContainerOp, MemoOp, ObjectOp), each a short switch.

@@ -33,6 +33,33 @@ std::string Git::Mask(std::string text) const {
   return text;
 }
 
+namespace {
+
+// Starts git with stdin from /dev/null and stdout and stderr into `out_fd`; posix_spawnp's
+// result. git gets SIGPIPE's default disposition back: loom's ranks ignore it
+// (process_group.h), and an ignored signal would be inherited (Python's subprocess restores it
+// the same way).
+int SpawnGit(std::vector<char*>& argv, std::vector<char*>& env, int out_fd, pid_t* pid) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t default_signals;
+  sigemptyset(&default_signals);
+  sigaddset(&default_signals, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &default_signals);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  const int rc = ::posix_spawnp(pid, "git", &actions, &attr, argv.data(), env.data());
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc;
+}
+
+}  // namespace
+
 absl::StatusOr<GitResult> Git::Run(const std::vector<std::string>& args) const {
   std::vector<std::string> argv = {"git", "-C", folder_};
   if (token_) {
@@ -62,24 +89,8 @@ absl::StatusOr<GitResult> Git::Run(const std::vector<std::string>& args) const {
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
-  // git gets SIGPIPE's default disposition back: loom's ranks ignore it (process_group.h), and
-  // an ignored signal would be inherited (Python's subprocess restores it the same way).
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t default_signals;
-  sigemptyset(&default_signals);
-  sigaddset(&default_signals, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attr, &default_signals);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  const int rc = ::posix_spawnp(&pid, "git", &actions, &attr, c_argv.data(), c_env.data());
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
+  const int rc = SpawnGit(c_argv, c_env, pipe_fds[1], &pid);
   ::close(pipe_fds[1]);
   if (rc != 0) {
     ::close(pipe_fds[0]);
