@@ -202,7 +202,10 @@ absl::Status Walk(const json& obj, const std::string& path, const std::vector<Ke
   for (const auto& [name, value] : obj.items()) {
     if (value.is_null()) continue;
     const std::string key_path = Join(path, name);
-    auto it = std::find_if(keys.begin(), keys.end(), [&](const Key& k) { return k.name == name; });
+    // An init-capture: a lambda may not name a structured binding in C++17 (gcc allows it,
+    // clang, which builds the fuzzers, does not).
+    auto it = std::find_if(keys.begin(), keys.end(),
+                           [&wanted = name](const Key& k) { return k.name == wanted; });
     if (it != keys.end()) {
       RETURN_IF_ERROR(it->handler(value, key_path));
       continue;
