@@ -153,6 +153,12 @@ absl::StatusOr<Trainer::TrainingPlan> Trainer::PlanTraining(data::DataLoader& tr
 
 absl::Status Trainer::SetUpTraining(const TrainingPlan& plan) {
   state_ = TrainerState();
+  // HF's _inner_training_loop: the trial's record in the state (hyperparameter search).
+  state_.is_hyper_param_search = trial_.has_value();
+  if (trial_) {
+    state_.trial_name = trial_->trial_name;
+    state_.trial_params = trial_->run.params;
+  }
   state_.stateful_callbacks = CallbackStates();
   state_.train_batch_size = plan.train_batch_size;
   state_.logging_steps = AbsoluteSteps(args_.logging_steps(), plan.max_steps);
@@ -572,6 +578,7 @@ absl::Status Trainer::MaybeLogSaveEvaluate(at::Tensor& tr_loss, std::optional<do
 
 absl::StatusOr<Metrics> Trainer::EvaluateDuringTraining() {
   ASSIGN_OR_RETURN(Metrics metrics, Evaluate());
+  RETURN_IF_ERROR(ReportToHpSearch(metrics));  // HF _evaluate: before the delayed scheduler
   // reduce_lr_on_plateau steps on the tracked metric once it exists (HF _evaluate).
   if (lr_scheduler_ != nullptr && lr_scheduler_->steps_on_metric()) {
     std::string name = args_.metric_for_best_model();

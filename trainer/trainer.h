@@ -62,6 +62,7 @@
 #include "trainer/callback.h"
 #include "trainer/checkpoint_io.h"
 #include "trainer/flow_callbacks.h"
+#include "trainer/hp_search.h"
 #include "trainer/memory_tracker.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"
@@ -195,6 +196,20 @@ class Trainer {
                                                    const std::vector<std::string>& ignore_keys = {},
                                                    const std::string& metric_key_prefix = "test");
 
+  // HF hyperparameter_search (transformers 4.41, optuna backend; trainer/hp_search.h): needs
+  // model_init. Runs the study's trials one after another — each a Train() from a fresh
+  // model_init model with the trial's values set on the arguments (HF _hp_search_setup),
+  // checkpoints under output_dir/run-<number>/ (or hp_name's), TrainerState.trial_params /
+  // trial_name / is_hyper_param_search set; every evaluation during training reports the
+  // objective to the pruner (HF _report_to_hp_search: a pruned trial ends after on_train_end),
+  // and without one the objective is compute_objective(Evaluate()) after training. The study
+  // lives in a journal (hpsearch/study.h): a killed search resumes, re-running the trial it was
+  // in. Under the launcher every rank runs the same trials (rank 0 samples and broadcasts) and a
+  // trial that fails on one rank fails on all, ending the search with its error (optuna re-raises
+  // it) after it is recorded FAIL. Main process: each run folder gets its trainer_state.json, and
+  // output_dir/hp_search.json the whole study. Returns the best run on every rank.
+  absl::StatusOr<BestRun> HyperparameterSearch(const HpSearchOptions& options = {});
+
   // --- Hooks (the methods HF's Trainer docs list for subclass override) ---
   virtual absl::StatusOr<std::unique_ptr<data::DataLoader>> GetTrainDataloader();
   virtual absl::StatusOr<std::unique_ptr<data::DataLoader>> GetEvalDataloader(
@@ -290,6 +305,8 @@ class Trainer {
   double CurrentLearningRate() const;
 
  protected:
+  // HF _get_output_dir: the trial's run folder during hyperparameter search, else output_dir.
+  std::string RunDir() const;
   // HF _save_checkpoint: updates best_metric / best_model_checkpoint from `metrics`, writes
   // output_dir/checkpoint-<global_step>/ atomically (trainer_checkpoint.cc) and rotates.
   virtual absl::Status SaveCheckpoint(const Metrics* metrics);
@@ -491,6 +508,36 @@ class Trainer {
   // restore_callback_states_from_checkpoint: restores the callbacks named in `states` (in
   // order, per name) and the TrainerControl flags; names without a callback are warned about.
   absl::Status RestoreCallbackStates(const Metrics& states);
+
+  // The trial in progress under HyperparameterSearch (hyperparameter_search.cc).
+  struct TrialContext {
+    hpsearch::TrialRun run;
+    std::string run_name;          // the folder under output_dir
+    std::optional<std::string> trial_name;  // hp_name's, for TrainerState
+    hpsearch::Study* study = nullptr;       // rank 0 only
+    std::function<absl::StatusOr<double>(const Metrics&)> compute_objective;
+    std::optional<double> objective;  // the last reported one (HF self.objective)
+    bool pruned = false;
+  };
+  std::optional<TrialContext> trial_;
+  // HF _report_to_hp_search after an evaluation during training: the objective to the study
+  // and, when the pruner says so, on_train_end and Aborted (trial_->pruned set).
+  absl::Status ReportToHpSearch(const Metrics& metrics);
+  // HyperparameterSearch's stages.
+  absl::Status CheckSearchOptions(const HpSearchOptions& options, const hpsearch::SearchSpace& space) const;
+  absl::StatusOr<std::unique_ptr<hpsearch::Study>> OpenStudy(const HpSearchOptions& options,
+                                                             const hpsearch::SearchSpace& space);
+  // The next trial, from rank 0's study to every rank; nullopt when the study is done.
+  absl::StatusOr<std::optional<hpsearch::TrialRun>> NextTrial(hpsearch::Study* study);
+  // One trial: the arguments set, Train(), the objective; the state it ended in.
+  absl::StatusOr<hpsearch::TrialState> RunTrial(const HpSearchOptions& options,
+                                                hpsearch::Study* study,
+                                                const hpsearch::TrialRun& run,
+                                                std::optional<double>* objective,
+                                                absl::Status* failure);
+  absl::Status ApplyTrialParams(const nlohmann::ordered_json& params);
+  absl::StatusOr<BestRun> FinishSearch(hpsearch::Study* study, const HpSearchOptions& options,
+                                       const hpsearch::SearchSpace& space);
 
   // Loop bookkeeping shared with the log/save/evaluate step (HF's private attributes), and
   // the data position and RNG state a checkpoint records.

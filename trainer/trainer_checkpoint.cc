@@ -23,12 +23,13 @@
 namespace loom::trainer {
 namespace {
 
-absl::Status Rotate(const args::TrainingArguments& args, const TrainerState& state) {
+absl::Status Rotate(const args::TrainingArguments& args, const TrainerState& state,
+                    const std::string& run_dir) {
   checkpoint::RotationOptions options;
   if (args.has_save_total_limit()) options.save_total_limit = args.save_total_limit();
   options.best_model_checkpoint = state.best_model_checkpoint;
   ASSIGN_OR_RETURN(checkpoint::RotationResult r,
-                   checkpoint::RotateCheckpoints(args.output_dir(), options), "--save_total_limit");
+                   checkpoint::RotateCheckpoints(run_dir, options), "--save_total_limit");
   for (const auto& d : r.deleted) {
     LOG(INFO) << "Deleting older checkpoint [" << d.string() << "] due to args.save_total_limit";
   }
@@ -172,7 +173,9 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
   state_.total_flos += current_flos_;
   current_flos_ = 0;
   const std::string name = absl::StrCat("checkpoint-", state_.global_step);
-  const std::string final_dir = absl::StrCat(args_.output_dir(), "/", name);
+  // HF _get_output_dir: a trial's checkpoints go into its run folder.
+  const std::string run_dir = RunDir();
+  const std::string final_dir = absl::StrCat(run_dir, "/", name);
   RETURN_IF_ERROR(UpdateBestMetric(metrics, final_dir));
   // HF 4.41 refreshes only TrainerControl here; loom saves every stateful callback's state as it
   // is now, so a restored EarlyStoppingCallback continues with the right patience counter
@@ -182,7 +185,7 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
   // folder and writes the shared files; every rank writes its own RNG (rng_state_<rank>.pth,
   // as HF) and open-window gradients into it; the saver commits once all have finished.
   ASSIGN_OR_RETURN(runtime::SharedStagedFolder folder,
-                   runtime::SharedStagedFolder::Begin(parallel_, args_, args_.output_dir(), name,
+                   runtime::SharedStagedFolder::Begin(parallel_, args_, run_dir, name,
                                                       final_dir));
   ASSIGN_OR_RETURN(rng::RngState rng, rng::CaptureRngState(generators_));
   ResumePosition position = position_;
@@ -210,7 +213,7 @@ absl::Status Trainer::SaveCheckpoint(const Metrics* metrics) {
   // then rotation.
   return folder.Commit(written, [&]() -> absl::Status {
     if (hub_pusher_ != nullptr) RETURN_IF_ERROR(PushFromCheckpoint(final_dir));
-    return Rotate(args_, state_);
+    return Rotate(args_, state_, run_dir);
   });
 }
 
@@ -458,7 +461,7 @@ absl::Status Trainer::CleanUpCheckpointsAtEnd() {
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(std::vector<std::filesystem::path> sorted,
-                   checkpoint::SortedCheckpoints(args_.output_dir(), state_.best_model_checkpoint),
+                   checkpoint::SortedCheckpoints(RunDir(), state_.best_model_checkpoint),
                    "--save_total_limit");
   const std::filesystem::path best =
       std::filesystem::path(*state_.best_model_checkpoint).lexically_normal();

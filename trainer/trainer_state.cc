@@ -85,7 +85,7 @@ std::string TrainerState::ToJson(TrainerStateLayout layout) const {
   j["is_world_process_zero"] = is_world_process_zero;
   j["is_hyper_param_search"] = is_hyper_param_search;
   j["trial_name"] = OrNull(trial_name);
-  j["trial_params"] = nullptr;
+  j["trial_params"] = trial_params.is_object() ? trial_params : ojson();
   if (layout == TrainerStateLayout::kTransformers441) {
     j["stateful_callbacks"] = stateful_callbacks.is_null() ? ojson::object() : stateful_callbacks;
   }
@@ -115,6 +115,7 @@ absl::StatusOr<TrainerState> TrainerState::FromJson(const std::string& text) {
   RETURN_IF_ERROR(Read(j, "is_world_process_zero", &s.is_world_process_zero));
   RETURN_IF_ERROR(Read(j, "is_hyper_param_search", &s.is_hyper_param_search));
   RETURN_IF_ERROR(Read(j, "trial_name", &s.trial_name));
+  if (auto it = j.find("trial_params"); it != j.end() && it->is_object()) s.trial_params = *it;
   if (auto it = j.find("log_history"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) {
       return absl::InvalidArgumentError("trainer_state.json: key 'log_history' is not a list");

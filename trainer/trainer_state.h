@@ -61,6 +61,9 @@ struct TrainerState {
   bool is_world_process_zero = true;
   bool is_hyper_param_search = false;
   std::optional<std::string> trial_name;
+  // The trial's sampled hyperparameters under hyperparameter search (HF's hp_params(trial):
+  // optuna's trial.params), a JSON object; null otherwise.
+  Metrics trial_params = nullptr;
   // Saved callback states by callback class name (restore_callback_states_from_checkpoint).
   // null after FromJson of a file without the key (written for transformers 4.38): nothing
   // to restore. The 4.41 layout writes null as {} (what 4.41's __post_init__ makes of it).
