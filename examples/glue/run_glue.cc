@@ -20,6 +20,7 @@
 #include "base/status_macros.h"
 #include "checkpoint/model_weights.h"
 #include "examples/glue/arguments.h"
+#include "examples/glue/hp_search_flags.h"
 #include "examples/glue/preprocess.h"
 #include "examples/glue/synthetic_task.h"
 #include "examples/script_resume.h"
@@ -314,14 +315,21 @@ absl::StatusOr<TokenizedSplits> TokenizeSplits(const DataTrainingArguments& d,
 }
 
 // Stage 6: the Trainer, with the tokenizer (saved with the model and every checkpoint, as HF's
-// run_glue passes it), GLUE's compute_metrics and run_glue's collator.
+// run_glue passes it), GLUE's compute_metrics and run_glue's collator; the model, or for a
+// hyperparameter search its model_init.
+using ModelInit = std::function<absl::StatusOr<std::shared_ptr<trainer::Model>>()>;
 absl::StatusOr<std::unique_ptr<Trainer>> BuildTrainer(
     const DataTrainingArguments& d, const args::TrainingArguments& t, const Loaded& loaded,
-    const TokenizedSplits& splits, const runtime::ParallelContext& parallel, bool is_regression) {
+    const TokenizedSplits& splits, const runtime::ParallelContext& parallel, bool is_regression,
+    ModelInit model_init) {
   TrainerOptions options;
   if (t.do_train()) options.train_dataset = splits.train;
   if (t.do_eval()) options.eval_dataset = splits.evals.front().second;
-  options.model = loaded.model;
+  if (model_init) {
+    options.model_init = std::move(model_init);
+  } else {
+    options.model = loaded.model;
+  }
   options.args = t;
   options.save_tokenizer = [tokenizer = loaded.tokenizer](const std::string& dir) {
     return tokenizer.SavePretrained(dir);
@@ -406,6 +414,37 @@ absl::Status FinishRun(Trainer& trainer, const ModelArguments& m, const args::Tr
   return trainer.CreateModelCard(card);
 }
 
+// A hyperparameter search's model_init: the model of stage 4 loaded again for each trial, its
+// fresh weights drawn with the seed the trial trains with (HF calls model_init after
+// set_seed(args.seed); the trainer slot is filled once the Trainer exists: until then, during
+// its construction, the run's --seed).
+ModelInit SearchModelInit(const ModelArguments& m, const DataTrainingArguments& d,
+                          const args::TrainingArguments& t,
+                          std::shared_ptr<const glue::GlueData> data, int rank,
+                          std::shared_ptr<Trainer*> trainer_slot) {
+  return [m, d, t, data, rank, trainer_slot]() -> absl::StatusOr<std::shared_ptr<trainer::Model>> {
+    args::TrainingArguments trial_args = t;
+    if (*trainer_slot != nullptr) trial_args.set_seed((*trainer_slot)->args().seed());
+    ASSIGN_OR_RETURN(ModelWithLabels model, LoadModelWithLabels(m, d, trial_args, *data, rank));
+    return std::shared_ptr<trainer::Model>(model.loaded.model);
+  };
+}
+
+// The hyperparameter-search run: the trials instead of train / evaluate / predict.
+absl::Status RunSearch(const ModelArguments& m, const DataTrainingArguments& d,
+                       const args::TrainingArguments& t, const glue::GlueData& data,
+                       const ModelWithLabels& model, const TokenizedSplits& splits,
+                       const runtime::ParallelContext& parallel,
+                       const trainer::HpSearchOptions& hp) {
+  auto slot = std::make_shared<Trainer*>(nullptr);
+  ModelInit init = SearchModelInit(m, d, t, std::make_shared<const glue::GlueData>(data),
+                                   parallel.rank(), slot);
+  ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer,
+                   BuildTrainer(d, t, model.loaded, splits, parallel, data.is_regression, init));
+  *slot = trainer.get();
+  return RunSearchAndReport(*trainer, hp);
+}
+
 }  // namespace
 
 bool IsEmbeddedDemo(const ModelArguments& m, const DataTrainingArguments& d) {
@@ -463,13 +502,23 @@ std::vector<std::string> ApplyEmbeddedDefaults(DataTrainingArguments* d,
 
 absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::TrainingArguments t) {
   ASSIGN_OR_RETURN(const bool embedded, ResolveArguments(m, &d, &t));
+  ASSIGN_OR_RETURN(const std::optional<trainer::HpSearchOptions> hp, HpSearchFromFlags(d));
+  if (hp && (!t.do_train() || !t.do_eval())) {
+    return absl::InvalidArgumentError(
+        "--hp_search_trials trains and evaluates every trial (the objective comes from the "
+        "evaluation): give --do_train and --do_eval");
+  }
   RETURN_IF_ERROR(SetUpRun(m, d, t));
   // Join the other processes of a launched run first (the Trainer gets this group), so that
   // every rank has looked at output_dir before any rank writes into it.
   ASSIGN_OR_RETURN(runtime::ParallelContext parallel,
                    runtime::ParallelContext::Create(std::nullopt, t), "joining the process group");
   // Detecting last checkpoint (before anything is written into output_dir).
-  ASSIGN_OR_RETURN(std::optional<ResumeFrom> resume, ResumeFromArgs(t));
+  // (A hyperparameter search resumes from its study journal instead.)
+  std::optional<ResumeFrom> resume;
+  if (!hp) {
+    ASSIGN_OR_RETURN(resume, ResumeFromArgs(t));
+  }
   RETURN_IF_ERROR(parallel.Barrier());
 
   ASSIGN_OR_RETURN(const glue::GlueData data, LoadRunData(embedded, d, t, &parallel));
@@ -478,8 +527,9 @@ absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::Tra
       BaseTokenizeOptions(d, model.loaded.tokenizer, data.is_regression, model.label_to_id);
   ASSIGN_OR_RETURN(const TokenizedSplits splits,
                    TokenizeSplits(d, t, data, model.loaded.tokenizer, tok));
+  if (hp) return RunSearch(m, d, t, data, model, splits, parallel, *hp);
   ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer,
-                   BuildTrainer(d, t, model.loaded, splits, parallel, data.is_regression));
+                   BuildTrainer(d, t, model.loaded, splits, parallel, data.is_regression, nullptr));
 
   if (t.do_train()) RETURN_IF_ERROR(TrainAndSave(*trainer, resume, splits.train->Size()));
   if (t.do_eval()) RETURN_IF_ERROR(EvaluateSplits(*trainer, d, splits.evals));

@@ -49,6 +49,11 @@ run 0 "aio_bench --folder" ./bazelw run -c opt //tools:aio_bench -- --help
 # The same on 2 processes.
 run "$want" "$missing_model" ./bazelw run //tools:launch -- --standalone --nproc_per_node 2 //examples/glue:run_glue --model_name_or_path /models/bert-base-uncased --task_name mrpc --data_dir /data/glue_data/MRPC --do_train --do_eval --output_dir /tmp/mrpc_ddp
 
+# Hyperparameter search on the demo (a study left in /tmp by an earlier walkthrough resumes and
+# reports at once; the table is printed either way).
+run 0 "running loom's embedded demo" ./bazelw run //trainer:run_glue -- --output_dir /tmp/loom_hp_search --hp_search_trials 12 --hp_backend tpe --hp_direction maximize --eval_strategy steps --eval_steps 16 --max_train_samples 1024 --max_eval_samples 200 --hp_space '{"learning_rate": {"type": "float", "low": 3e-4, "high": 3e-3, "log": true}, "num_train_epochs": {"type": "int", "low": 2, "high": 4}, "per_device_train_batch_size": {"type": "categorical", "choices": [16, 32]}}'
+grep -q "^best run: " "$work/step$step.log" || fail "the search printed no results table"
+
 # Your own training loop.
 run 0 "data parallelism: single process" ./bazelw run //examples:accelerate_tutorial
 run 0 "^epoch 0 train loss: " ./bazelw run //examples:nlp_example -- --output_dir "$work/nlp"
