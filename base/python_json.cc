@@ -120,8 +120,16 @@ absl::StatusOr<ojson> ParsePythonJson(absl::string_view text) {
   std::string standard;
   standard.reserve(text.size());
   bool in_string = false;
+  int depth = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
+    if (!in_string && (c == '[' || c == '{') && ++depth > kMaxPythonJsonDepth) {
+      return absl::InvalidArgumentError(absl::StrCat("JSON nested deeper than ",
+                                                     kMaxPythonJsonDepth,
+                                                     " levels (refused: reading and writing "
+                                                     "it back would recurse that deep)"));
+    }
+    if (!in_string && (c == ']' || c == '}')) --depth;
     if (in_string) {
       standard += c;
       if (c == '\\' && i + 1 < text.size()) {

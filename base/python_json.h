@@ -25,8 +25,10 @@ std::string PyJsonFloatRepr(double x);
 
 // json.loads of text Python's json module wrote: standard JSON plus the bare tokens NaN,
 // Infinity and -Infinity as numbers (json.dumps writes them by default, e.g. a logged
-// grad_norm of a step whose gradients overflowed). Invalid JSON is InvalidArgument with the
-// parser's message.
+// grad_norm of a step whose gradients overflowed). Invalid JSON, and arrays / objects nested
+// deeper than kMaxPythonJsonDepth (what reads and writes it back recurses per level), are
+// InvalidArgument.
+inline constexpr int kMaxPythonJsonDepth = 512;
 absl::StatusOr<nlohmann::ordered_json> ParsePythonJson(absl::string_view text);
 
 }  // namespace loom::base

@@ -99,3 +99,22 @@ TEST(ParsePythonJsonTest, TokensNeverChangeStandardJson) {
 
 }  // namespace
 }  // namespace loom::base
+
+namespace loom::base {
+namespace {
+
+// Deep nesting is refused before anything recurses over it; 512 levels still read.
+TEST(ParsePythonJsonTest, RefusesNestingDeeperThanTheLimit) {
+  const std::string ok =
+      std::string(kMaxPythonJsonDepth, '[') + std::string(kMaxPythonJsonDepth, ']');
+  EXPECT_TRUE(ParsePythonJson(ok).ok());
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  absl::StatusOr<nlohmann::ordered_json> parsed = ParsePythonJson(deep);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("nested deeper than 512"), std::string::npos);
+  // Brackets inside strings do not count.
+  EXPECT_TRUE(ParsePythonJson("\"" + std::string(1000, '[') + "\"").ok());
+}
+
+}  // namespace
+}  // namespace loom::base

@@ -420,6 +420,8 @@ absl::StatusOr<double> ToInternal(const Distribution& d, const nlohmann::json& e
 
 nlohmann::json ToExternal(const Distribution& d, double internal) {
   if (std::holds_alternative<FloatDistribution>(d)) return internal;
+  // (Integers and indices: null for what no int64 holds, rather than an undefined cast.)
+  if (!std::isfinite(internal) || std::abs(internal) >= 9.2e18) return nullptr;
   if (std::holds_alternative<IntDistribution>(d)) return static_cast<int64_t>(internal);
   const auto& choices = std::get<CategoricalDistribution>(d).choices;
   const auto index = static_cast<int64_t>(internal);

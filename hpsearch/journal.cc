@@ -123,6 +123,21 @@ std::optional<double> FirstValue(const Json& values) {
 
 nlohmann::json Plain(const Json& j) { return nlohmann::json::parse(j.dump()); }
 
+// A parameter value that converts to its external form without surprises: finite; an integer
+// near its range; a categorical index of a choice. (Not optuna's _contains: a sampled float can
+// exceed its bound by a rounding error, and optuna stores it as it is.)
+bool Plausible(const Distribution& d, double v) {
+  if (!std::isfinite(v)) return false;
+  if (const auto* i = std::get_if<IntDistribution>(&d)) {
+    return v >= static_cast<double>(i->low - i->step) &&
+           v <= static_cast<double>(i->high + i->step);
+  }
+  if (const auto* c = std::get_if<CategoricalDistribution>(&d)) {
+    return v >= 0 && v < static_cast<double>(c->choices.size());
+  }
+  return true;
+}
+
 // optuna's _apply_create_trial (a template trial's fields when present).
 absl::Status ApplyCreateTrial(const Json& op, JournalState& s) {
   auto study = s.studies.find(op["study_id"].get<int64_t>());
@@ -157,6 +172,10 @@ absl::Status ApplyCreateTrial(const Json& op, JournalState& s) {
     for (const auto& [name, value] : op["params"].items()) {
       if (!value.is_number() || t.distributions.count(name) == 0) {
         return absl::DataLossError(absl::StrCat("param \"", name, "\" has no distribution"));
+      }
+      if (!Plausible(t.distributions.at(name), value.get<double>())) {
+        return absl::DataLossError(
+            absl::StrCat("param \"", name, "\" is outside its distribution: ", value.dump()));
       }
       t.params[name] = value.get<double>();
     }
@@ -200,6 +219,11 @@ absl::Status ApplyTrialUpdate(JournalOp code, const Json& op, JournalState& s) {
     case JournalOp::kSetTrialParam: {
       ASSIGN_OR_RETURN(Distribution d, DistributionFromJson(op["distribution"].get<std::string>()));
       const std::string name = op["param_name"].get<std::string>();
+      if (!Plausible(d, op["param_value_internal"].get<double>())) {
+        return absl::DataLossError(
+            absl::StrCat("param \"", name,
+                         "\" is outside its distribution: ", op["param_value_internal"].dump()));
+      }
       t->params[name] = op["param_value_internal"].get<double>();
       t->distributions.insert_or_assign(name, std::move(d));
       return absl::OkStatus();
@@ -240,7 +264,7 @@ absl::Status ApplyStudyOp(JournalOp code, const Json& op, JournalState& s) {
     const std::string name = op["study_name"].get<std::string>();
     if (s.FindStudy(name) != nullptr) return absl::OkStatus();
     JournalStudy study;
-    study.study_id = s.studies.empty() ? 0 : s.studies.rbegin()->first + 1;
+    study.study_id = s.next_study_id++;  // optuna counts deleted studies too
     study.name = name;
     for (const Json& d : op["directions"]) {
       study.directions.push_back(static_cast<Direction>(d.get<int64_t>()));
@@ -277,7 +301,8 @@ absl::StatusOr<int> OpenRegular(const std::string& path, int flags) {
 }  // namespace
 
 absl::StatusOr<JournalFile> JournalFile::Open(const std::string& path) {
-  ASSIGN_OR_RETURN(int fd, OpenRegular(path, O_RDWR | O_CREAT));
+  // O_APPEND: a line is written at the end as it is then, whatever this process last saw.
+  ASSIGN_OR_RETURN(int fd, OpenRegular(path, O_RDWR | O_CREAT | O_APPEND));
   return JournalFile(path, fd);
 }
 
@@ -307,11 +332,15 @@ absl::Status JournalFile::Locked(const std::function<absl::Status()>& fn) {
   while (::flock(fd_, LOCK_EX) != 0) {
     if (errno != EINTR) return Errno("cannot lock the study journal", path_);
   }
+  struct Unlock {
+    JournalFile* journal;
+    ~Unlock() {
+      journal->locked_ = false;
+      ::flock(journal->fd_, LOCK_UN);
+    }
+  } unlock{this};
   locked_ = true;
-  absl::Status status = fn();
-  locked_ = false;
-  ::flock(fd_, LOCK_UN);
-  return status;
+  return fn();
 }
 
 absl::StatusOr<std::vector<Json>> JournalFile::Read() const {
@@ -366,8 +395,7 @@ absl::Status JournalFile::Append(const std::vector<Json>& ops) {
   for (const Json& op : ops) absl::StrAppend(&text, base::PyJsonDumps(op, -1, false), "\n");
   size_t done = 0;
   while (done < text.size()) {
-    const ssize_t n = ::pwrite(fd_, text.data() + done, text.size() - done,
-                               static_cast<off_t>(end) + static_cast<off_t>(done));
+    const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return Errno("cannot write the study journal", path_);
     done += static_cast<size_t>(n);

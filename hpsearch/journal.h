@@ -12,8 +12,15 @@
 //     cut off first, so a crash loses at most the operation being written and the file stays
 //     readable by optuna.
 //   - Read() parses every complete line, bounds- and type-checked: each must be a JSON object
-//     with a known op_code, the fields that operation needs, of the right types; anything else
-//     is DataLoss naming the file and line. A torn last line is ignored.
+//     (nested at most base::kMaxPythonJsonDepth deep) with a known op_code, the fields that
+//     operation needs, of the right types; anything else is DataLoss naming the file and line.
+//     A torn last line is ignored. Replay also refuses a parameter value that is not finite, an
+//     integer far outside its range or a categorical index that names no choice.
+//   - The lock is an flock on the journal file: loom processes exclude each other; optuna's own
+//     JournalFileBackend locks with a "<journal>.lock" symlink instead, so an optuna process must
+//     not write to a journal a loom search is writing (reading it is fine). Appends use
+//     O_APPEND, so even then no line overwrites another. On NFS, flock is emulated with POSIX
+//     locks (see study.h).
 //   - Replay(ops) applies the operations as optuna does (unknown study or trial ids and
 //     updates to finished trials are skipped, a second CREATE_STUDY of a name is ignored).
 //
@@ -72,8 +79,8 @@ class JournalFile {
   absl::Status Locked(const std::function<absl::Status()>& fn);
   // Every complete operation in file order (call under Locked for a consistent view).
   absl::StatusOr<std::vector<nlohmann::ordered_json>> Read() const;
-  // Appends the operations as lines (optuna's compact json.dumps), then fsync. Call under
-  // Locked.
+  // Appends the operations as lines (Python's json.dumps with its default separators, NaN
+  // and Infinity as Python writes them), then fsync. Call under Locked.
   absl::Status Append(const std::vector<nlohmann::ordered_json>& ops);
 
  private:
@@ -102,6 +109,7 @@ struct JournalTrial {
 
 struct JournalState {
   std::map<int64_t, JournalStudy> studies;
+  int64_t next_study_id = 0;  // the id the next CREATE_STUDY gets (deleted studies count)
   std::vector<JournalTrial> trials;  // index == trial_id
   const JournalStudy* FindStudy(const std::string& name) const;
   // The study's trials in number order.

@@ -75,6 +75,13 @@ absl::Status RestoreDraws(const nlohmann::json& state, const std::string& key,
         absl::StrCat(sampler, ": the saved random state ", state.dump(), " has no draw count \"",
                      key, "\" (a non-negative integer); it was not written by this sampler"));
   }
+  // A search draws a few hundred numbers a trial; a count beyond 2^40 (hours of discarding,
+  // under the journal's lock) is not one a sampler wrote.
+  constexpr uint64_t kMaxDraws = uint64_t{1} << 40;
+  if (it->get<uint64_t>() > kMaxDraws) {
+    return absl::DataLossError(absl::StrCat(sampler, ": the saved random state ", state.dump(),
+                                            " counts more draws than a search takes (2^40)"));
+  }
   rng = NumpyRandomState::Restore(rng.seed(), it->get<uint64_t>());
   return absl::OkStatus();
 }

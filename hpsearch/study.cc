@@ -154,14 +154,11 @@ absl::Status Study::JoinOrCreate() {
                        "\": give this search its own journal file (--hp_journal)"));
     }
     if (study == nullptr) {
-      RETURN_IF_ERROR(
-          journal_.Append({CreateStudyOp(worker_id_, options_.study_name, options_.direction)}));
-      ASSIGN_OR_RETURN(state, Load());
-      study = state.FindStudy(options_.study_name);
-      if (study == nullptr) return absl::InternalError("the study was not created");
-      study_id_ = study->study_id;
+      // The study and its settings in one write: a crash leaves both or neither.
+      study_id_ = state.next_study_id;
       return journal_.Append(
-          {SetStudySystemAttrOp(worker_id_, study_id_, kSettingsKey, Settings())});
+          {CreateStudyOp(worker_id_, options_.study_name, options_.direction),
+           SetStudySystemAttrOp(worker_id_, study_id_, kSettingsKey, Settings())});
     }
     study_id_ = study->study_id;
     if (!study->system_attrs.contains(kSettingsKey)) {
@@ -186,24 +183,42 @@ absl::StatusOr<JournalState> Study::Load() {
   return Replay(ops);
 }
 
-const JournalStudy& Study::Mine(const JournalState& state) const {
-  return state.studies.at(study_id_);
+absl::StatusOr<const JournalStudy*> Study::Mine(const JournalState& state) const {
+  auto it = state.studies.find(study_id_);
+  if (it == state.studies.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the study \"", options_.study_name, "\" was deleted from ", options_.journal_path));
+  }
+  return &it->second;
+}
+
+absl::StatusOr<const FrozenTrial*> Study::TrialOf(const JournalState& state,
+                                                  const TrialRun& run) const {
+  if (run.trial_id < 0 || run.trial_id >= static_cast<int64_t>(state.trials.size()) ||
+      state.trials[static_cast<size_t>(run.trial_id)].study_id != study_id_) {
+    return absl::DataLossError(
+        absl::StrCat("trial ", run.number, " is not in ", options_.journal_path, " any more"));
+  }
+  return &state.trials[static_cast<size_t>(run.trial_id)].trial;
 }
 
 bool Study::WorkerAlive(const std::string& worker) const {
   if (worker == worker_id_) return true;
   if (!PlainWorkerName(worker)) return false;
   const std::string path = absl::StrCat(WorkersDir(options_.journal_path), "/", worker);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool alive = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Only a missing file means a gone worker; a file this process cannot open (permissions, no
+  // descriptors left) keeps its trial, rather than running it twice.
+  if (fd < 0) return errno != ENOENT;
+  const bool alive = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
   if (!alive) ::unlink(path.c_str());  // a dead worker's file
   ::close(fd);
   return alive;
 }
 
 absl::StatusOr<std::optional<TrialRun>> Study::Reclaim(const JournalState& state) {
-  for (int64_t id : Mine(state).trial_ids) {
+  ASSIGN_OR_RETURN(const JournalStudy* mine, Mine(state));
+  for (int64_t id : mine->trial_ids) {
     const JournalTrial& jt = state.trials[static_cast<size_t>(id)];
     const FrozenTrial& t = jt.trial;
     if (t.state != TrialState::kRunning) continue;
@@ -225,7 +240,8 @@ absl::StatusOr<std::optional<TrialRun>> Study::Reclaim(const JournalState& state
 }
 
 absl::StatusOr<std::optional<TrialRun>> Study::SampleNew(const JournalState& state) {
-  std::vector<FrozenTrial> trials = state.TrialsOf(Mine(state));
+  ASSIGN_OR_RETURN(const JournalStudy* mine, Mine(state));
+  std::vector<FrozenTrial> trials = state.TrialsOf(*mine);
   if (static_cast<int64_t>(trials.size()) >= options_.n_trials) return std::nullopt;
   ASSIGN_OR_RETURN(std::unique_ptr<Sampler> sampler,
                    CreateSampler(options_.backend, options_.sampler));
@@ -272,8 +288,8 @@ absl::StatusOr<std::optional<TrialRun>> Study::Ask() {
 absl::Status Study::Report(const TrialRun& run, int64_t step, double value) {
   return journal_.Locked([&]() -> absl::Status {
     ASSIGN_OR_RETURN(JournalState state, Load());
-    const FrozenTrial& t = state.trials.at(static_cast<size_t>(run.trial_id)).trial;
-    if (t.intermediate_values.count(step) > 0) return absl::OkStatus();  // optuna ignores it
+    ASSIGN_OR_RETURN(const FrozenTrial* t, TrialOf(state, run));
+    if (t->intermediate_values.count(step) > 0) return absl::OkStatus();  // optuna ignores it
     return journal_.Append({SetTrialIntermediateValueOp(worker_id_, run.trial_id, step, value)});
   });
 }
@@ -283,7 +299,8 @@ absl::StatusOr<bool> Study::ShouldPrune(const TrialRun& run) {
   bool prune = false;
   RETURN_IF_ERROR(journal_.Locked([&]() -> absl::Status {
     ASSIGN_OR_RETURN(JournalState state, Load());
-    std::vector<FrozenTrial> trials = state.TrialsOf(Mine(state));
+    ASSIGN_OR_RETURN(const JournalStudy* mine, Mine(state));
+    std::vector<FrozenTrial> trials = state.TrialsOf(*mine);
     if (run.number < 0 || run.number >= static_cast<int64_t>(trials.size())) {
       return absl::InternalError("ShouldPrune: no such trial");
     }
@@ -300,11 +317,11 @@ absl::Status Study::Tell(const TrialRun& run, TrialState state, std::optional<do
     if (state == TrialState::kPruned) {
       // optuna's _tell: a pruned trial's value is its last intermediate value (when finite).
       ASSIGN_OR_RETURN(JournalState replayed, Load());
-      const FrozenTrial& t = replayed.trials.at(static_cast<size_t>(run.trial_id)).trial;
+      ASSIGN_OR_RETURN(const FrozenTrial* t, TrialOf(replayed, run));
       v.reset();
-      if (std::optional<int64_t> last = t.last_step()) {
-        const double x = t.intermediate_values.at(*last);
-        if (std::isfinite(x)) v = x;
+      if (std::optional<int64_t> last = t->last_step()) {
+        const double x = t->intermediate_values.at(*last);
+        if (!std::isnan(x)) v = x;  // optuna's _check_values_are_feasible refuses NaN only
       }
     }
     return journal_.Append({SetTrialStateValuesOp(worker_id_, run.trial_id, state, v)});
@@ -322,7 +339,8 @@ absl::StatusOr<std::vector<FrozenTrial>> Study::Trials() {
   std::vector<FrozenTrial> out;
   RETURN_IF_ERROR(journal_.Locked([&]() -> absl::Status {
     ASSIGN_OR_RETURN(JournalState state, Load());
-    out = state.TrialsOf(Mine(state));
+    ASSIGN_OR_RETURN(const JournalStudy* mine, Mine(state));
+    out = state.TrialsOf(*mine);
     return absl::OkStatus();
   }));
   return out;

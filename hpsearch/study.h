@@ -20,6 +20,9 @@
 //     study.tell (a PRUNED trial's value is its last intermediate value).
 //   - A sequential search killed and resumed produces the same trials (numbers, parameters,
 //     states, values, intermediate values) as one never interrupted.
+//   - Liveness needs flock across the processes sharing the journal: a local file system, or
+//     NFS with its lock manager (there flock is emulated with POSIX locks, so two Study objects
+//     of one process would take each other for gone: give each process one).
 //
 // Example:
 //   ASSIGN_OR_RETURN(std::unique_ptr<Study> study, Study::Open(options));
@@ -104,7 +107,10 @@ class Study {
   absl::Status JoinOrCreate();
   // The study's state from the journal (call under the lock).
   absl::StatusOr<JournalState> Load();
-  const JournalStudy& Mine(const JournalState& state) const;
+  // This study in `state` (FailedPrecondition when it was deleted), and a trial of it.
+  absl::StatusOr<const JournalStudy*> Mine(const JournalState& state) const;
+  absl::StatusOr<const FrozenTrial*> TrialOf(const JournalState& state,
+                                             const TrialRun& run) const;
   bool WorkerAlive(const std::string& worker) const;
   absl::StatusOr<std::optional<TrialRun>> Reclaim(const JournalState& state);
   absl::StatusOr<std::optional<TrialRun>> SampleNew(const JournalState& state);

@@ -1,9 +1,13 @@
 #include "hpsearch/study.h"
 
 #include <cmath>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -130,6 +134,45 @@ TEST(Study, AWorkerStillAliveKeepsItsTrial) {
   std::optional<FrozenTrial> best = Study::BestTrial(trials, Direction::kMinimize);
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->number, 1);
+}
+
+// Two processes run trials of one study at once: each trial is taken by one of them, the study
+// ends with exactly n_trials, all complete, every number once.
+TEST(Study, TwoProcessesShareAStudy) {
+  const std::string journal = TempPath("two_processes");
+  std::vector<pid_t> children;
+  for (int w = 0; w < 2; ++w) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      absl::StatusOr<std::unique_ptr<Study>> study = Study::Open(Options(journal, "tpe", 16));
+      if (!study.ok()) _exit(2);
+      while (true) {
+        absl::StatusOr<std::optional<TrialRun>> run = (*study)->Ask();
+        if (!run.ok()) _exit(3);
+        if (!run->has_value()) break;
+        ::usleep(2000);  // a trial takes time: the other process asks meanwhile
+        if (!(*study)->Tell(**run, TrialState::kComplete, Objective(**run)).ok()) _exit(4);
+      }
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  ASSERT_OK_AND_ASSIGN(auto study, Study::Open(Options(journal, "tpe", 16)));
+  ASSERT_OK_AND_ASSIGN(std::vector<FrozenTrial> trials, study->Trials());
+  ASSERT_EQ(trials.size(), 16u);
+  std::set<std::string> workers;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    EXPECT_EQ(trials[i].number, static_cast<int64_t>(i));
+    EXPECT_EQ(trials[i].state, TrialState::kComplete);
+    workers.insert(trials[i].system_attrs["loom:worker"].get<std::string>());
+  }
+  EXPECT_EQ(workers.size(), 2u);  // both processes ran trials
 }
 
 TEST(Study, StopsAtNTrials) {

@@ -49,7 +49,8 @@ struct HpSearchOptions {
   // One direction; more than one (optuna multi-objective) is refused.
   std::vector<std::string> direction = {"minimize"};
   std::string backend = "optuna";
-  // The run folder's name under output_dir, and TrainerState.trial_name (HF hp_name); unset:
+  // The run folder's name under output_dir, and TrainerState.trial_name (HF hp_name), from the
+  // trial's number and params (the report names past trials from those two alone); unset:
   // folders are "run-<number>" and trial_name stays null, as HF.
   std::function<std::string(const hpsearch::TrialRun& trial)> hp_name;
   // optuna.create_study's arguments loom implements. seed: the sampler's (unset: --seed's

@@ -3,6 +3,7 @@
 // `_get_output_dir`, and `run_hp_search_optuna` of integrations/integration_utils.py).
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,7 +33,8 @@ Json CastForField(const google::protobuf::FieldDescriptor* field, const Json& va
   switch (field->cpp_type()) {
     case CppType::CPPTYPE_INT32:
     case CppType::CPPTYPE_INT64:
-      if (value.is_number_float() && std::isfinite(value.get<double>())) {
+      // (Beyond what an int64 holds, the float is left for SetFromJson to refuse.)
+      if (value.is_number_float() && std::abs(value.get<double>()) < 9.2e18) {
         return static_cast<int64_t>(value.get<double>());
       }
       return value;
@@ -208,12 +210,13 @@ absl::Status Trainer::ApplyTrialParams(const Json& params) {
 
 absl::Status Trainer::ReportToHpSearch(const Metrics& metrics) {
   if (!trial_) return absl::OkStatus();
-  ASSIGN_OR_RETURN(const double objective, trial_->compute_objective(metrics), "compute_objective");
-  trial_->objective = objective;
+  absl::StatusOr<double> computed = trial_->compute_objective(metrics);
+  absl::Status asked = base::Annotate(computed.status(), "compute_objective");
+  const double objective = computed.ok() ? *computed : std::nan("");
+  if (computed.ok()) trial_->objective = objective;
   // Rank 0 reports to the study and asks its pruner; every rank follows its answer.
   std::string decision = "continue";
-  absl::Status asked = absl::OkStatus();
-  if (trial_->study != nullptr) {
+  if (asked.ok() && trial_->study != nullptr) {
     asked = trial_->study->Report(trial_->run, state_.global_step, objective);
     if (asked.ok()) {
       absl::StatusOr<bool> prune = trial_->study->ShouldPrune(trial_->run);
@@ -232,11 +235,8 @@ absl::Status Trainer::ReportToHpSearch(const Metrics& metrics) {
       absl::StrCat("trial ", trial_->run.number, " pruned at step ", state_.global_step));
 }
 
-absl::StatusOr<hpsearch::TrialState> Trainer::RunTrial(const HpSearchOptions& options,
-                                                       hpsearch::Study* study,
-                                                       const hpsearch::TrialRun& run,
-                                                       std::optional<double>* objective,
-                                                       absl::Status* failure) {
+absl::Status Trainer::BeginTrial(const HpSearchOptions& options, hpsearch::Study* study,
+                                 const hpsearch::TrialRun& run) {
   TrialContext context;
   context.run = run;
   context.run_name = options.hp_name ? options.hp_name(run) : DefaultRunName(run.number);
@@ -244,34 +244,43 @@ absl::StatusOr<hpsearch::TrialState> Trainer::RunTrial(const HpSearchOptions& op
   context.study = study;
   context.compute_objective = options.compute_objective;  // set by HyperparameterSearch
   trial_ = std::move(context);
+  state_ = TrainerState();  // is_hyper_param_search once this trial's training has begun
   LOG(INFO) << "Trial: " << run.params.dump()
             << (run.attempt > 1
                     ? absl::StrCat(" (trial ", run.number, " run again: attempt ", run.attempt, ")")
                     : std::string());
-  state_ = TrainerState();  // is_hyper_param_search once this trial's training has begun
-  absl::Status status = ApplyTrialParams(run.params);
-  if (status.ok()) status = Train().status();
-  if (status.ok() && !trial_->objective) {
-    // HF run_hp_search_optuna: no evaluation during training -> evaluate once now.
-    absl::StatusOr<Metrics> metrics = Evaluate();
-    status = metrics.status();
-    if (metrics.ok()) {
-      absl::StatusOr<double> o = trial_->compute_objective(*metrics);
-      status = o.status();
-      if (o.ok()) trial_->objective = *o;
-    }
+  if (run.attempt == 1 || !parallel_.ShouldSave(args_)) return absl::OkStatus();
+  // The abandoned attempt's folder is kept aside, so that this attempt's checkpoints and
+  // rotation start from nothing, as the uninterrupted search's did.
+  const std::string dir = RunDir();
+  if (!std::filesystem::exists(dir)) return absl::OkStatus();
+  std::string aside = absl::StrCat(dir, ".attempt-", run.attempt - 1);
+  for (int k = 2; std::filesystem::exists(aside); ++k) {
+    aside = absl::StrCat(dir, ".attempt-", run.attempt - 1, "-", k);
   }
-  const bool pruned = trial_->pruned;
-  if (!pruned) status = parallel_.AgreeOnStatus(status, absl::StrCat("trial ", run.number));
-  *objective = trial_->objective;
-  hpsearch::TrialState state = pruned                    ? hpsearch::TrialState::kPruned
-                               : !status.ok()            ? hpsearch::TrialState::kFail
-                               : std::isnan(**objective) ? hpsearch::TrialState::kFail
-                                                         : hpsearch::TrialState::kComplete;
-  if (state == hpsearch::TrialState::kFail && status.ok()) {
-    LOG(WARNING) << "Trial " << run.number << " failed with value nan.";  // optuna's warning
+  std::error_code ec;
+  std::filesystem::rename(dir, aside, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat("cannot move the abandoned attempt's ", dir,
+                                            " aside to ", aside, ": ", ec.message()));
   }
-  *failure = status;
+  LOG(WARNING) << "Trial " << run.number << " runs again: its abandoned attempt's folder is now "
+               << aside;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::TrainTrial(const hpsearch::TrialRun& run) {
+  RETURN_IF_ERROR(ApplyTrialParams(run.params));
+  RETURN_IF_ERROR(Train().status());
+  if (trial_->objective) return absl::OkStatus();
+  // HF run_hp_search_optuna: no evaluation during training -> evaluate once now.
+  ASSIGN_OR_RETURN(Metrics metrics, Evaluate());
+  ASSIGN_OR_RETURN(trial_->objective, trial_->compute_objective(metrics), "compute_objective");
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::RecordTrial(hpsearch::Study* study, const hpsearch::TrialRun& run,
+                                  hpsearch::TrialState state, std::optional<double> objective) {
   // The run folder's record of the trial (loom: HF writes it into checkpoints only).
   if (is_world_process_zero() && state_.is_hyper_param_search) {
     ASSIGN_OR_RETURN(const TrainerStateLayout layout,
@@ -279,11 +288,50 @@ absl::StatusOr<hpsearch::TrialState> Trainer::RunTrial(const HpSearchOptions& op
     RETURN_IF_ERROR(base::MakeDirs(RunDir()));
     RETURN_IF_ERROR(state_.SaveToJson(RunDir() + "/trainer_state.json", layout));
   }
-  trial_.reset();
-  if (study != nullptr) {
-    RETURN_IF_ERROR(study->Tell(
-        run, state, state == hpsearch::TrialState::kComplete ? *objective : std::nullopt));
+  if (study == nullptr) return absl::OkStatus();
+  return study->Tell(run, state,
+                     state == hpsearch::TrialState::kComplete ? objective : std::nullopt);
+}
+
+absl::StatusOr<hpsearch::TrialState> Trainer::RunTrial(const HpSearchOptions& options,
+                                                       hpsearch::Study* study,
+                                                       const hpsearch::TrialRun& run,
+                                                       std::optional<double>* objective,
+                                                       absl::Status* failure) {
+  // trial_ ends with this function, whichever way it returns.
+  struct EndTrial {
+    std::optional<TrialContext>& trial;
+    ~EndTrial() { trial.reset(); }
+  } end{trial_};
+  RETURN_IF_ERROR(parallel_.AgreeOnStatus(BeginTrial(options, study, run),
+                                          absl::StrCat("starting trial ", run.number)));
+  const absl::Status status = TrainTrial(run);
+  *objective = trial_->objective;
+  *failure = status;
+  if (trial_->pruned) {
+    // Pruned on every rank at once (the pruner's answer was shared).
+    RETURN_IF_ERROR(
+        parallel_.AgreeOnStatus(RecordTrial(study, run, hpsearch::TrialState::kPruned, *objective),
+                                absl::StrCat("recording trial ", run.number)));
+    return hpsearch::TrialState::kPruned;
   }
+  if (!status.ok()) {
+    // Failed here: this rank enters no other collective (the others may be inside one of
+    // training's), rank 0 records the trial FAIL, and the search ends with the error. The other
+    // ranks' collectives then fail as this process goes, so the trial fails on every rank.
+    if (study != nullptr) {
+      const absl::Status recorded = RecordTrial(study, run, hpsearch::TrialState::kFail, {});
+      if (!recorded.ok()) LOG(ERROR) << "recording trial " << run.number << ": " << recorded;
+    }
+    return hpsearch::TrialState::kFail;
+  }
+  const hpsearch::TrialState state =
+      std::isnan(**objective) ? hpsearch::TrialState::kFail : hpsearch::TrialState::kComplete;
+  if (state == hpsearch::TrialState::kFail) {
+    LOG(WARNING) << "Trial " << run.number << " failed with value nan.";  // optuna's warning
+  }
+  RETURN_IF_ERROR(parallel_.AgreeOnStatus(RecordTrial(study, run, state, *objective),
+                                          absl::StrCat("recording trial ", run.number)));
   return state;
 }
 
@@ -322,8 +370,8 @@ absl::StatusOr<BestRun> Trainer::FinishSearch(hpsearch::Study* study,
   RETURN_IF_ERROR_CTX(parallel_.BroadcastString(message), "sharing the best run");
   if (message == "null") {
     return absl::FailedPreconditionError(
-        "No trials are completed yet: every trial of the study was pruned or failed (see "
-        "hp_search.json)");
+        "No trials are completed yet: none of the study's trials completed (pruned, failed, or "
+        "still running in another process; see hp_search.json)");
   }
   ASSIGN_OR_RETURN(Json j, base::ParsePythonJson(message), "the best run");
   return BestRun{j["run_id"].get<std::string>(), j["objective"].get<double>(), j["hyperparameters"],

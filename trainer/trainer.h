@@ -204,9 +204,10 @@ class Trainer {
   // objective to the pruner (HF _report_to_hp_search: a pruned trial ends after on_train_end),
   // and without one the objective is compute_objective(Evaluate()) after training. The study
   // lives in a journal (hpsearch/study.h): a killed search resumes, re-running the trial it was
-  // in. Under the launcher every rank runs the same trials (rank 0 samples and broadcasts) and a
-  // trial that fails on one rank fails on all, ending the search with its error (optuna re-raises
-  // it) after it is recorded FAIL. Main process: each run folder gets its trainer_state.json, and
+  // in. Under the launcher every rank runs the same trials (rank 0 samples and broadcasts). A
+  // trial that fails on a rank ends that rank's search with its error (optuna re-raises it) at
+  // once, entering no further collective; the other ranks' collectives fail when it goes, so
+  // the trial fails on all of them, recorded FAIL by rank 0. Main process: each run folder gets its trainer_state.json, and
   // output_dir/hp_search.json the whole study. Returns the best run on every rank.
   absl::StatusOr<BestRun> HyperparameterSearch(const HpSearchOptions& options = {});
 
@@ -529,7 +530,14 @@ class Trainer {
                                                              const hpsearch::SearchSpace& space);
   // The next trial, from rank 0's study to every rank; nullopt when the study is done.
   absl::StatusOr<std::optional<hpsearch::TrialRun>> NextTrial(hpsearch::Study* study);
-  // One trial: the arguments set, Train(), the objective; the state it ended in.
+  // One trial: BeginTrial (trial_ set, an abandoned attempt's run folder moved aside),
+  // TrainTrial (the arguments set, Train(), the objective), the ranks' agreement, RecordTrial
+  // (rank 0: the run folder's trainer_state.json, the study's record); the state it ended in.
+  absl::Status BeginTrial(const HpSearchOptions& options, hpsearch::Study* study,
+                          const hpsearch::TrialRun& run);
+  absl::Status TrainTrial(const hpsearch::TrialRun& run);
+  absl::Status RecordTrial(hpsearch::Study* study, const hpsearch::TrialRun& run,
+                           hpsearch::TrialState state, std::optional<double> objective);
   absl::StatusOr<hpsearch::TrialState> RunTrial(const HpSearchOptions& options,
                                                 hpsearch::Study* study,
                                                 const hpsearch::TrialRun& run,

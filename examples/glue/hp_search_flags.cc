@@ -84,6 +84,31 @@ absl::StatusOr<std::optional<trainer::HpSearchOptions>> HpSearchFromFlags(
   return o;
 }
 
+absl::Status CheckSearchTrainingArgs(const args::TrainingArguments& t) {
+  if (!t.do_train() || !t.do_eval()) {
+    return absl::InvalidArgumentError(
+        "--hp_search_trials trains and evaluates every trial (the objective comes from the "
+        "evaluation): give --do_train and --do_eval");
+  }
+  if (t.do_predict()) {
+    return absl::InvalidArgumentError(
+        "--do_predict with --hp_search_trials: a search predicts nothing; run the best run's "
+        "hyperparameters again with --do_predict");
+  }
+  if (t.has_resume_from_checkpoint() && !t.resume_from_checkpoint().empty()) {
+    return absl::InvalidArgumentError(
+        "--resume_from_checkpoint with --hp_search_trials: a search resumes from its journal "
+        "(start it again with the same flags)");
+  }
+  if (t.has_overwrite_output_dir() && t.overwrite_output_dir()) {
+    return absl::InvalidArgumentError(
+        "--overwrite_output_dir with --hp_search_trials: a search resumes from its journal "
+        "(--hp_journal, default output_dir/hp_search.journal) and does not discard it; to start "
+        "over, give another --output_dir or --hp_journal");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunSearchAndReport(trainer::Trainer& trainer,
                                 const trainer::HpSearchOptions& options) {
   ASSIGN_OR_RETURN(trainer::BestRun best, trainer.HyperparameterSearch(options));

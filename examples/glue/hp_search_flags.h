@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "args/training_args.pb.h"
 #include "examples/glue/run_glue_args.pb.h"
 #include "trainer/hp_search.h"
 #include "trainer/trainer.h"
@@ -28,6 +29,12 @@ namespace loom::examples::glue_script {
 
 absl::StatusOr<std::optional<trainer::HpSearchOptions>> HpSearchFromFlags(
     const DataTrainingArguments& data_args);
+
+// What a search needs of the TrainingArguments: --do_train and --do_eval (every trial trains and
+// is scored by evaluation); --do_predict, --resume_from_checkpoint and --overwrite_output_dir
+// are refused (a search predicts nothing, and resumes from its journal, which
+// --overwrite_output_dir would not discard).
+absl::Status CheckSearchTrainingArgs(const args::TrainingArguments& training_args);
 
 absl::Status RunSearchAndReport(trainer::Trainer& trainer, const trainer::HpSearchOptions& options);
 

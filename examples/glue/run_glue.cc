@@ -465,7 +465,8 @@ std::vector<std::string> ApplyEmbeddedDefaults(DataTrainingArguments* d,
     t->set_do_eval(true);
     chosen.push_back("--do_train --do_eval");
   }
-  if (!t->has_overwrite_output_dir()) {
+  // (A hyperparameter search resumes from its journal instead.)
+  if (!t->has_overwrite_output_dir() && !d->has_hp_search_trials()) {
     t->set_overwrite_output_dir(true);
     chosen.push_back("--overwrite_output_dir (reruns start over)");
   }
@@ -503,11 +504,7 @@ std::vector<std::string> ApplyEmbeddedDefaults(DataTrainingArguments* d,
 absl::Status RunGlue(const ModelArguments& m, DataTrainingArguments d, args::TrainingArguments t) {
   ASSIGN_OR_RETURN(const bool embedded, ResolveArguments(m, &d, &t));
   ASSIGN_OR_RETURN(const std::optional<trainer::HpSearchOptions> hp, HpSearchFromFlags(d));
-  if (hp && (!t.do_train() || !t.do_eval())) {
-    return absl::InvalidArgumentError(
-        "--hp_search_trials trains and evaluates every trial (the objective comes from the "
-        "evaluation): give --do_train and --do_eval");
-  }
+  if (hp) RETURN_IF_ERROR(CheckSearchTrainingArgs(t));
   RETURN_IF_ERROR(SetUpRun(m, d, t));
   // Join the other processes of a launched run first (the Trainer gets this group), so that
   // every rank has looked at output_dir before any rank writes into it.

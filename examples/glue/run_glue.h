@@ -11,7 +11,8 @@
 //   - The embedded demo: with no --model_name_or_path and no data (--task_name, --data_dir,
 //     --train_file, --validation_file, --test_file all unset), ApplyEmbeddedDefaults fills
 //     what the user left unset — output_dir /tmp/loom_run_glue, do_train and do_eval (when no
-//     do_* flag was given), overwrite_output_dir, and the demo's training hyper-parameters —
+//     do_* flag was given), overwrite_output_dir (not for a hyperparameter search, which
+//     resumes from its journal), and the demo's training hyper-parameters —
 //     and RunGlue trains a tiny built-in BERT on a generated SST-2-format task
 //     (examples/glue/synthetic_task.h) written to <output_dir>/synthetic_data.
 //   - Errors: InvalidArgument for bad arguments (named flag and the fix), others from the

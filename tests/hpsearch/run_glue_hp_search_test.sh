@@ -100,6 +100,8 @@ bad empty "the search space is empty" --hp_search_trials 2 --hp_space '{}'
 bad not_a_field "is not a TrainingArguments field" --hp_search_trials 2 \
   --hp_space '{"dropout": {"type": "float", "low": 0, "high": 0.5}}'
 bad without_trials "without --hp_search_trials" --hp_backend random
+bad overwrite "does not discard it" --hp_search_trials 2 --overwrite_output_dir
+bad predict "a search predicts nothing" --hp_search_trials 2 --do_train --do_eval --do_predict
 mkdir -p "$T/bad_journal"
 cp "$T/a/hp_search.journal" "$T/bad_journal/other.journal"
 bad journal "is another study's" --hp_search_trials 2 --hp_backend random \
