@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <set>
@@ -78,7 +79,16 @@ double AdjustDiscreteHigh(const std::string& name, double low, double high, doub
   const __int128 r = *H - *L;
   if (r % *S == 0) return high;
   const __int128 adjusted = r / *S * *S + *L;
-  const double new_high = static_cast<double>(adjusted) * std::pow(10.0, e);
+  // float(Decimal): the decimal value rounded once (strtod), not an int times a power of ten.
+  std::string digits;
+  const bool negative = adjusted < 0;
+  for (unsigned __int128 m = negative ? -static_cast<unsigned __int128>(adjusted)
+                                      : static_cast<unsigned __int128>(adjusted);
+       m > 0 || digits.empty(); m /= 10) {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(m % 10)));
+  }
+  const std::string text = absl::StrCat(negative ? "-" : "", digits, "e", e);
+  const double new_high = std::strtod(text.c_str(), nullptr);
   LOG(WARNING) << "The distribution of \"" << name << "\" is specified by [" << PythonFloatRepr(low)
                << ", " << PythonFloatRepr(high) << "] and step=" << PythonFloatRepr(step)
                << ", but the range is not divisible by `step`. It will be replaced with ["

@@ -81,6 +81,14 @@ TEST(MakeFloat, LowersAHighTheStepDoesNotReachInDecimal) {
   EXPECT_EQ(std::get<FloatDistribution>(d).high, 0.9);
   ASSERT_OK_AND_ASSIGN(Distribution e, MakeFloat("x", 0.1, 0.7, false, 0.2));
   EXPECT_EQ(std::get<FloatDistribution>(e).high, 0.7);  // divisible in decimal
+  // float(Decimal(...)) rounds once: 0.7 and 1.9, not 0.7000000000000001 / 1.9000000000000001
+  // (optuna 4.6: FloatDistribution(0, 1, step=0.7).high == 0.7).
+  ASSERT_OK_AND_ASSIGN(Distribution g, MakeFloat("x", 0, 1, false, 0.7));
+  EXPECT_EQ(std::get<FloatDistribution>(g).high, 0.7);
+  ASSERT_OK_AND_ASSIGN(Distribution h, MakeFloat("x", 1, 2, false, 0.3));
+  EXPECT_EQ(std::get<FloatDistribution>(h).high, 1.9);
+  ASSERT_OK_AND_ASSIGN(Distribution k, MakeFloat("x", -1.5, 2.05, false, 0.25));
+  EXPECT_EQ(std::get<FloatDistribution>(k).high, 2.0);
   ASSERT_OK_AND_ASSIGN(Distribution i, MakeInt("n", 1, 10, false, 4));
   EXPECT_EQ(std::get<IntDistribution>(i).high, 9);
 }

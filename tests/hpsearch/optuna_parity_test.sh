@@ -8,25 +8,9 @@
 set -euo pipefail
 parity=$1
 runner=$2
-source "$3"
-folder=${LOOM_PY_INTEROP_OPTUNA_4_6:-}
-if [[ -z $folder || ! -d $folder ]]; then
-  echo "FAIL: optuna 4.6's pinned packages are not installed (folder: '$folder'). Run" \
-       "./bazelw, which installs third_party/python/interop-optuna-4.6.txt into" \
-       "/var/cache/loom/python." >&2
-  exit 1
-fi
-py=/usr/bin/python3
-if ! err=$(PYTHONPATH="$folder" "$py" -c '
-import numpy, optuna
-assert optuna.__version__ == "4.6.0", optuna.__version__' 2>&1); then
-  echo "FAIL: $py with PYTHONPATH=$folder cannot import numpy and optuna 4.6.0 (./bazelw" \
-       "installs Debian's python3-numpy and python3-yaml, and the pinned optuna; remove the" \
-       "folder and run ./bazelw to reinstall it). Python said: $err" >&2
-  exit 1
-fi
+source tests/hpsearch/require_optuna.sh "$3"  # sets py and optuna_dir
 dir=$(mktemp -d "${TEST_TMPDIR:-/tmp}/optuna_parity.XXXXXX")
-PYTHONPATH="$folder" "$py" "$parity" write "$dir"
+PYTHONPATH="$optuna_dir" "$py" "$parity" write "$dir"
 "$runner" "$dir"
-PYTHONPATH="$folder" "$py" "$parity" compare "$dir"
+PYTHONPATH="$optuna_dir" "$py" "$parity" compare "$dir"
 echo "optuna_parity_test: PASS"

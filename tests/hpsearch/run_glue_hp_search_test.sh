@@ -13,14 +13,7 @@
 #   usage: run_glue_hp_search_test.sh RUN_GLUE LAUNCH COMPARE_PY PATHS_SH DROPOUT_FREE_SH
 set -euo pipefail
 bin=$1 launch=$2 compare=$3 paths=$4 dropout_free=$5
-source "$paths"
-py=/usr/bin/python3
-optuna_dir=${LOOM_PY_INTEROP_OPTUNA_4_6:-}
-if [[ -z $optuna_dir || ! -d $optuna_dir ]]; then
-  echo "FAIL: optuna 4.6's pinned packages are not installed ('$optuna_dir'): run ./bazelw," \
-       "which installs third_party/python/interop-optuna-4.6.txt" >&2
-  exit 1
-fi
+source tests/hpsearch/require_optuna.sh "$paths"  # sets py and optuna_dir
 T="$TEST_TMPDIR"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
