@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/python_float.h"
+#include "base/python_json.h"
 #include "base/status_macros.h"
 #include "glog/logging.h"
 
@@ -298,11 +299,13 @@ absl::StatusOr<SearchSpace> SearchSpaceFromJson(const nlohmann::ordered_json& j)
 }
 
 absl::StatusOr<SearchSpace> ParseSearchSpace(const std::string& json_text) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::parse(json_text, nullptr, false);
-  if (j.is_discarded()) {
-    return absl::InvalidArgumentError("the search space is not valid JSON");
+  // (Python's JSON, nested at most base::kMaxPythonJsonDepth deep: what follows recurses.)
+  absl::StatusOr<nlohmann::ordered_json> j = base::ParsePythonJson(json_text);
+  if (!j.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the search space is not valid JSON: ", j.status().message()));
   }
-  return SearchSpaceFromJson(j);
+  return SearchSpaceFromJson(*j);
 }
 
 nlohmann::ordered_json DistributionToAbbreviated(const Distribution& d) {
@@ -365,10 +368,11 @@ std::string DistributionToJson(const Distribution& d) {
 }
 
 absl::StatusOr<Distribution> DistributionFromJson(const std::string& text) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
+  absl::StatusOr<nlohmann::ordered_json> parsed = base::ParsePythonJson(text);
+  if (!parsed.ok() || !parsed->is_object()) {
     return absl::InvalidArgumentError("a distribution is not a JSON object");
   }
+  const nlohmann::ordered_json& j = *parsed;
   if (!j.contains("name")) return DistributionFromAbbreviated("?", j);
   auto attributes = j.find("attributes");
   if (!j["name"].is_string() || attributes == j.end() || !attributes->is_object()) {

@@ -129,8 +129,9 @@ nlohmann::json Plain(const Json& j) { return nlohmann::json::parse(j.dump()); }
 bool Plausible(const Distribution& d, double v) {
   if (!std::isfinite(v)) return false;
   if (const auto* i = std::get_if<IntDistribution>(&d)) {
-    return v >= static_cast<double>(i->low - i->step) &&
-           v <= static_cast<double>(i->high + i->step);
+    // (In double: a journal's step may be as large as an int64.)
+    const double step = static_cast<double>(i->step);
+    return v >= static_cast<double>(i->low) - step && v <= static_cast<double>(i->high) + step;
   }
   if (const auto* c = std::get_if<CategoricalDistribution>(&d)) {
     return v >= 0 && v < static_cast<double>(c->choices.size());
@@ -397,7 +398,13 @@ absl::Status JournalFile::Append(const std::vector<Json>& ops) {
   while (done < text.size()) {
     const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Errno("cannot write the study journal", path_);
+    if (n <= 0) {
+      const absl::Status error = Errno("cannot write the study journal", path_);
+      // None of these operations stays: a failed write must not leave a torn line behind.
+      const int cut = ::ftruncate(fd_, end);
+      (void)cut;
+      return error;
+    }
     done += static_cast<size_t>(n);
   }
   if (::fsync(fd_) != 0) return Errno("cannot sync the study journal", path_);

@@ -27,8 +27,9 @@ std::string TempPath(const std::string& name) {
 // The journal real optuna 4.6.0 wrote (tests/testdata/hpsearch/make_optuna_journal.py); the
 // expected values are what optuna's own load_study printed for it.
 TEST(Journal, ReplaysWhatOptunaWrote) {
-  ASSERT_OK_AND_ASSIGN(JournalFile journal,
-                       JournalFile::OpenReadOnly("tests/testdata/hpsearch/optuna_4.6_golden.journal"));
+  ASSERT_OK_AND_ASSIGN(
+      JournalFile journal,
+      JournalFile::OpenReadOnly("tests/testdata/hpsearch/optuna_4.6_golden.journal"));
   ASSERT_OK_AND_ASSIGN(std::vector<Json> ops, journal.Read());
   EXPECT_EQ(ops.size(), 46u);
   ASSERT_OK_AND_ASSIGN(JournalState state, Replay(ops));
@@ -88,45 +89,87 @@ TEST(Journal, AppendOutsideLockedIsRefused) {
 TEST(Journal, ABadCompleteLineIsDataLossNamingTheLine) {
   const std::string path = TempPath("bad.journal");
   ASSERT_OK(base::WriteFileAtomically(
-      path, "{\"op_code\":0,\"worker_id\":\"w\",\"study_name\":\"s\",\"directions\":[1]}\n"
-            "{\"op_code\":42,\"worker_id\":\"w\"}\n"));
+      path,
+      "{\"op_code\":0,\"worker_id\":\"w\",\"study_name\":\"s\",\"directions\":[1]}\n"
+      "{\"op_code\":42,\"worker_id\":\"w\"}\n"));
   ASSERT_OK_AND_ASSIGN(JournalFile journal, JournalFile::Open(path));
   EXPECT_THAT(journal.Read().status(),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("bad.journal line 2")));
 }
 
 TEST(Journal, ParseOperationChecksEveryField) {
-  for (const char* bad : {
-           "[]", "3", "{}", R"({"op_code":"0","worker_id":"w"})",
-           R"({"op_code":0,"study_name":"s","directions":[1]})",
-           R"({"op_code":0,"worker_id":"w","study_name":"s","directions":[]})",
-           R"({"op_code":0,"worker_id":"w","study_name":"s","directions":[7]})",
-           R"({"op_code":4,"worker_id":"w","study_id":"0","datetime_start":null})",
-           R"({"op_code":4,"worker_id":"w","study_id":0})",
-           R"({"op_code":5,"worker_id":"w","trial_id":0,"param_name":"x","param_value_internal":"1","distribution":"{}"})",
-           R"({"op_code":6,"worker_id":"w","trial_id":0,"state":1,"values":3})",
-           R"({"op_code":7,"worker_id":"w","trial_id":0,"step":1.5,"intermediate_value":1})",
-           R"({"op_code":9,"worker_id":"w","trial_id":0,"system_attr":{"a":1,"b":2}})",
-       }) {
+  for (
+      const char* bad : {
+          "[]",
+          "3",
+          "{}",
+          R"({"op_code":"0","worker_id":"w"})",
+          R"({"op_code":0,"study_name":"s","directions":[1]})",
+          R"({"op_code":0,"worker_id":"w","study_name":"s","directions":[]})",
+          R"({"op_code":0,"worker_id":"w","study_name":"s","directions":[7]})",
+          R"({"op_code":4,"worker_id":"w","study_id":"0","datetime_start":null})",
+          R"({"op_code":4,"worker_id":"w","study_id":0})",
+          R"({"op_code":5,"worker_id":"w","trial_id":0,"param_name":"x","param_value_internal":"1","distribution":"{}"})",
+          R"({"op_code":6,"worker_id":"w","trial_id":0,"state":1,"values":3})",
+          R"({"op_code":7,"worker_id":"w","trial_id":0,"step":1.5,"intermediate_value":1})",
+          R"({"op_code":9,"worker_id":"w","trial_id":0,"system_attr":{"a":1,"b":2}})",
+      }) {
     EXPECT_FALSE(ParseOperation(bad).ok()) << bad;
   }
-  EXPECT_OK(ParseOperation(R"({"op_code":7,"worker_id":"w","trial_id":0,"step":1,"intermediate_value":NaN})"));
+  EXPECT_OK(ParseOperation(
+      R"({"op_code":7,"worker_id":"w","trial_id":0,"step":1,"intermediate_value":NaN})"));
 }
 
 TEST(Journal, ReplayRefusesHostileTrialsAndSkipsUnknownIds) {
   // A parameter without its distribution, and a distribution that is not one.
-  for (const char* bad : {
-           R"({"op_code":4,"worker_id":"w","study_id":0,"datetime_start":null,"params":{"x":1},"distributions":{}})",
-           R"({"op_code":4,"worker_id":"w","study_id":0,"datetime_start":null,"distributions":{"x":"{\"name\": \"Beta\", \"attributes\": {}}"}})",
-           R"({"op_code":4,"worker_id":"w","study_id":0,"datetime_start":null,"state":9})",
-       }) {
-    ASSERT_OK_AND_ASSIGN(Json create,
-                         ParseOperation(R"({"op_code":0,"worker_id":"w","study_name":"s","directions":[1]})"));
+  for (
+      const char* bad : {
+          R"({"op_code":4,"worker_id":"w","study_id":0,"datetime_start":null,"params":{"x":1},"distributions":{}})",
+          R"({"op_code":4,"worker_id":"w","study_id":0,"datetime_start":null,"distributions":{"x":"{\"name\": \"Beta\", \"attributes\": {}}"}})",
+          R"({"op_code":4,"worker_id":"w","study_id":0,"datetime_start":null,"state":9})",
+      }) {
+    ASSERT_OK_AND_ASSIGN(
+        Json create,
+        ParseOperation(R"({"op_code":0,"worker_id":"w","study_name":"s","directions":[1]})"));
     ASSERT_OK_AND_ASSIGN(Json op, ParseOperation(bad));
     EXPECT_FALSE(Replay({create, op}).ok()) << bad;
   }
-  ASSERT_OK_AND_ASSIGN(Json orphan, ParseOperation(R"({"op_code":7,"worker_id":"w","trial_id":5,"step":1,"intermediate_value":1})"));
+  ASSERT_OK_AND_ASSIGN(
+      Json orphan,
+      ParseOperation(
+          R"({"op_code":7,"worker_id":"w","trial_id":5,"step":1,"intermediate_value":1})"));
   EXPECT_OK(Replay({orphan}).status());
+}
+
+// What the fuzzer's short inputs cannot reach: a distribution text nested 100,000 deep (read
+// and copied recursively), and an int distribution whose step is near INT64_MAX.
+TEST(Journal, ReplayRefusesDeepAndHugeDistributions) {
+  ASSERT_OK_AND_ASSIGN(
+      Json create,
+      ParseOperation(R"({"op_code":0,"worker_id":"w","study_name":"s","directions":[1]})"));
+  ASSERT_OK_AND_ASSIGN(
+      Json trial,
+      ParseOperation(R"({"op_code":4,"worker_id":"w","study_id":0,"datetime_start":null})"));
+  Json deep{{"op_code", 5},
+            {"worker_id", "w"},
+            {"trial_id", 0},
+            {"param_name", "x"},
+            {"param_value_internal", 0},
+            {"distribution", std::string(100000, '[') + std::string(100000, ']')}};
+  ASSERT_OK_AND_ASSIGN(Json deep_op, ParseOperation(deep.dump()));
+  EXPECT_THAT(Replay({create, trial, deep_op}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a JSON object")));
+  Json huge{
+      {"op_code", 5},
+      {"worker_id", "w"},
+      {"trial_id", 0},
+      {"param_name", "n"},
+      {"param_value_internal", 1},
+      {"distribution",
+       R"({"name": "IntDistribution", "attributes": {"log": false, "step": 9223372036854775807, "low": 1, "high": 1}})"}};
+  ASSERT_OK_AND_ASSIGN(Json huge_op, ParseOperation(huge.dump()));
+  ASSERT_OK_AND_ASSIGN(JournalState state, Replay({create, trial, huge_op}));
+  EXPECT_EQ(state.TrialsOf(*state.FindStudy("s"))[0].params.at("n"), 1.0);
 }
 
 // Two processes appending at once: every line stays whole.
@@ -142,9 +185,9 @@ TEST(Journal, ConcurrentWritersKeepEveryLine) {
       if (!journal.ok()) _exit(2);
       for (int i = 0; i < kPerWriter; ++i) {
         const std::string worker(300, static_cast<char>('a' + w));  // long lines
-        if (!journal->Locked([&] {
-              return journal->Append({SetTrialUserAttrOp(worker, i, "k", i)});
-            }).ok()) {
+        if (!journal
+                 ->Locked([&] { return journal->Append({SetTrialUserAttrOp(worker, i, "k", i)}); })
+                 .ok()) {
           _exit(3);
         }
       }

@@ -206,11 +206,13 @@ bool Study::WorkerAlive(const std::string& worker) const {
   if (worker == worker_id_) return true;
   if (!PlainWorkerName(worker)) return false;
   const std::string path = absl::StrCat(WorkersDir(options_.journal_path), "/", worker);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   // Only a missing file means a gone worker; a file this process cannot open (permissions, no
   // descriptors left) keeps its trial, rather than running it twice.
   if (fd < 0) return errno != ENOENT;
-  const bool alive = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+  // A shared probe: it conflicts with the owner's exclusive lock and works on a read-only
+  // descriptor (also where flock is POSIX locks, NFS). Only "held" means alive.
+  const bool alive = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   if (!alive) ::unlink(path.c_str());  // a dead worker's file
   ::close(fd);
   return alive;

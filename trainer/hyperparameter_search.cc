@@ -227,10 +227,10 @@ absl::Status Trainer::ReportToHpSearch(const Metrics& metrics) {
   RETURN_IF_ERROR(parallel_.AgreeOnStatus(asked, "reporting to the study"));
   RETURN_IF_ERROR_CTX(parallel_.BroadcastString(decision), "sharing the pruner's answer");
   if (decision != "prune") return absl::OkStatus();
-  trial_->pruned = true;
   LOG(INFO) << "Trial " << trial_->run.number << " pruned at step " << state_.global_step
             << " (objective " << objective << ")";
   RETURN_IF_ERROR(callbacks_.OnTrainEnd(args_, state_, control_));
+  trial_->pruned = true;  // (an on_train_end error is the trial's failure instead)
   return absl::AbortedError(
       absl::StrCat("trial ", trial_->run.number, " pruned at step ", state_.global_step));
 }
@@ -253,12 +253,12 @@ absl::Status Trainer::BeginTrial(const HpSearchOptions& options, hpsearch::Study
   // The abandoned attempt's folder is kept aside, so that this attempt's checkpoints and
   // rotation start from nothing, as the uninterrupted search's did.
   const std::string dir = RunDir();
-  if (!std::filesystem::exists(dir)) return absl::OkStatus();
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) return absl::OkStatus();
   std::string aside = absl::StrCat(dir, ".attempt-", run.attempt - 1);
-  for (int k = 2; std::filesystem::exists(aside); ++k) {
+  for (int k = 2; std::filesystem::exists(aside, ec); ++k) {
     aside = absl::StrCat(dir, ".attempt-", run.attempt - 1, "-", k);
   }
-  std::error_code ec;
   std::filesystem::rename(dir, aside, ec);
   if (ec) {
     return absl::InternalError(absl::StrCat("cannot move the abandoned attempt's ", dir,
@@ -319,6 +319,18 @@ absl::StatusOr<hpsearch::TrialState> Trainer::RunTrial(const HpSearchOptions& op
     // Failed here: this rank enters no other collective (the others may be inside one of
     // training's), rank 0 records the trial FAIL, and the search ends with the error. The other
     // ranks' collectives then fail as this process goes, so the trial fails on every rank.
+    if (study != nullptr) {
+      const absl::Status recorded = RecordTrial(study, run, hpsearch::TrialState::kFail, {});
+      if (!recorded.ok()) LOG(ERROR) << "recording trial " << run.number << ": " << recorded;
+    }
+    return hpsearch::TrialState::kFail;
+  }
+  // Every rank finished the trial (one that failed after training's last collective enters
+  // none, and this agreement fails when it goes): only then is it recorded complete.
+  if (const absl::Status finished =
+          parallel_.AgreeOnStatus(absl::OkStatus(), absl::StrCat("finishing trial ", run.number));
+      !finished.ok()) {
+    *failure = finished;
     if (study != nullptr) {
       const absl::Status recorded = RecordTrial(study, run, hpsearch::TrialState::kFail, {});
       if (!recorded.ok()) LOG(ERROR) << "recording trial " << run.number << ": " << recorded;
