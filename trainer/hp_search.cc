@@ -62,15 +62,17 @@ hpsearch::SearchSpace DefaultHpSpaceOptuna() {
   return space;
 }
 
+bool DefaultObjectiveSkips(const std::string& key) {
+  return key == "epoch" || absl::EndsWith(key, "_runtime") || absl::EndsWith(key, "_per_second") ||
+         absl::EndsWith(key, "_compilation_time");
+}
+
 absl::StatusOr<double> DefaultComputeObjective(const Metrics& metrics) {
   std::optional<double> loss;
   double sum = 0;
   int64_t others = 0;
   for (const auto& [key, value] : metrics.items()) {
-    if (key == "epoch" || absl::EndsWith(key, "_runtime") || absl::EndsWith(key, "_per_second") ||
-        absl::EndsWith(key, "_compilation_time")) {
-      continue;
-    }
+    if (DefaultObjectiveSkips(key)) continue;
     if (!value.is_number()) {
       return absl::InvalidArgumentError(
           absl::StrCat("default_compute_objective: metric \"", key,

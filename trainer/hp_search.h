@@ -75,6 +75,8 @@ absl::StatusOr<std::string> ResolveBackend(const std::string& backend);
 absl::StatusOr<hpsearch::Direction> ResolveDirection(const std::vector<std::string>& direction);
 hpsearch::SearchSpace DefaultHpSpaceOptuna();
 absl::StatusOr<double> DefaultComputeObjective(const Metrics& metrics);
+// The keys DefaultComputeObjective leaves out: "epoch" and the speed metrics.
+bool DefaultObjectiveSkips(const std::string& key);
 // The median pruner as the study's PruneFn and its settings record; "none": unset.
 absl::StatusOr<hpsearch::PruneFn> MakePruner(const std::string& name, nlohmann::json* settings);
 

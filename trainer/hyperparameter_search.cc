@@ -85,10 +85,7 @@ std::function<absl::StatusOr<double>(const Metrics&)> DefaultObjectiveWarning(
   return [minimize, warned](const Metrics& metrics) -> absl::StatusOr<double> {
     if (minimize && !*warned) {
       for (const auto& [key, value] : metrics.items()) {
-        if (key.rfind("eval_", 0) == 0 && key != "eval_loss" &&
-            key.find("_runtime") == std::string::npos &&
-            key.find("_per_second") == std::string::npos &&
-            key.find("_compilation_time") == std::string::npos) {
+        if (key != "eval_loss" && !DefaultObjectiveSkips(key)) {
           LOG(WARNING) << "The search's objective is the sum of the evaluation's metrics (" << key
                        << ", ...) and it is minimized (HF's default direction, meant for a "
                           "loss): give direction \"maximize\" (--hp_direction maximize) to "

@@ -87,9 +87,9 @@ TEST(HyperparameterSearch, EachTrialTrainsWithItsValuesInItsRunFolder) {
     const int64_t number = t["number"].get<int64_t>();
     EXPECT_EQ(t["run_name"], "run-" + std::to_string(number));
     EXPECT_EQ(t["state"], "complete");
-    ASSERT_OK_AND_ASSIGN(TrainerState state,
-                         TrainerState::LoadFromJson(out + "/run-" + std::to_string(number) +
-                                                    "/trainer_state.json"));
+    ASSERT_OK_AND_ASSIGN(
+        TrainerState state,
+        TrainerState::LoadFromJson(out + "/run-" + std::to_string(number) + "/trainer_state.json"));
     EXPECT_TRUE(state.is_hyper_param_search);
     EXPECT_FALSE(state.trial_name.has_value());  // HF: only with hp_name
     EXPECT_EQ(state.trial_params, t["params"]);
@@ -127,7 +127,8 @@ TEST(HyperparameterSearch, CheckpointsGoUnderTheRunFolderAndHpNameNamesIt) {
   for (int n : {0, 1}) {
     const std::string run = out + "/trial_" + std::to_string(n);
     EXPECT_TRUE(std::filesystem::is_directory(run + "/checkpoint-2")) << run;
-    ASSERT_OK_AND_ASSIGN(TrainerState state, TrainerState::LoadFromJson(run + "/trainer_state.json"));
+    ASSERT_OK_AND_ASSIGN(TrainerState state,
+                         TrainerState::LoadFromJson(run + "/trainer_state.json"));
     EXPECT_EQ(state.trial_name, "trial_" + std::to_string(n));
   }
   EXPECT_FALSE(std::filesystem::exists(out + "/checkpoint-2"));
@@ -148,7 +149,8 @@ TEST(HyperparameterSearch, PrunedTrialsAreWorseThanTheMedianAtTheirLastStep) {
   o.n_trials = 14;
   o.backend = "random";
   ASSERT_OK(trainer->HyperparameterSearch(o).status());
-  ASSERT_OK_AND_ASSIGN(auto journal, hpsearch::JournalFile::OpenReadOnly(out + "/hp_search.journal"));
+  ASSERT_OK_AND_ASSIGN(auto journal,
+                       hpsearch::JournalFile::OpenReadOnly(out + "/hp_search.journal"));
   ASSERT_OK_AND_ASSIGN(auto ops, journal.Read());
   ASSERT_OK_AND_ASSIGN(hpsearch::JournalState state, hpsearch::Replay(ops));
   std::vector<hpsearch::FrozenTrial> trials = state.TrialsOf(*state.FindStudy("hp_search"));
@@ -204,7 +206,8 @@ TEST(HyperparameterSearch, RefusesBadInputBeforeAnyTrial) {
   EXPECT_THAT(trainer->HyperparameterSearch(o),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("multi-objective")));
   o = {};
-  o.hp_space = *hpsearch::ParseSearchSpace(R"({"dropout": {"type": "float", "low": 0, "high": 1}})");
+  o.hp_space =
+      *hpsearch::ParseSearchSpace(R"({"dropout": {"type": "float", "low": 0, "high": 1}})");
   EXPECT_THAT(trainer->HyperparameterSearch(o),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("\"dropout\" is not a TrainingArguments field")));
@@ -213,25 +216,12 @@ TEST(HyperparameterSearch, RefusesBadInputBeforeAnyTrial) {
   EXPECT_FALSE(trainer->HyperparameterSearch(o).ok());
   o = {};
   o.backend = "grid";
-  o.hp_space = *hpsearch::ParseSearchSpace(R"({"learning_rate": {"type": "float", "low": 0.1, "high": 1}})");
-  EXPECT_THAT(trainer->HyperparameterSearch(o), StatusIs(absl::StatusCode::kInvalidArgument,
-                                                         HasSubstr("grid")));
+  o.hp_space =
+      *hpsearch::ParseSearchSpace(R"({"learning_rate": {"type": "float", "low": 0.1, "high": 1}})");
+  EXPECT_THAT(trainer->HyperparameterSearch(o),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("grid")));
   // Nothing was trained or written for any of them.
   EXPECT_FALSE(std::filesystem::exists(out + "/run-0"));
-}
-
-TEST(HyperparameterSearch, DefaultsAreHfs) {
-  hpsearch::SearchSpace space = DefaultHpSpaceOptuna();
-  ASSERT_EQ(space.params.size(), 4u);
-  EXPECT_EQ(space.params[0].first, "learning_rate");
-  EXPECT_EQ(space.params[3].first, "per_device_train_batch_size");
-  EXPECT_THAT(DefaultComputeObjective(Metrics{{"eval_loss", 0.5}, {"epoch", 3.0},
-                                              {"eval_runtime", 1.0},
-                                              {"eval_samples_per_second", 9.0}}),
-              base::testing::IsOkAndHolds(0.5));
-  EXPECT_THAT(DefaultComputeObjective(Metrics{{"eval_loss", 0.5}, {"eval_accuracy", 0.75},
-                                              {"eval_f1", 0.5}, {"epoch", 3.0}}),
-              base::testing::IsOkAndHolds(1.25));
 }
 
 }  // namespace
