@@ -10,13 +10,17 @@ inside its sandbox:
 """
 
 def layering_files(extra = []):
+    # The root package holds no sources, and its folder holds the convenience symlinks into
+    # the output trees (bazel-*): a recursive glob there follows them, and when loom is an
+    # external repository of another workspace, Bazel finds them an infinite symlink loop.
+    patterns = ["BUILD", "*.h", "*.cc", "*.inc"] if native.package_name() == "" else [
+        "BUILD",
+        "**/*.h",
+        "**/*.cc",
+        "**/*.inc",
+    ]
     native.filegroup(
         name = "layering_files",
-        # bazel-*: the root package's convenience symlinks into the output trees (generated
-        # .pb.cc files that come and go as the configuration switches).
-        srcs = native.glob(
-            ["BUILD", "**/*.h", "**/*.cc", "**/*.inc"],
-            exclude = ["bazel-*/**"],
-        ) + extra,
+        srcs = native.glob(patterns) + extra,
         visibility = ["//tests/layering:__pkg__"],
     )
