@@ -322,8 +322,7 @@ absl::StatusOr<LaunchOptions> ParseLauncherOptions(const std::vector<std::string
   return options;
 }
 
-int LauncherOmpThreads(const LaunchOptions& options, bool omp_num_threads_set,
-                       int physical_cores) {
+int LauncherOmpThreads(const LaunchOptions& options, bool omp_num_threads_set, int physical_cores) {
   if (options.nproc_per_node <= 1 || omp_num_threads_set) return 0;
   return std::max(1, physical_cores / options.nproc_per_node);
 }
@@ -364,13 +363,18 @@ std::vector<std::pair<std::string, std::string>> RankEnvironment(const LaunchOpt
 
 absl::StatusOr<std::string> ResolveProgramLabel(const std::string& program,
                                                 const std::string& runfiles_dir) {
-  if (!absl::StartsWith(program, "//")) return program;
-  std::string label = program.substr(2);
+  // "@loom//pkg:name" (a workspace depending on loom) is loom's //pkg:name.
+  constexpr absl::string_view kLoomRepository = "@loom";
+  const absl::string_view without_repository =
+      absl::StartsWith(program, absl::StrCat(kLoomRepository, "//"))
+          ? absl::string_view(program).substr(kLoomRepository.size())
+          : absl::string_view(program);
+  if (!absl::StartsWith(without_repository, "//")) return program;
+  std::string label(without_repository.substr(2));
   const size_t colon = label.find(':');
   const std::string package = label.substr(0, colon);
-  const std::string name = colon == std::string::npos
-                               ? package.substr(package.rfind('/') + 1)
-                               : label.substr(colon + 1);
+  const std::string name =
+      colon == std::string::npos ? package.substr(package.rfind('/') + 1) : label.substr(colon + 1);
   const bool valid =
       !package.empty() && !name.empty() && absl::StrContains(label, "..") == false &&
       std::all_of(label.begin(), label.end(), [](char c) {
@@ -385,8 +389,9 @@ absl::StatusOr<std::string> ResolveProgramLabel(const std::string& program,
     return absl::NotFoundError(absl::StrCat(
         "PROGRAM ", program, ": the launcher does not carry it (", path,
         " is missing; the programs it carries are the `data` of //tools:launch, present when it "
-        "is started with `./bazelw run //tools:launch -- ...`); build the program and pass its "
-        "path instead"));
+        "is started with `./bazelw run //tools:launch -- ...`, or `bazel run "
+        "@loom//tools:launch -- ...` from a workspace depending on loom); build the program "
+        "and pass its path instead"));
   }
   return path;
 }

@@ -115,9 +115,10 @@ bool ShowsOutput(const LaunchOptions& options, int local_rank);
 // The --help text.
 std::string LaunchUsage();
 
-// `program` when it is not a label ("//..."); otherwise the path of the labelled program in
-// `runfiles_dir` (the launcher's runfiles: `//pkg:name` is runfiles_dir/loom/pkg/name, `//pkg`
-// is //pkg:<last folder of pkg>). InvalidArgument for a malformed label; NotFound naming the
+// `program` when it is not a label ("//...", or "@loom//..." from a workspace depending on
+// loom); otherwise the path of the labelled program in `runfiles_dir` (the launcher's
+// runfiles: `//pkg:name` is runfiles_dir/loom/pkg/name, `//pkg` is //pkg:<last folder of
+// pkg>). InvalidArgument for a malformed label; NotFound naming the
 // label and the programs to choose from when the runfiles do not hold it.
 absl::StatusOr<std::string> ResolveProgramLabel(const std::string& program,
                                                 const std::string& runfiles_dir);

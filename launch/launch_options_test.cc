@@ -190,6 +190,11 @@ TEST(ResolveProgramLabelTest, LabelsAreTheLaunchersRunfiles) {
   EXPECT_THAT(ResolveProgramLabel("//examples/glue:glue", runfiles),
               StatusIs(absl::StatusCode::kNotFound,
                        HasSubstr("PROGRAM //examples/glue:glue: the launcher does not carry it")));
+  // From a workspace that depends on loom: the same program under loom's repository name.
+  EXPECT_THAT(ResolveProgramLabel("@loom//examples/glue:run_glue", runfiles),
+              IsOkAndHolds(program));
+  EXPECT_THAT(ResolveProgramLabel("@loomx//examples/glue:run_glue", runfiles),
+              IsOkAndHolds("@loomx//examples/glue:run_glue"));
   EXPECT_THAT(ResolveProgramLabel("bazel-bin/x/y", runfiles), IsOkAndHolds("bazel-bin/x/y"));
   EXPECT_THAT(ResolveProgramLabel("./run_glue", runfiles), IsOkAndHolds("./run_glue"));
   EXPECT_THAT(ResolveProgramLabel("//../etc:passwd", runfiles),

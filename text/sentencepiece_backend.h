@@ -10,9 +10,11 @@
 //
 // Contract:
 //   - LoadSentencePieceApi(&error) returns the table (loaded once per process), or null with the
-//     reason in *error. The shim is searched in $LOOM_SENTENCEPIECE_SHIM, then the runfiles of
-//     the running binary or test ($RUNFILES_DIR, $TEST_SRCDIR, <exe>.runfiles) under
-//     loom/text/, then next to the executable.
+//     reason in *error. The shim is searched in $LOOM_SENTENCEPIECE_SHIM, then in the
+//     runfiles of the running binary or test as `loom/text/libloom_sentencepiece.so`, found
+//     by Bazel's runfiles library ($RUNFILES_MANIFEST_FILE or $RUNFILES_DIR when set, else
+//     <exe>.runfiles; also when loom is an external repository named `loom`), under
+//     $TEST_SRCDIR and in <exe>.runfiles, then next to the executable.
 //   - load(serialized, &error): a processor for a spiece.model's bytes, or null with
 //     SentencePiece's message. train(...): text/sentencepiece_trainer.h's contract.
 #ifndef LOOM_TEXT_SENTENCEPIECE_BACKEND_H_

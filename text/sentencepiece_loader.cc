@@ -5,16 +5,21 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "text/sentencepiece_backend.h"
+#include "tools/cpp/runfiles/runfiles.h"
 
 namespace loom::text {
 namespace {
 
 constexpr char kShim[] = "libloom_sentencepiece.so";
+// Its runfiles path: loom's repository is named "loom", as the main workspace and as the
+// external repository of a workspace depending on it (deps.bzl).
+constexpr char kShimRunfile[] = "loom/text/libloom_sentencepiece.so";
 
 std::string SelfExe() {
   char buf[PATH_MAX];
@@ -27,14 +32,22 @@ std::vector<std::string> Candidates() {
   if (const char* p = std::getenv("LOOM_SENTENCEPIECE_SHIM"); p != nullptr && *p != '\0') {
     out.push_back(p);
   }
-  for (const char* var : {"RUNFILES_DIR", "TEST_SRCDIR"}) {
-    if (const char* p = std::getenv(var); p != nullptr && *p != '\0') {
-      out.push_back(std::string(p) + "/loom/text/" + kShim);
+  // Bazel's runfiles library: $RUNFILES_MANIFEST_FILE / $RUNFILES_DIR, else the running
+  // program's own .runfiles folder or manifest (also when loom is an external repository).
+  const std::string exe = SelfExe();
+  using bazel::tools::cpp::runfiles::Runfiles;
+  std::string runfiles_error;
+  if (std::unique_ptr<Runfiles> runfiles(Runfiles::Create(exe, &runfiles_error)); runfiles) {
+    if (std::string path = runfiles->Rlocation(kShimRunfile); !path.empty()) {
+      out.push_back(path);
     }
   }
-  const std::string exe = SelfExe();
+  if (const char* p = std::getenv("TEST_SRCDIR"); p != nullptr && *p != '\0') {
+    out.push_back(std::string(p) + "/" + kShimRunfile);
+  }
   if (!exe.empty()) {
-    out.push_back(exe + ".runfiles/loom/text/" + kShim);
+    // The program's own runfiles even when the variables above point at another program's.
+    out.push_back(exe + ".runfiles/" + kShimRunfile);
     out.push_back(exe.substr(0, exe.rfind('/') + 1) + kShim);
   }
   return out;
@@ -60,8 +73,7 @@ const SentencePieceApi* Open(std::string* error) {
     }
     return fn();
   }
-  *error = std::string("SentencePiece support (") + kShim +
-           ") not found; looked at:" + tried +
+  *error = std::string("SentencePiece support (") + kShim + ") not found; looked at:" + tried +
            ". Set LOOM_SENTENCEPIECE_SHIM to its path, or run the program through bazel.";
   return nullptr;
 }

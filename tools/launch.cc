@@ -64,12 +64,19 @@ int main(int argc, char** argv) {
   }
   // A Bazel label names a program the launcher carries (`./bazelw run //tools:launch -- ...
   // //examples/glue:run_glue`): its runfiles path, found before leaving the run folder.
-  const char* runfiles = getenv("RUNFILES_DIR");
-  absl::StatusOr<std::string> program = loom::launch::ResolveProgramLabel(
-      options.program, runfiles != nullptr
-                           ? std::string(runfiles)
-                           : std::filesystem::absolute(std::string(argv[0]) + ".runfiles").string());
+  const char* runfiles_env = getenv("RUNFILES_DIR");
+  const std::string runfiles =
+      std::filesystem::absolute(runfiles_env != nullptr ? std::string(runfiles_env)
+                                                        : std::string(argv[0]) + ".runfiles")
+          .string();
+  absl::StatusOr<std::string> program =
+      loom::launch::ResolveProgramLabel(options.program, runfiles);
   if (!program.ok()) return Fail(program.status(), 2);
+  if (*program != options.program) {
+    // A program the launcher carries has no runfiles tree of its own (it is the launcher's
+    // data): its data files (SentencePiece's library, ...) are found in the launcher's.
+    options.extra_env.emplace_back("RUNFILES_DIR", runfiles);
+  }
   options.program = *program;
   // Under `bazel run`, PROGRAM and its relative paths are meant from the user's directory.
   if (const char* dir = getenv("BUILD_WORKING_DIRECTORY"); dir != nullptr && chdir(dir) != 0) {
@@ -78,7 +85,8 @@ int main(int argc, char** argv) {
   }
   const bool omp_set = getenv("OMP_NUM_THREADS") != nullptr;
   const int cores = loom::threads::DetectCpuTopology().physical_cores;
-  if (const std::string note = loom::launch::LauncherOmpNote(options, omp_set, cores); !note.empty()) {
+  if (const std::string note = loom::launch::LauncherOmpNote(options, omp_set, cores);
+      !note.empty()) {
     fprintf(stderr, "%s\n", note.c_str());
   }
   std::vector<loom::launch::RankSpec> ranks;
