@@ -174,6 +174,7 @@ _LIBTORCH_DEFS = {
     "LIBTORCH_HAS_CUDA": True,
     "LIBTORCH_FLAVOR": "cuda",
     "LIBTORCH_ROOT": "/var/cache/loom/python/venv-torch/lib/python3.11/site-packages/torch",
+    "LIBTORCH_REPO_ENV": {},
     "LIBTORCH_GOLDEN_DIR": "testdata/torch2.11",
 }
 
@@ -244,11 +245,22 @@ class Graph:
     return files
 
 
+def _ignored(root):
+  """The folders root/.bazelignore lists (Bazel looks for no packages there)."""
+  try:
+    with open(os.path.join(root, ".bazelignore")) as f:
+      return {os.path.normpath(os.path.join(root, line.strip())) for line in f if line.strip()}
+  except OSError:
+    return set()
+
+
 def read_tree(root):
-  """Executes every BUILD file under root (skipping bazel-* output links)."""
+  """Executes every BUILD file under root (skipping bazel-* output links and .bazelignore)."""
   graph = Graph(root)
+  ignored = _ignored(root)
   for directory, dirs, files in os.walk(root):
-    dirs[:] = sorted(d for d in dirs if not d.startswith(("bazel-", ".")))
+    dirs[:] = sorted(d for d in dirs if not d.startswith(("bazel-", ".")) and
+                     os.path.normpath(os.path.join(directory, d)) not in ignored)
     build = next((n for n in BUILD_NAMES if n in files), None)
     if build is None:
       continue

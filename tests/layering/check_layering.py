@@ -14,7 +14,10 @@ Rules (each failure names the target, the dependency and the rule):
              itself or of one of its direct deps (aliases count as their actual target).
   visibility each library package's default_visibility names the package_group of the layers
              above it (defined in the root BUILD), and each group lists exactly those layers;
-             packages of the table's "keep their own visibility" line are left alone.
+             packages of the table's "keep their own visibility" line are left alone. A
+             library target is public exactly when README.md lists it for outside use
+             (between "<!-- public:begin" and "<!-- public:end -->", as `@loom//pkg:name` or
+             `@loom//pkg`), and every listed target exists and is public.
   coverage   every package a BUILD file refers to was given to the check (its BUILD is here).
 
 Usage:
@@ -40,10 +43,11 @@ RULE_INCLUDE = "every #include is backed by a declared dependency (README.md, Ar
 class Layers:
   """The README's table: ordered rows of packages, and the "never uses" rules."""
 
-  def __init__(self, rows, never_uses, own_visibility):
+  def __init__(self, rows, never_uses, own_visibility, public=()):
     self.rows = rows  # [[package, ...], ...], highest first
     self.never_uses = never_uses  # [(package, repo, {exempt label, ...})]
     self.own_visibility = own_visibility  # table entries the visibility rule leaves alone
+    self.public = set(public)  # "//pkg:name" of the targets listed for outside use
     self.row_of = {}
     for index, row in enumerate(rows):
       for package in row:
@@ -89,7 +93,17 @@ def parse_readme(text):
     own = re.match(r"-\s*((?:`[\w/]+`\s*)+)keep their own visibility", line)
     if own:
       own_visibility.update(re.findall(r"`([\w/]+)`", own.group(1)))
-  return Layers(rows, never_uses, own_visibility)
+  return Layers(rows, never_uses, own_visibility, parse_public(text))
+
+
+def parse_public(text):
+  """The "//pkg:name" of README's targets for outside use (none without the markers)."""
+  match = re.search(r"<!-- public:begin.*?-->(.*?)<!-- public:end -->", text, re.S)
+  labels = set()
+  for package, name in re.findall(r"`@loom//([\w/]+)(?::([\w.-]+))?`",
+                                  match.group(1) if match else ""):
+    labels.add("//%s:%s" % (package, name or package.split("/")[-1]))
+  return labels
 
 
 def check_layering(graph, layers):
@@ -223,10 +237,23 @@ def check_visibility(graph, layers):
     entry = layers.layer_of_package(target.package)
     visibility = target.attrs.get("visibility") or []
     if (entry is not None and entry not in layers.own_visibility and
-        "//visibility:public" in visibility and target.kind == "cc_library"):
-      failures.append("%s: visibility is public; rule: library packages are visible only to "
-                      "the layers above them (drop the attribute to use the package's default)" %
-                      target.label)
+        "//visibility:public" in visibility and target.kind == "cc_library" and
+        target.label not in layers.public):
+      failures.append("%s: visibility is public, but README.md does not list it for outside "
+                      "use; rule: library packages are visible only to the layers above them "
+                      "(drop the attribute to use the package's default, or list the target "
+                      "between <!-- public:begin --> and <!-- public:end -->)" % target.label)
+  for label in sorted(layers.public):
+    target = graph.targets.get(label)
+    if target is None:
+      failures.append("%s is listed in README.md for outside use but no BUILD file defines it" %
+                      label)
+      continue
+    public = "//visibility:public" in (
+        target.attrs.get("visibility") or graph.default_visibility.get(target.package) or [])
+    if not public:
+      failures.append("%s is listed in README.md for outside use but is not public; add "
+                      "visibility = [\"//visibility:public\"] to it" % label)
   return failures
 
 

@@ -142,6 +142,37 @@ cc_library(name = "util", hdrs = ["util.h"])
     self.assertOneFailure(failures, "//base: default_visibility is ['//visibility:public']",
                           'it should be ["//:above_base"]')
 
+  PUBLIC_README = README + """
+## Outside use
+<!-- public:begin -->
+| target | what |
+|---|---|
+| `@loom//core` | the middle |
+<!-- public:end -->
+"""
+
+  def test_listed_public_target_passes(self):
+    failures = self.check({"README.md": self.PUBLIC_README, "core/BUILD": CLEAN["core/BUILD"].replace(
+        'name = "core", ', 'name = "core", visibility = ["//visibility:public"], ')})
+    self.assertEqual(failures, [])
+
+  def test_public_target_not_listed_fails(self):
+    failures = self.check({"core/BUILD": CLEAN["core/BUILD"].replace(
+        'name = "core", ', 'name = "core", visibility = ["//visibility:public"], ')})
+    self.assertOneFailure(failures, "//core:core: visibility is public, but README.md does not "
+                          "list it for outside use")
+
+  def test_listed_target_not_public_fails(self):
+    failures = self.check({"README.md": self.PUBLIC_README})
+    self.assertOneFailure(failures, "//core:core is listed in README.md for outside use but is "
+                          "not public")
+
+  def test_listed_target_missing_fails(self):
+    failures = self.check({"README.md": self.PUBLIC_README.replace("@loom//core", "@loom//core:gone"),
+                           "core/BUILD": CLEAN["core/BUILD"]})
+    self.assertOneFailure(failures, "//core:gone is listed in README.md for outside use but no "
+                          "BUILD file defines it")
+
   def test_package_group_drift_fails(self):
     failures = self.check({"BUILD": ROOT_BUILD.replace('"//app/...", "//tool/..."]', '"//app/..."]')})
     self.assertOneFailure(failures, "//:above_core lists ['//app/...']",
