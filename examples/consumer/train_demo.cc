@@ -1,10 +1,11 @@
 // train_demo: a program of a workspace that depends on loom (this folder's WORKSPACE), training
 // a tiny classifier through loom's Trainer with HF's command line.
 //
-//   bazel run //:train_demo -- --output_dir /tmp/demo --do_train --do_eval
+//   bazel run //:train_demo -- --output_dir /tmp/demo --do_train --do_eval --learning_rate 0.05
 //   bazel build //:train_demo && bazel run @loom//tools:launch -- --nproc_per_node 2
-//       bazel-bin/train_demo --output_dir /tmp/demo2 --do_train --do_eval
-//       --deepspeed ds_zero2.json   (one command line)
+//       bazel-bin/train_demo --output_dir /tmp/demo2 --do_train --do_eval --learning_rate 0.05
+//       --per_device_train_batch_size 4 --deepspeed ds_zero2.json   (one command line)
+// (HF's defaults otherwise; the task wants a larger learning rate than HF's 5e-5.)
 //
 // The task: 8 features drawn from N(0, 1) after HF's set_seed(--seed) (@loom//rng:seed); the
 // label is the index of the largest of the first four. The model: Linear(8, 16) -> tanh ->
