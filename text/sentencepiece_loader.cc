@@ -4,10 +4,12 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "text/sentencepiece_backend.h"
@@ -50,7 +52,14 @@ std::vector<std::string> Candidates() {
     out.push_back(exe + ".runfiles/" + kShimRunfile);
     out.push_back(exe.substr(0, exe.rfind('/') + 1) + kShim);
   }
-  return out;
+  // Each place once, in this order (under bazel test, $RUNFILES_DIR is $TEST_SRCDIR).
+  std::vector<std::string> unique;
+  for (std::string& path : out) {
+    if (std::find(unique.begin(), unique.end(), path) == unique.end()) {
+      unique.push_back(std::move(path));
+    }
+  }
+  return unique;
 }
 
 const SentencePieceApi* Open(std::string* error) {

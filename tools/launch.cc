@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "args/argv_secrets.h"
@@ -32,6 +33,34 @@ namespace {
 int Fail(const absl::Status& status, int code) {
   fprintf(stderr, "launch: %s\n", std::string(status.message()).c_str());
   return code;
+}
+
+// PROGRAM, or the path of the labelled program in the launcher's runfiles (`runfiles` set to
+// them): $RUNFILES_DIR, else <argv[0]>.runfiles when argv[0] is a path, else the executable's
+// own <exe>.runfiles (a launcher found through PATH or a symlink); the first that holds it.
+absl::StatusOr<std::string> ResolveCarriedProgram(const std::string& program, const char* argv0,
+                                                  std::string* runfiles) {
+  std::vector<std::string> folders;
+  if (const char* env = getenv("RUNFILES_DIR"); env != nullptr && *env != '\0') {
+    folders.push_back(std::filesystem::absolute(env).string());
+  }
+  if (std::string(argv0).find('/') != std::string::npos) {
+    folders.push_back(std::filesystem::absolute(std::string(argv0) + ".runfiles").string());
+  }
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) folders.push_back(exe.string() + ".runfiles");
+  if (folders.empty()) folders.push_back("launch.runfiles");
+  absl::StatusOr<std::string> first;
+  for (size_t i = 0; i < folders.size(); ++i) {
+    absl::StatusOr<std::string> path = loom::launch::ResolveProgramLabel(program, folders[i]);
+    if (path.ok() || !absl::IsNotFound(path.status())) {
+      *runfiles = folders[i];
+      return path;
+    }
+    if (i == 0) first = path;
+  }
+  return first;  // the message names the first place looked at
 }
 
 }  // namespace
@@ -64,13 +93,8 @@ int main(int argc, char** argv) {
   }
   // A Bazel label names a program the launcher carries (`./bazelw run //tools:launch -- ...
   // //examples/glue:run_glue`): its runfiles path, found before leaving the run folder.
-  const char* runfiles_env = getenv("RUNFILES_DIR");
-  const std::string runfiles =
-      std::filesystem::absolute(runfiles_env != nullptr ? std::string(runfiles_env)
-                                                        : std::string(argv[0]) + ".runfiles")
-          .string();
-  absl::StatusOr<std::string> program =
-      loom::launch::ResolveProgramLabel(options.program, runfiles);
+  std::string runfiles;
+  absl::StatusOr<std::string> program = ResolveCarriedProgram(options.program, argv[0], &runfiles);
   if (!program.ok()) return Fail(program.status(), 2);
   if (*program != options.program) {
     // A program the launcher carries has no runfiles tree of its own (it is the launcher's

@@ -38,7 +38,7 @@ LOOM=$(dirname "$README")
 # block NAME: the lines of README's fenced block between <!-- NAME:begin ... --> and
 # <!-- NAME:end -->, without the fences.
 block() {
-  sed -n "/<!-- $1:begin/,/<!-- $1:end -->/p" "$README" | grep -v -e '^<!--' -e '^```'
+  sed -n "/<!-- $1:begin/,/<!-- $1:end -->/p" "$README" | { grep -v -e '^<!--' -e '^```' || true; }
 }
 # code FILE: FILE's Starlark / rc lines without comments, blank lines or whitespace.
 code() {
@@ -49,7 +49,7 @@ echo "== 1. the README's snippets in an empty folder outside loom"
 WORK=$TEST_TMPDIR/consumer
 mkdir -p "$WORK"
 snippet=$(block consumer-workspace)
-printf '%s\n' "${snippet//\/path\/to\/loom/$LOOM}" >"$WORK/WORKSPACE"
+printf '%s\n' "${snippet//\/path\/to\/loom/"$LOOM"}" >"$WORK/WORKSPACE"
 block consumer-bazelrc >"$WORK/.bazelrc"
 grep -q "local_repository(name = \"loom\", path = \"$LOOM\")" "$WORK/WORKSPACE" ||
   fail "README's consumer-workspace block has no local_repository line for /path/to/loom"

@@ -100,8 +100,12 @@ def parse_public(text):
   """The "//pkg:name" of README's targets for outside use (none without the markers)."""
   match = re.search(r"<!-- public:begin.*?-->(.*?)<!-- public:end -->", text, re.S)
   labels = set()
-  for package, name in re.findall(r"`@loom//([\w/]+)(?::([\w.-]+))?`",
-                                  match.group(1) if match else ""):
+  for entry in re.findall(r"`@loom//([^`]*)`", match.group(1) if match else ""):
+    parsed = re.fullmatch(r"([\w/]+)(?::([\w.-]+))?", entry)
+    if parsed is None:  # kept as written: check_visibility reports it as defined by no BUILD
+      labels.add("//" + entry)
+      continue
+    package, name = parsed.groups()
     labels.add("//%s:%s" % (package, name or package.split("/")[-1]))
   return labels
 

@@ -173,6 +173,12 @@ cc_library(name = "util", hdrs = ["util.h"])
     self.assertOneFailure(failures, "//core:gone is listed in README.md for outside use but no "
                           "BUILD file defines it")
 
+  def test_listed_entry_that_is_no_label_fails(self):
+    failures = self.check({"README.md": self.PUBLIC_README.replace("@loom//core", "@loom//core/..."),
+                           "core/BUILD": CLEAN["core/BUILD"]})
+    self.assertOneFailure(failures, "//core/... is listed in README.md for outside use but no "
+                          "BUILD file defines it")
+
   def test_package_group_drift_fails(self):
     failures = self.check({"BUILD": ROOT_BUILD.replace('"//app/...", "//tool/..."]', '"//app/..."]')})
     self.assertOneFailure(failures, "//:above_core lists ['//app/...']",

@@ -52,11 +52,20 @@ def cpu_seconds(pid):
 def check_step_time(a, training, window_ends, failures):
     """The slowdown check of the docstring over the logging windows' (wall, CPU) ends."""
     ends = [training] + window_ends
-    if len(window_ends) < 6 or any(e[1] is None for e in ends):
+    if len(window_ends) < 6:
         failures.append(f"{len(window_ends)} logging windows timed (want 6 or more)")
+        return
+    if any(e[1] is None for e in ends):
+        failures.append("the process's CPU time could not be read at a window's end")
         return
     wall = [b[0] - a_[0] for a_, b in zip(ends, ends[1:])]
     cpu = [b[1] - a_[1] for a_, b in zip(ends, ends[1:])]
+    if min(cpu) <= 0:
+        # Two log lines seen in one poll (the watcher stalled), or windows shorter than a clock
+        # tick: nothing was measured.
+        failures.append(f"a logging window measured no CPU time ({cpu}); use longer windows "
+                        "(--logging_steps)")
+        return
     ms = lambda seconds: seconds / a.logging_steps * 1000
     first, last = min(cpu[:3]), min(cpu[-3:])
     print(f"step time (CPU, fastest of 3 windows of {a.logging_steps} steps, saves every "
