@@ -1,9 +1,13 @@
 #include "optim/fused_cpu_optim.h"
 
+#include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <iterator>
 #include <memory>
 #include <tuple>
+#include <utility>
 
 #include "optim/param_state.h"
 
@@ -43,15 +47,16 @@ State& MomentsOf(ParamStateMap& states, const at::Tensor& p) {
 
 // One Adam-family step over every parameter with a gradient: `scalars(options, step)` gives
 // the kernel's scalars for the parameter's group options and its (incremented) step.
+// Parameters for which `skip` is true are left alone.
 template <typename State, typename Options, typename Scalars>
-void AdamFamilyStep(std::vector<torch::optim::OptimizerParamGroup>& groups,
-                    ParamStateMap& states, CpuIsa isa,
-                    const std::function<HalfCopy(const at::Tensor&)>& half_of,
-                    const Scalars& scalars) {
+void AdamFamilyStep(std::vector<torch::optim::OptimizerParamGroup>& groups, ParamStateMap& states,
+                    CpuIsa isa, const std::function<HalfCopy(const at::Tensor&)>& half_of,
+                    const Scalars& scalars,
+                    const std::function<bool(const at::Tensor&)>& skip = nullptr) {
   for (auto& group : groups) {
     const auto& o = static_cast<const Options&>(group.options());
     for (auto& p : group.params()) {
-      if (!p.grad().defined()) continue;
+      if (!p.grad().defined() || (skip && skip(p))) continue;
       State& state = MomentsOf<State>(states, p);
       state.step(state.step() + 1);
       AdamUpdate(scalars(o, state.step()), p.data_ptr<float>(), p.grad().data_ptr<float>(),
@@ -65,14 +70,15 @@ void AdamFamilyStep(std::vector<torch::optim::OptimizerParamGroup>& groups,
 template <typename State, typename Options>
 void TorchAdamStep(std::vector<torch::optim::OptimizerParamGroup>& groups, ParamStateMap& states,
                    bool adamw_mode, bool bias_correction, CpuIsa isa,
-                   const std::function<HalfCopy(const at::Tensor&)>& half_of) {
-  AdamFamilyStep<State, Options>(groups, states, isa, half_of,
-                                 [&](const Options& o, int64_t step) {
-                                   return AdamScalarsFor(
-                                       o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()),
-                                       o.eps(), o.weight_decay(), adamw_mode, bias_correction,
-                                       step);
-                                 });
+                   const std::function<HalfCopy(const at::Tensor&)>& half_of,
+                   const std::function<bool(const at::Tensor&)>& skip = nullptr) {
+  AdamFamilyStep<State, Options>(
+      groups, states, isa, half_of,
+      [&](const Options& o, int64_t step) {
+        return AdamScalarsFor(o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(),
+                              o.weight_decay(), adamw_mode, bias_correction, step);
+      },
+      skip);
 }
 
 template <typename Options>
@@ -81,6 +87,98 @@ bool AnyAmsgrad(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
     if (static_cast<const Options&>(g.options()).amsgrad()) return true;
   }
   return false;
+}
+
+// --- AdamW's at::_fused_adamw_ path (torch.optim.AdamW(fused=True)) ---------------------------
+
+bool AtenFusedDtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf || t == at::kDouble;
+}
+
+// What torch 2.x's fused AdamW takes (_device_dtype_check_for_fused: a floating dtype on a fused
+// device; the kernel: params, grads and states of one dtype, device and strides), restricted to
+// contiguous tensors so that the state's strides match whatever made it (a checkpoint too).
+// CPU parameters only with `cpu_too` (the test route).
+bool AtenFusable(const at::Tensor& p, bool cpu_too) {
+  if (!kHasAtenFusedAdamW) return false;
+  const at::Tensor& g = p.grad();
+  return (p.is_cuda() || (cpu_too && p.device().is_cpu())) && AtenFusedDtype(p.scalar_type()) &&
+         p.is_contiguous() && g.layout() == at::kStrided && g.device() == p.device() &&
+         g.scalar_type() == p.scalar_type() && g.is_contiguous() && g.sizes() == p.sizes();
+}
+
+// Whether every parameter with a gradient takes at::_fused_adamw_ or loom's one-pass CPU kernel
+// (which has no amsgrad); otherwise torch's AdamW steps them all.
+bool AdamWAllFused(const std::vector<torch::optim::OptimizerParamGroup>& groups, bool cpu_too) {
+  for (const auto& group : groups) {
+    const bool amsgrad = static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad();
+    for (const auto& p : group.params()) {
+      if (!p.grad().defined() || AtenFusable(p, cpu_too)) continue;
+      if (amsgrad || !Fusable(p)) return false;
+    }
+  }
+  return true;
+}
+
+// The parameters of one param group on one (device, dtype): one at::_fused_adamw_ call.
+struct AtenFusedBucket {
+  at::Device device;
+  at::ScalarType dtype;
+  std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs;
+  std::vector<int64_t> steps;  // already incremented
+};
+
+// torch's `_foreach_add_(device_state_steps, 1)` then `torch._fused_adamw_(...)`, with the steps
+// taken from loom's int64 state: float32 (torch's fused step dtype) on the bucket's device.
+void StepBucket(AtenFusedBucket& b, const torch::optim::AdamWOptions& o) {
+#if LOOM_TORCH_AT_LEAST(2, 4)
+  const bool cuda = b.device.is_cuda();
+  at::Tensor steps = at::empty({static_cast<int64_t>(b.steps.size())},
+                               at::TensorOptions().dtype(at::kFloat).pinned_memory(cuda));
+  float* host = steps.data_ptr<float>();
+  for (size_t i = 0; i < b.steps.size(); ++i) host[i] = static_cast<float>(b.steps[i]);
+  // From pinned memory the copy is asynchronous; the caching host allocator keeps the buffer
+  // until the copy has run.
+  if (cuda) steps = steps.to(at::TensorOptions().device(b.device), /*non_blocking=*/true);
+  const std::vector<at::Tensor> state_steps = steps.unbind(0);
+  at::_fused_adamw_(b.params, b.grads, b.exp_avgs, b.exp_avg_sqs, b.max_exp_avg_sqs, state_steps,
+                    o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.weight_decay(),
+                    o.eps(), o.amsgrad(), /*maximize=*/false);
+#else
+  TORCH_CHECK(false, "at::_fused_adamw_ needs LibTorch >= 2.4; this is ", base::kLibTorchVersion);
+#endif
+}
+
+// Steps every parameter that AtenFusable takes: per param group, one at::_fused_adamw_ call per
+// (device, dtype) in order of first appearance.
+void AtenFusedAdamWStep(std::vector<torch::optim::OptimizerParamGroup>& groups,
+                        ParamStateMap& states, bool cpu_too) {
+  for (auto& group : groups) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    std::vector<AtenFusedBucket> buckets;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined() || !AtenFusable(p, cpu_too)) continue;
+      auto& state = MomentsOf<torch::optim::AdamWParamState>(states, p);
+      if (o.amsgrad() && !state.max_exp_avg_sq().defined()) {
+        state.max_exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
+      }
+      state.step(state.step() + 1);
+      auto it = std::find_if(buckets.begin(), buckets.end(), [&](const AtenFusedBucket& b) {
+        return b.device == p.device() && b.dtype == p.scalar_type();
+      });
+      if (it == buckets.end()) {
+        buckets.push_back(AtenFusedBucket{p.device(), p.scalar_type()});
+        it = std::prev(buckets.end());
+      }
+      it->params.push_back(p);
+      it->grads.push_back(p.grad());
+      it->exp_avgs.push_back(state.exp_avg());
+      it->exp_avg_sqs.push_back(state.exp_avg_sq());
+      if (o.amsgrad()) it->max_exp_avg_sqs.push_back(state.max_exp_avg_sq());
+      it->steps.push_back(state.step());
+    }
+    for (AtenFusedBucket& b : buckets) StepBucket(b, o);
+  }
 }
 
 }  // namespace
@@ -104,6 +202,20 @@ std::function<HalfCopy(const at::Tensor&)> FusedCpuExtras::HalfCopies() const {
   return [this](const at::Tensor& p) { return HalfCopyOf(p); };
 }
 
+void FusedCpuExtras::set_cpu_through_aten_fused(bool v) {
+  TORCH_CHECK(!v || kHasAtenFusedAdamW, "set_cpu_through_aten_fused: LibTorch ",
+              base::kLibTorchVersion, " has no CPU kernel of at::_fused_adamw_ (torch >= 2.4)");
+  cpu_through_aten_fused_ = v;
+}
+
+void FusedCpuExtras::CheckAtenFusedAllowed(const at::Tensor& param) const {
+  TORCH_CHECK(bias_correction_ && HalfCopyOf(param).out == nullptr, "FusedCpuAdamW: a ",
+              param.device(), " ", param.scalar_type(),
+              " parameter takes ATen's fused AdamW (torch.optim.AdamW(fused=True)), which has no ",
+              bias_correction_ ? "16-bit copies" : "bias_correction false",
+              "; keep the parameters on the CPU in float32");
+}
+
 void FusedCpuExtras::CheckFallbackAllowed(const char* optimizer) const {
   TORCH_CHECK(bias_correction_ && half_copies_.empty(), optimizer,
               ": a parameter is not a contiguous CPU float32 tensor with a dense gradient (or "
@@ -113,14 +225,22 @@ void FusedCpuExtras::CheckFallbackAllowed(const char* optimizer) const {
 }
 
 torch::Tensor FusedCpuAdamW::step(LossClosure closure) {
-  if (!AllFusable(param_groups_, AnyAmsgrad<torch::optim::AdamWOptions>(param_groups_))) {
+  const bool cpu_too = cpu_through_aten_fused();
+  if (!AdamWAllFused(param_groups_, cpu_too)) {
     CheckFallbackAllowed("FusedCpuAdamW");
     return torch::optim::AdamW::step(closure);
   }
+  for (const auto& group : param_groups_) {  // refused before anything moves
+    for (const auto& p : group.params()) {
+      if (p.grad().defined() && AtenFusable(p, cpu_too)) CheckAtenFusedAllowed(p);
+    }
+  }
   torch::NoGradGuard no_grad;
   torch::Tensor loss = EvaluateClosure(closure);
+  AtenFusedAdamWStep(param_groups_, state_, cpu_too);
   TorchAdamStep<torch::optim::AdamWParamState, torch::optim::AdamWOptions>(
-      param_groups_, state_, /*adamw_mode=*/true, bias_correction(), isa(), HalfCopies());
+      param_groups_, state_, /*adamw_mode=*/true, bias_correction(), isa(), HalfCopies(),
+      [cpu_too](const at::Tensor& p) { return AtenFusable(p, cpu_too); });
   return loss;
 }
 
@@ -171,9 +291,10 @@ torch::Tensor FusedCpuAdagrad::step(LossClosure closure) {
         return fresh;
       });
       state.step(state.step() + 1);
-      AdagradUpdate(AdagradScalarsFor(o.lr(), o.lr_decay(), o.weight_decay(), o.eps(), state.step()),
-                    p.data_ptr<float>(), p.grad().data_ptr<float>(), state.sum().data_ptr<float>(),
-                    p.numel(), HalfCopyOf(p), isa());
+      AdagradUpdate(
+          AdagradScalarsFor(o.lr(), o.lr_decay(), o.weight_decay(), o.eps(), state.step()),
+          p.data_ptr<float>(), p.grad().data_ptr<float>(), state.sum().data_ptr<float>(), p.numel(),
+          HalfCopyOf(p), isa());
     }
   }
   return loss;

@@ -2,17 +2,22 @@
 // odd sizes (vector tails, a chunk split over threads), on each ISA path this CPU has: the
 // parameters and states within 1e-6 relative (of the tensor's largest magnitude), the 16-bit
 // copies equal to the fp32 parameters rounded by c10, bias_correction false against the
-// formula, and the torch fallback (amsgrad) refusing the extras.
-#include "optim/fused_cpu_optim.h"
-
+// formula, and the torch fallback (amsgrad) refusing the extras. AdamW's at::_fused_adamw_ path
+// (the CUDA parameters' one) runs on CPU tensors through cpu_through_aten_fused: the same
+// comparison with torch's AdamW, amsgrad included, and a state a torch AdamW loads and continues;
+// on a machine with a GPU, the CUDA parameters themselves.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/torch_compat.h"
 #include "gtest/gtest.h"
+#include "optim/fused_cpu_optim.h"
 #include "optim/hf_adamw.h"
 #include "optim/param_state.h"
 
@@ -37,11 +42,12 @@ torch::Tensor Grad(int step, size_t i) {
 
 // Runs `opt` over `params` for kSteps; calls `after_step` after each.
 void RunSteps(torch::optim::Optimizer& opt, std::vector<torch::Tensor>& params,
-         const std::function<void(int)>& after_step = nullptr) {
+              const std::function<void(int)>& after_step = nullptr) {
   for (int s = 0; s < kSteps; ++s) {
     for (size_t i = 0; i < params.size(); ++i) {
       // Parameter 3 gets no gradient on even steps (a skipped parameter).
-      params[i].mutable_grad() = (i == 3 && s % 2 == 0) ? torch::Tensor() : Grad(s, i);
+      params[i].mutable_grad() =
+          (i == 3 && s % 2 == 0) ? torch::Tensor() : Grad(s, i).to(params[i].device());
     }
     opt.step();
     if (after_step) after_step(s);
@@ -51,8 +57,8 @@ void RunSteps(torch::optim::Optimizer& opt, std::vector<torch::Tensor>& params,
 void ExpectClose(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
   const double scale = want.abs().max().item<double>();
   const double diff = (got - want).abs().max().item<double>();
-  EXPECT_LE(diff, 1e-6 * std::max(scale, 1e-30)) << what << ": max difference " << diff
-                                                 << " of " << scale;
+  EXPECT_LE(diff, 1e-6 * std::max(scale, 1e-30))
+      << what << ": max difference " << diff << " of " << scale;
 }
 
 std::vector<torch::Tensor> Clones(const std::vector<torch::Tensor>& ps) {
@@ -78,6 +84,10 @@ torch::Tensor StateTensor(torch::optim::Optimizer& opt, const torch::Tensor& p, 
   auto it = opt.state().find(ParamStateKey(p));
   if (it == opt.state().end()) return {};
   return get(static_cast<State&>(*it->second));
+}
+
+int64_t StepOf(torch::optim::Optimizer& opt, const torch::Tensor& p) {
+  return static_cast<torch::optim::AdamWParamState&>(*opt.state().at(ParamStateKey(p))).step();
 }
 
 const auto kExpAvgSq = [](auto& s) { return s.exp_avg_sq(); };
@@ -107,10 +117,9 @@ TEST_P(FusedCpuOptimTest, AdamWMatchesTorch) {
   RunSteps(got, got_p);
   for (size_t i = 0; i < got_p.size(); ++i) {
     ExpectClose(got_p[i], want_p[i], "param " + std::to_string(i));
-    ExpectClose(
-        StateTensor<torch::optim::AdamWParamState>(got, got_p[i], kExpAvgSq),
-        StateTensor<torch::optim::AdamWParamState>(want, want_p[i], kExpAvgSq),
-        "exp_avg_sq " + std::to_string(i));
+    ExpectClose(StateTensor<torch::optim::AdamWParamState>(got, got_p[i], kExpAvgSq),
+                StateTensor<torch::optim::AdamWParamState>(want, want_p[i], kExpAvgSq),
+                "exp_avg_sq " + std::to_string(i));
   }
 }
 
@@ -148,9 +157,10 @@ TEST_P(FusedCpuOptimTest, AdamMatchesTorch) {
 }
 
 TEST_P(FusedCpuOptimTest, AdagradMatchesTorch) {
-  const auto decayed =
-      torch::optim::AdagradOptions(1e-2).weight_decay(0.01).lr_decay(0.01).initial_accumulator_value(
-          0.1);
+  const auto decayed = torch::optim::AdagradOptions(1e-2)
+                           .weight_decay(0.01)
+                           .lr_decay(0.01)
+                           .initial_accumulator_value(0.1);
   const auto plain = torch::optim::AdagradOptions(5e-2).eps(1e-10);
   auto want_p = Params();
   torch::optim::Adagrad want(Groups(want_p, decayed, plain));
@@ -251,6 +261,141 @@ TEST(FusedCpuOptimFallbackTest, BadHalfCopyIsRefused) {
   FusedCpuAdamW opt(p, torch::optim::AdamWOptions(1e-2));
   EXPECT_THROW(opt.SetHalfCopy(p[0], torch::zeros({2}, at::kBFloat16)), c10::Error);
   EXPECT_THROW(opt.SetHalfCopy(p[0], torch::zeros({1}, at::kFloat)), c10::Error);
+}
+
+// AdamW's at::_fused_adamw_ path, on CPU tensors (torch's CPU kernel of the op the CUDA
+// parameters take).
+class AtenFusedAdamWTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!kHasAtenFusedAdamW) {
+      GTEST_SKIP() << "LibTorch " << base::kLibTorchVersion
+                   << " has no at::_fused_adamw_ CPU kernel (torch >= 2.4); the path is "
+                      "compiled out of this build";
+    }
+  }
+
+  // Runs torch's AdamW and FusedCpuAdamW through at::_fused_adamw_ over the same steps and
+  // expects the same parameters and the same AdamWParamState (type, step, moments).
+  void ExpectMatchesTorch(const torch::optim::AdamWOptions& decayed,
+                          const torch::optim::AdamWOptions& plain) {
+    auto want_p = Params();
+    torch::optim::AdamW want(Groups(want_p, decayed, plain));
+    RunSteps(want, want_p);
+    auto got_p = Params();
+    FusedCpuAdamW got(Groups(got_p, decayed, plain));
+    got.set_cpu_through_aten_fused(true);
+    RunSteps(got, got_p);
+    for (size_t i = 0; i < got_p.size(); ++i) {
+      const std::string n = std::to_string(i);
+      ExpectClose(got_p[i], want_p[i], "param " + n);
+      auto* g = dynamic_cast<torch::optim::AdamWParamState*>(
+          got.state().at(ParamStateKey(got_p[i])).get());
+      auto& w =
+          static_cast<torch::optim::AdamWParamState&>(*want.state().at(ParamStateKey(want_p[i])));
+      ASSERT_NE(g, nullptr) << "state " << n << " is not an AdamWParamState";
+      EXPECT_EQ(g->step(), w.step()) << n;
+      EXPECT_EQ(g->exp_avg().scalar_type(), at::kFloat) << n;
+      EXPECT_EQ(g->exp_avg().sizes(), w.exp_avg().sizes()) << n;
+      ExpectClose(g->exp_avg(), w.exp_avg(), "exp_avg " + n);
+      ExpectClose(g->exp_avg_sq(), w.exp_avg_sq(), "exp_avg_sq " + n);
+      EXPECT_EQ(g->max_exp_avg_sq().defined(), w.max_exp_avg_sq().defined()) << n;
+      if (w.max_exp_avg_sq().defined()) {
+        ExpectClose(g->max_exp_avg_sq(), w.max_exp_avg_sq(), "max_exp_avg_sq " + n);
+      }
+    }
+  }
+};
+
+TEST_F(AtenFusedAdamWTest, MatchesTorchAdamW) {
+  ExpectMatchesTorch(torch::optim::AdamWOptions(1e-2).weight_decay(0.1).eps(1e-8),
+                     torch::optim::AdamWOptions(3e-3).betas({0.8, 0.95}).eps(1e-6).weight_decay(0));
+}
+
+TEST_F(AtenFusedAdamWTest, AmsgradMatchesTorchAdamW) {
+  ExpectMatchesTorch(torch::optim::AdamWOptions(1e-2).weight_decay(0.1).amsgrad(true),
+                     torch::optim::AdamWOptions(3e-3).weight_decay(0).amsgrad(true));
+}
+
+TEST_F(AtenFusedAdamWTest, TorchAdamWLoadsItsStateAndContinues) {
+  const auto decayed = torch::optim::AdamWOptions(1e-2).weight_decay(0.1);
+  const auto plain = torch::optim::AdamWOptions(3e-3).weight_decay(0);
+  auto got_p = Params();
+  FusedCpuAdamW got(Groups(got_p, decayed, plain));
+  got.set_cpu_through_aten_fused(true);
+  RunSteps(got, got_p);
+  std::stringstream saved;
+  torch::save(got, saved);
+  auto want_p = Clones(got_p);
+  torch::optim::AdamW want(Groups(want_p, decayed, plain));
+  torch::load(want, saved);
+  for (size_t i = 0; i < got_p.size(); ++i) {
+    got_p[i].mutable_grad() = Grad(kSteps, i);
+    want_p[i].mutable_grad() = Grad(kSteps, i);
+  }
+  got.step();
+  want.step();
+  for (size_t i = 0; i < got_p.size(); ++i) {
+    ExpectClose(got_p[i], want_p[i], "param " + std::to_string(i));
+    // Parameter 3 had a gradient on every other step.
+    const int64_t steps = (i == 3 ? kSteps / 2 : kSteps) + 1;
+    EXPECT_EQ(StepOf(got, got_p[i]), steps) << i;
+    EXPECT_EQ(StepOf(want, want_p[i]), steps) << i;
+  }
+}
+
+TEST_F(AtenFusedAdamWTest, RefusesTheExtras) {
+  auto p = Params();
+  FusedCpuAdamW opt(p, torch::optim::AdamWOptions(1e-2));
+  opt.set_cpu_through_aten_fused(true);
+  RunSteps(opt, p);
+  const torch::Tensor before = p[0].clone();
+  opt.set_bias_correction(false);
+  EXPECT_THROW(opt.step(), c10::Error);
+  opt.set_bias_correction(true);
+  opt.SetHalfCopy(p[0], torch::zeros({p[0].numel()}, at::kBFloat16));
+  EXPECT_THROW(opt.step(), c10::Error);
+  EXPECT_TRUE(torch::equal(p[0], before));  // refused before anything moved
+}
+
+// On a GPU, the CUDA parameters themselves (skipped without one).
+TEST(AtenFusedAdamWCudaTest, MatchesTorchAdamWOnCuda) {
+  if (!kHasAtenFusedAdamW || !torch::cuda::is_available()) {
+    GTEST_SKIP() << "needs a CUDA device and LibTorch >= 2.4 (this is " << base::kLibTorchVersion
+                 << ")";
+  }
+  const auto decayed = torch::optim::AdamWOptions(1e-2).weight_decay(0.1);
+  const auto plain = torch::optim::AdamWOptions(3e-3).betas({0.8, 0.95}).weight_decay(0);
+  auto on_cuda = [](std::vector<torch::Tensor> ps) {
+    for (auto& p : ps) p = p.to(torch::kCUDA);
+    return ps;
+  };
+  auto want_p = on_cuda(Params());
+  torch::optim::AdamW want(Groups(want_p, decayed, plain));
+  RunSteps(want, want_p);
+  auto got_p = on_cuda(Params());
+  FusedCpuAdamW got(Groups(got_p, decayed, plain));
+  RunSteps(got, got_p);
+  for (size_t i = 0; i < got_p.size(); ++i) {
+    ExpectClose(got_p[i].cpu(), want_p[i].cpu(), "param " + std::to_string(i));
+    EXPECT_EQ(StepOf(got, got_p[i]), StepOf(want, want_p[i])) << i;
+    const torch::Tensor m = StateTensor<torch::optim::AdamWParamState>(got, got_p[i], kExpAvg);
+    EXPECT_TRUE(m.is_cuda()) << i;
+    ExpectClose(m.cpu(), StateTensor<torch::optim::AdamWParamState>(want, want_p[i], kExpAvg).cpu(),
+                "exp_avg " + std::to_string(i));
+  }
+  got.set_bias_correction(false);  // not on ATen's kernel
+  EXPECT_THROW(got.step(), c10::Error);
+}
+
+TEST(AtenFusedAdamWBuildTest, TheTestRouteNeedsTheOp) {
+  FusedCpuAdamW opt(Params(), torch::optim::AdamWOptions(1e-2));
+  if (kHasAtenFusedAdamW) {
+    opt.set_cpu_through_aten_fused(true);
+    EXPECT_TRUE(opt.cpu_through_aten_fused());
+  } else {
+    EXPECT_THROW(opt.set_cpu_through_aten_fused(true), c10::Error);
+  }
 }
 
 }  // namespace

@@ -29,9 +29,12 @@
 //
 // adamw_hf also warns, as transformers.AdamW's constructor does, that HF deprecated it.
 //
-// Deviations: adamw_torch_fused needs PyTorch >= 2.0 in HF, where a fused kernel computes the
-// AdamW update; loom's is its own one-pass CPU kernel with torch's AdamW state (equal up to
-// float rounding), and parameters it cannot take (on a GPU) take torch's AdamW step.
+// Deviations: adamw_torch_fused needs PyTorch >= 2.0 in HF, which builds
+// torch.optim.AdamW(fused=True). loom's keeps torch's AdamW state (AdamWParamState, int64 step)
+// and steps CPU float32 parameters with its own one-pass kernel (equal up to float rounding);
+// CUDA parameters with one at::_fused_adamw_ call per param group and (device, dtype), as torch
+// 2.x's fused AdamW does (LibTorch >= 2.4; against 1.13 they take torch's AdamW step), and any
+// parameter neither path takes makes the step torch's AdamW step.
 //
 // Example:
 //   ASSIGN_OR_RETURN(std::unique_ptr<torch::optim::Optimizer> optimizer,
