@@ -25,7 +25,7 @@ absl::StatusOr<ParallelContext> ParallelContext::Create(std::optional<distribute
     const bool env_matches = env.rank == pg->rank() && env.world_size == pg->world_size();
     context.local_rank_ = env_matches ? env.local_rank : pg->rank();
     context.node_rank_ = env_matches ? env.group_rank : 0;
-    if (context.world_size_ > 1) context.pg_ = std::move(pg);
+    context.pg_ = std::move(pg);
   }
   if (context.pg_) {
     // Several contexts may share one group (and its store): key their entries apart.

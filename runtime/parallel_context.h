@@ -8,7 +8,9 @@
 //     (distributed/distributed_env.h): WORLD_SIZE > 1 creates a process group from
 //     ddp_backend / ddp_timeout (rank 0 hosts the store), WORLD_SIZE 1 needs none. LOCAL_RANK /
 //     GROUP_RANK come from the environment (a given pg with no launcher variables counts as one
-//     node). A single process never opens a socket.
+//     node). A given group of one is used as it is (its collectives run, so a program can
+//     train a strategy over, say, an NCCL group of one); without one, a single process never
+//     opens a socket.
 //   - is_world_zero(): rank 0. is_local_zero(): local rank 0. ShouldSave(args):
 //     save_on_each_node ? is_local_zero : is_world_zero (TrainingArguments.should_save).
 //   - Collectives are no-ops (or identities) for one process; with several, every rank must
