@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bundle.sh [OUT] — builds the CUDA configuration of the programs the GPU checks run
 # (`./bazelw build -c opt --config=cuda` of //examples/glue:run_glue, //tools:launch,
-# //tools:gpu_order) and collects them with the shared libraries they need into OUT (default
-# gpu/bundle, git-ignored, at most 60 MiB) with gpu/collect_bundle.sh; see gpu/README.md for
+# //tools:gpu_order, //tests/gpu:cuda_checks_test) and collects them with the shared libraries
+# they need into OUT (default gpu/bundle, git-ignored, at most 60 MiB) with
+# gpu/collect_bundle.sh; see gpu/README.md for
 # carrying it to the GPU machine and running gpu/device_check.sh there.
 # LOOM_BUNDLE_CONFIG=torch2 bundles the CPU build instead (for trying the bundle without CUDA).
 set -euo pipefail
@@ -10,7 +11,7 @@ shopt -s inherit_errexit
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:-gpu/bundle}
 config=${LOOM_BUNDLE_CONFIG:-cuda}
-targets=(//examples/glue:run_glue //tools:launch //tools:gpu_order)
+targets=(//examples/glue:run_glue //tools:launch //tools:gpu_order //tests/gpu:cuda_checks_test)
 flags=(-c opt "--config=$config")
 
 ./bazelw build "${flags[@]}" "${targets[@]}"
@@ -23,5 +24,6 @@ commit=$(git rev-parse HEAD)
 git diff --quiet HEAD || commit+=" (with uncommitted changes)"
 
 LOOM_TORCH_LIB=$torch_root/lib LOOM_BUNDLE_COMMIT=$commit LOOM_BUNDLE_CONFIG="-c opt --config=$config" \
-  gpu/collect_bundle.sh "$out" "$bin/examples/glue/run_glue" "$bin/tools/launch" "$bin/tools/gpu_order"
+  gpu/collect_bundle.sh "$out" "$bin/examples/glue/run_glue" "$bin/tools/launch" "$bin/tools/gpu_order" \
+  "$bin/tests/gpu/cuda_checks_test"
 cat "$out/MANIFEST.txt"

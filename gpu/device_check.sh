@@ -15,6 +15,13 @@
 #   run_glue_fp16   the same with --fp16 (autocast and the GradScaler)
 #   launch_nccl     //tools:launch --nproc_per_node 1 of run_glue with --ddp_backend nccl (one
 #                   rank: no process group is made, so NCCL's collectives are not reached)
+#   cuda_<test>     each test of //tests/gpu:cuda_checks_test on cuda:0, one process each
+#                   (GradScaler and DeepSpeed loss scaling with planted infs, an NCCL group of
+#                   one, ZeRO-1/2/3 and FSDP at one rank over NCCL and at two over Gloo, pinned
+#                   ZeRO-Offload, NVMe offload, gradient checkpointing, checkpoints moving
+#                   between CPU and GPU), with the figures the test prints
+#   side_by_side    gpu/side_by_side.sh: a BERT-base fine-tune through run_glue and through
+#                   the machine's own transformers Trainer, samples/s, step time, peak memory
 #
 # Exit status: 0 when every check passed, 1 when one failed, 2 when there is no GPU here
 # (nothing else is run). gpu/gpu_order_standalone_check.sh is the Bazel-free variant of the
@@ -31,7 +38,8 @@ report=$(cd "$2" && pwd)
 summary=$report/report.txt
 : >"$summary"
 failures=0
-budget_s=450 # stop starting checks after this; the whole run stays under 8 minutes
+budget_s=${DEVICE_CHECK_BUDGET_S:-450} # no check starts after this
+hard_s=${DEVICE_CHECK_HARD_S:-530}     # and none runs past this: the whole run stays under 9 minutes
 
 say() {
   echo "$*" | tee -a "$summary"
@@ -46,7 +54,8 @@ verdict() { # verdict NAME OK(0/1) TEXT
   fi
 }
 
-# run_logged NAME SECONDS CMD...: runs CMD with a time limit, output into NAME.log.
+# run_logged NAME SECONDS CMD...: runs CMD with a time limit (cut to what is left before
+# hard_s), output into NAME.log. A check not started says so in its log and fails.
 run_logged() {
   local name=$1 limit=$2
   shift 2
@@ -54,7 +63,8 @@ run_logged() {
     echo "not run: the check budget of ${budget_s}s is spent" >"$report/$name.log"
     return 124
   fi
-  timeout -k 10 "$limit" "$@" >"$report/$name.log" 2>&1
+  ((limit > hard_s - SECONDS)) && limit=$((hard_s - SECONDS))
+  timeout -k 5 "$limit" "$@" >"$report/$name.log" 2>&1
 }
 
 json_value() { # json_value FILE KEY: a number from HF's flat *_results.json
@@ -99,7 +109,15 @@ check_gpu_order() {
   run_logged gpu_order 60 "$bundle/run.sh" gpu_order
   local rc=$? ok=1
   [[ $rc == 0 ]] && grep -q 'The driver agrees with these rules' "$report/gpu_order.log" && ok=0
-  verdict gpu_order "$ok" "exit $rc; $(grep -m1 -- '-> nvidia-smi' "$report/gpu_order.log" | sed 's/^ *//')"
+  # Next to nvidia-smi's own line for the GPU gpu_order names: the same UUID.
+  local mapped index smi
+  mapped=$(grep -m1 -- 'cuda:0 -> nvidia-smi' "$report/gpu_order.log" | sed 's/^ *//')
+  index=$(sed -n 's/^cuda:0 -> nvidia-smi \([0-9]*\) .*/\1/p' <<<"$mapped")
+  smi=$(nvidia-smi --query-gpu=index,name,pci.bus_id,uuid --format=csv,noheader 2>/dev/null |
+    sed -n "$((${index:-0} + 1))p")
+  echo "nvidia-smi: $smi" >>"$report/gpu_order.log"
+  [[ -n $smi && $mapped == *"${smi##*, }"* ]] || ok=1
+  verdict gpu_order "$ok" "exit $rc; $mapped; nvidia-smi says: $smi"
 
   local uuid agree=0 total=0 variant
   uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader 2>/dev/null | head -1)
@@ -155,6 +173,44 @@ check_run_glue() {
   fi
 }
 
+# Each test of cuda_checks_test on cuda:0 in a process of its own (the two-rank test forks,
+# which must come before CUDA is touched); a test's "figure" lines are its figures.
+check_cuda_tests() {
+  local test rc figures
+  for test in Fp16GradScalerSkipsPlantedInf DeepSpeedLossScalerHysteresis \
+    ProcessGroupOfOneCollectives ShardedStrategiesAtOneRank TwoGlooRanksWithDeviceTensors \
+    ZeroOffloadPinsHostMemory NvmeOffload GradientCheckpointing CheckpointsMoveBetweenDevices; do
+    mkdir -p "$report/cuda_tmp/$test"
+    LOOM_CHECK_DEVICE=cuda OMP_NUM_THREADS=1 TEST_TMPDIR="$report/cuda_tmp/$test" \
+      run_logged "cuda_$test" 150 "$bundle/run.sh" cuda_checks_test --gtest_filter="CudaChecks.$test"
+    rc=$?
+    figures=$(sed -n 's/^figure [a-z0-9_]*: //p' "$report/cuda_$test.log" | paste -sd '|' | sed 's/|/ | /g')
+    if [[ $rc == 0 ]] && grep -q '^\[  PASSED  \] 1 test' "$report/cuda_$test.log"; then
+      verdict "cuda_$test" 0 "$figures"
+    else
+      verdict "cuda_$test" 1 "exit $rc; $(grep -m3 -E 'Failure|Expected|Which is|error' \
+        "$report/cuda_$test.log" | tr '\n' ' ' | cut -c1-400); $figures"
+    fi
+  done
+}
+
+# gpu/side_by_side.sh: loom's run_glue and transformers' Trainer on one BERT-base fine-tune.
+check_side_by_side() {
+  local here
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  # The steps' own limits (60 + 100 + 100 + 60 s) fit in the check's 330 s.
+  SBS_PREPARE_TIMEOUT=60 SBS_HF_TIMEOUT=100 SBS_LOOM_TIMEOUT=100 SBS_HF_CONTROL_TIMEOUT=60 \
+    run_logged side_by_side 330 "$here/side_by_side.sh" "$bundle" "$report/side_by_side"
+  local rc=$?
+  local line
+  line=$(grep -m1 '^PASS side_by_side: ' "$report/side_by_side.log" | sed 's/^PASS side_by_side: //')
+  if [[ $rc == 0 && -n $line ]]; then
+    verdict side_by_side 0 "$line"
+  else
+    verdict side_by_side 1 "exit $rc; $(tail -2 "$report/side_by_side.log" | tr '\n' ' ')"
+  fi
+}
+
 main() {
   say "device_check: bundle $bundle ($(sed -n 's/^commit: //p' "$bundle/MANIFEST.txt" 2>/dev/null)), $(date -u +%FT%TZ)"
   if ! check_driver; then
@@ -163,16 +219,18 @@ main() {
   fi
   check_torch
   check_gpu_order
+  check_cuda_tests
   local run=("$bundle/run.sh" run_glue)
   check_run_glue run_glue_fp32 "device: cuda:0" "${run[@]}" --
   check_run_glue run_glue_bf16 "device: cuda:0" "${run[@]}" -- --bf16
   check_run_glue run_glue_fp16 "device: cuda:0" "${run[@]}" -- --fp16
-  # One process: loom makes no process group at WORLD_SIZE=1, so this proves the launcher's
-  # rank setup on cuda:0 and that --ddp_backend nccl is accepted; NCCL collectives need two
-  # GPUs.
+  # One process: the launcher makes no process group at WORLD_SIZE=1, so this proves its rank
+  # setup on cuda:0 and that --ddp_backend nccl is accepted (an NCCL group of one, given to the
+  # Trainer, is cuda_ProcessGroupOfOneCollectives / cuda_ShardedStrategiesAtOneRank).
   check_run_glue launch_nccl "Process rank: 0, device: cuda:0" \
     "$bundle/run.sh" launch --standalone --nproc_per_node 1 "$bundle/bin/run_glue" -- \
     --ddp_backend nccl --num_train_epochs 2
+  check_side_by_side
   say "device_check: $failures check(s) failed, ${SECONDS}s"
   ((failures == 0))
 }
