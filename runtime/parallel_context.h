@@ -13,7 +13,8 @@
 //     opens a socket.
 //   - is_world_zero(): rank 0. is_local_zero(): local rank 0. ShouldSave(args):
 //     save_on_each_node ? is_local_zero : is_world_zero (TrainingArguments.should_save).
-//   - Collectives are no-ops (or identities) for one process; with several, every rank must
+//   - Collectives are no-ops (or identities) for one process without a group; with a group (of
+//     one too), every rank must
 //     call them in the same order: Barrier, BroadcastString (from rank 0), MeanFloat (a float32
 //     mean over ranks in rank order, HF's _nested_gather(tr_loss).mean()), GatherRows (each
 //     rank's tensor, dim 0 may differ, in rank order), PadAcrossProcesses.
@@ -65,7 +66,7 @@ class ParallelContext {
   bool is_local_zero() const { return local_rank_ == 0; }
   bool ShouldSave(const args::TrainingArguments& args) const;
   logging::ProcessPlacement Placement() const;
-  // The process group (nullopt for one process).
+  // The process group (nullopt for one process that was given none).
   const std::optional<distributed::ProcessGroup>& process_group() const { return pg_; }
 
   absl::Status Barrier();
